@@ -1,0 +1,60 @@
+// swift-tools-version:6.0
+import PackageDescription
+import Foundation
+
+// Release builds use the host CPU's vector instructions (AVX-512/VNNI on the
+// machines we measured): LLVM only emits SSE2 for generic x86-64, which makes the
+// INT8 and elementwise kernels 5x slower. Set SWIFTBERT_PORTABLE=1 when building a
+// binary that must run on other x86-64 CPUs.
+let portable = ProcessInfo.processInfo.environment["SWIFTBERT_PORTABLE"] == "1"
+let hostISA: [SwiftSetting] = portable ? [] : [
+    .unsafeFlags(["-Xcc", "-march=native", "-target-cpu", "native"], .when(configuration: .release)),
+]
+let fastMath: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+
+let package = Package(
+    name: "SwiftBERT",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "SwiftBERT", targets: ["SwiftBERT"]),
+        .executable(name: "bert", targets: ["bert"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // OpenBLAS's CBLAS interface (Debian: libopenblas-dev).
+        .systemLibrary(
+            name: "COpenBLAS",
+            path: "Sources/COpenBLAS",
+            providers: [.apt(["libopenblas-dev"])]
+        ),
+        // The engine: tokenizer, weights, kernels, model, quantization, pipelines.
+        .target(
+            name: "SwiftBERT",
+            dependencies: ["COpenBLAS"],
+            swiftSettings: hostISA + fastMath
+        ),
+        // The `bert` command: a thin shell over the library.
+        .executableTarget(
+            name: "bert",
+            dependencies: [
+                "SwiftBERT",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: hostISA
+        ),
+        .executableTarget(
+            name: "SwiftBERTBenchmarks",
+            dependencies: ["SwiftBERT"],
+            path: "Benchmarks",
+            swiftSettings: hostISA + fastMath
+        ),
+        .testTarget(
+            name: "SwiftBERTTests",
+            dependencies: ["SwiftBERT"],
+            resources: [.copy("Fixtures")]
+        ),
+    ],
+    swiftLanguageModes: [.v5]
+)

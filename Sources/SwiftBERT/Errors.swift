@@ -1,0 +1,42 @@
+import Foundation
+
+/// Every failure SwiftBERT reports. Each message says what went wrong and what to do,
+/// and each kind maps to a sysexits-style status so the `bert` command can exit with it.
+public enum BertError: Error, Equatable, CustomStringConvertible {
+    /// A file or folder the caller named does not exist.
+    case fileNotFound(path: String, hint: String)
+    /// A weights file is not valid safetensors, or does not match the model's config.
+    case invalidWeights(path: String, reason: String)
+    /// config.json is missing a field, or holds a value the engine cannot run.
+    case invalidConfig(path: String, reason: String)
+    /// vocab.txt / tokenizer.json cannot be used.
+    case invalidTokenizer(path: String, reason: String)
+    /// A folder that is not a (supported) BERT checkpoint.
+    case notABertCheckpoint(path: String, reason: String)
+    /// Input text or token ids the engine cannot process.
+    case invalidInput(reason: String)
+    /// Writing an output failed (disk full, closed pipe, permissions).
+    case outputFailed(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .fileNotFound(path, hint): return "\(path): not found. \(hint)"
+        case let .invalidWeights(path, reason): return "\(path): invalid weights: \(reason)"
+        case let .invalidConfig(path, reason): return "\(path): invalid config: \(reason)"
+        case let .invalidTokenizer(path, reason): return "\(path): unusable tokenizer: \(reason)"
+        case let .notABertCheckpoint(path, reason): return "\(path): not a BERT checkpoint: \(reason)"
+        case let .invalidInput(reason): return "invalid input: \(reason)"
+        case let .outputFailed(path, reason): return "\(path): cannot write output: \(reason)"
+        }
+    }
+
+    /// sysexits(3) status for command-line tools.
+    public var exitStatus: Int32 {
+        switch self {
+        case .fileNotFound: return 66          // EX_NOINPUT
+        case .invalidInput: return 65          // EX_DATAERR
+        case .invalidWeights, .invalidConfig, .invalidTokenizer, .notABertCheckpoint: return 65
+        case .outputFailed: return 74          // EX_IOERR
+        }
+    }
+}
