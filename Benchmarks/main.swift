@@ -1,0 +1,2 @@
+import SwiftBERT
+print("benchmarks: under construction")

@@ -1,0 +1,212 @@
+import COpenBLAS
+import Foundation
+
+/// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
+/// the checkpoint has one. Immutable after loading: one instance can serve many threads at once.
+public final class BertModel: @unchecked Sendable {
+    public let config: BertConfig
+    public let folder: URL
+    /// Worker threads used inside one forward pass.
+    public let threads: Int
+    /// Seconds spent opening, validating and wiring the weights.
+    public let loadSeconds: Double
+    let weights: SafeTensorsFile
+    let embeddings: BertEmbeddings
+    let layers: [BertLayer]
+    let maskedLMHead: BertMaskedLMHead?
+
+    /// Loads `folder/config.json` and memory-maps `folder/model.safetensors`, checking every tensor.
+    public init(folder: URL, threads: Int? = nil) throws {
+        let start = DispatchTime.now()
+        self.folder = folder
+        guard FileManager.default.fileExists(atPath: folder.path) else {
+            throw BertError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
+        }
+        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
+        let weights = try SafeTensorsFile(path: folder.appendingPathComponent("model.safetensors").path)
+        let embeddings = try BertEmbeddings(weights, config)
+        layers = try (0..<config.numHiddenLayers).map { try BertLayer(weights, "encoder.layer.\($0)", config) }
+        maskedLMHead = config.hasMaskedLMHead
+            ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+        (self.config, self.weights, self.embeddings) = (config, weights, embeddings)
+        self.threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+        // The engine splits work across its own threads; OpenBLAS's threading would fight it.
+        openblas_set_num_threads(1)
+        loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    }
+
+    /// Number of parameters, the tied decoder counted once.
+    public var parameterCount: Int {
+        weights.tensors.values.reduce(0) { $0 + $1.count }
+    }
+
+    // MARK: - Forward pass
+
+    /// Last-layer hidden states for a batch of token-id sequences (each already framed with
+    /// [CLS]/[SEP]). Sequences may differ in length; none is padded.
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil) throws -> EncoderOutput {
+        let (ids, types, sequences) = try pack(batch, typeIds: typeIds)
+        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * config.hiddenSize)
+        forward(ids: ids, typeIds: types, sequences: sequences, hidden: hidden)
+        return EncoderOutput(owning: hidden, sequences: sequences, hiddenSize: config.hiddenSize)
+    }
+
+    /// The whole encoder, top to bottom. `hidden` receives [T × H] for the packed tokens.
+    func forward(ids: [Int32], typeIds: [Int32], sequences: PackedSequences, hidden x: UnsafeMutablePointer<Float>) {
+        let scratch = Workspace(config: config, sequences: sequences, threads: threads)
+        defer { scratch.release() }
+        // 1. Embeddings: word + position + token type, LayerNorm.
+        embeddings.forward(ids: ids, typeIds: typeIds, sequences: sequences, into: x)
+        for layer in layers {
+            // 2. Self-attention, output projection, residual and LayerNorm.
+            attentionBlock(layer.attention, x, sequences: sequences, scratch: scratch)
+            // 3. Feed-forward (dense, GELU, dense), residual and LayerNorm.
+            feedForwardBlock(layer, x, rows: sequences.tokenCount, scratch: scratch)
+        }
+    }
+
+    /// x = LayerNorm(x + Wo·Attention(x) + bo), in place.
+    func attentionBlock(_ attention: BertAttention, _ x: UnsafeMutablePointer<Float>, sequences: PackedSequences, scratch: Workspace) {
+        attention.selfAttention.forward(x, sequences: sequences, qkvBuffer: scratch.wide, context: scratch.context,
+                                        scores: scratch.scores, threads: threads)
+        attention.output(scratch.context, rows: sequences.tokenCount, into: scratch.projected, threads: threads)
+        attention.layerNorm(x, residual: scratch.projected, rows: sequences.tokenCount)
+    }
+
+    /// x = LayerNorm(x + W2·GELU(W1·x + b1) + b2), in place.
+    func feedForwardBlock(_ layer: BertLayer, _ x: UnsafeMutablePointer<Float>, rows: Int, scratch: Workspace) {
+        let ffn = layer.intermediate.outFeatures
+        layer.intermediate(x, rows: rows, into: scratch.wide, threads: threads) { y, cols in
+            // GELU on this thread's columns while they are still in cache.
+            for r in 0..<rows { gelu(y + r * ffn + cols.lowerBound, count: cols.count) }
+        }
+        layer.output(scratch.wide, rows: rows, into: scratch.projected, threads: threads)
+        layer.layerNorm(x, residual: scratch.projected, rows: rows)
+    }
+
+    /// Flattens a batch into one token matrix, checking every id against the model's tables.
+    func pack(_ batch: [[Int32]], typeIds: [[Int32]]?) throws -> ([Int32], [Int32], PackedSequences) {
+        guard !batch.isEmpty else { throw BertError.invalidInput(reason: "the batch is empty") }
+        if let typeIds, typeIds.map(\.count) != batch.map(\.count) {
+            throw BertError.invalidInput(reason: "token type ids must have the same lengths as the token ids")
+        }
+        for (i, sequence) in batch.enumerated() {
+            guard !sequence.isEmpty else { throw BertError.invalidInput(reason: "sequence \(i) is empty") }
+            guard sequence.count <= config.maxPositionEmbeddings else {
+                throw BertError.invalidInput(reason: "sequence \(i) has \(sequence.count) tokens; the model takes at most \(config.maxPositionEmbeddings) (truncate it)")
+            }
+            if let bad = sequence.first(where: { $0 < 0 || Int($0) >= config.vocabSize }) {
+                throw BertError.invalidInput(reason: "sequence \(i) holds token id \(bad), outside the vocabulary of \(config.vocabSize)")
+            }
+            if let bad = typeIds?[i].first(where: { $0 < 0 || Int($0) >= config.typeVocabSize }) {
+                throw BertError.invalidInput(reason: "sequence \(i) holds token type id \(bad); the model has \(config.typeVocabSize) types")
+            }
+        }
+        let ids = batch.flatMap { $0 }
+        let types = typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
+        return (ids, types, PackedSequences(lengths: batch.map(\.count)))
+    }
+
+    // MARK: - Heads
+
+    /// Vocabulary logits at the given (sequence, position) pairs of an encoded batch.
+    public func maskedLMLogits(_ output: EncoderOutput, at positions: [(sequence: Int, position: Int)]) throws -> [[Float]] {
+        guard let head = maskedLMHead else {
+            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) has no masked-LM head (cls.predictions); use a BertForMaskedLM checkpoint such as splade-tiny")
+        }
+        guard !positions.isEmpty else { return [] }
+        let h = config.hiddenSize
+        var gathered = [Float](repeating: 0, count: positions.count * h)
+        for (i, p) in positions.enumerated() {
+            guard p.sequence >= 0, p.sequence < output.count, p.position >= 0, p.position < output.lengths[p.sequence] else {
+                throw BertError.invalidInput(reason: "position \(p) is outside the encoded batch")
+            }
+            output.withRow(sequence: p.sequence, position: p.position) { row in
+                for c in 0..<h { gathered[i * h + c] = row[c] }
+            }
+        }
+        var logits = [Float](repeating: 0, count: positions.count * config.vocabSize)
+        gathered.withUnsafeBufferPointer { x in
+            logits.withUnsafeMutableBufferPointer { out in
+                head.logits(x.baseAddress!, rows: positions.count, into: out.baseAddress!, threads: threads)
+            }
+        }
+        return (0..<positions.count).map { Array(logits[$0 * config.vocabSize..<($0 + 1) * config.vocabSize]) }
+    }
+
+    /// One vector per sequence: mean over its tokens (sentence-transformers' mean pooling) or the
+    /// [CLS] vector, L2-normalised unless asked not to.
+    public func pool(_ output: EncoderOutput, pooling: Pooling? = nil, normalize: Bool = true) -> [[Float]] {
+        let h = config.hiddenSize
+        return (0..<output.count).map { s in
+            var v = [Float](repeating: 0, count: h)
+            switch pooling ?? config.pooling {
+            case .cls:
+                output.withRow(sequence: s, position: 0) { row in for c in 0..<h { v[c] = row[c] } }
+            case .mean:
+                let n = output.lengths[s]
+                for t in 0..<n { output.withRow(sequence: s, position: t) { row in for c in 0..<h { v[c] += row[c] } } }
+                let inv = 1 / Float(max(n, 1))
+                for c in 0..<h { v[c] *= inv }
+            }
+            if normalize {
+                var sumSquares: Float = 0
+                for c in 0..<h { sumSquares += v[c] * v[c] }
+                // torch.nn.functional.normalize: divide by max(‖v‖, 1e-12).
+                let inv = 1 / max(sumSquares.squareRoot(), 1e-12)
+                for c in 0..<h { v[c] *= inv }
+            }
+            return v
+        }
+    }
+}
+
+/// Last-layer hidden states of a batch, packed [T × H] without padding.
+public final class EncoderOutput: @unchecked Sendable {
+    public let hiddenSize: Int
+    public let lengths: [Int]
+    let starts: [Int]
+    let storage: UnsafeMutablePointer<Float>
+
+    init(owning storage: UnsafeMutablePointer<Float>, sequences: PackedSequences, hiddenSize: Int) {
+        self.storage = storage
+        self.lengths = sequences.lengths
+        self.starts = sequences.starts
+        self.hiddenSize = hiddenSize
+    }
+    deinit { storage.deallocate() }
+
+    /// Number of sequences.
+    public var count: Int { lengths.count }
+
+    /// Hidden states of sequence `i` as [length × H], row-major.
+    public func hiddenStates(_ i: Int) -> [Float] {
+        Array(UnsafeBufferPointer(start: storage + starts[i] * hiddenSize, count: lengths[i] * hiddenSize))
+    }
+
+    func withRow<R>(sequence: Int, position: Int, _ body: (UnsafePointer<Float>) -> R) -> R {
+        body(storage + (starts[sequence] + position) * hiddenSize)
+    }
+}
+
+/// Scratch buffers for one forward pass, sized for its tokens.
+final class Workspace {
+    let wide: UnsafeMutablePointer<Float>       // [T × max(3H, FFN)]: fused QKV, then the FFN activations
+    let context: UnsafeMutablePointer<Float>    // [T × H]: attention output before projection
+    let projected: UnsafeMutablePointer<Float>  // [T × H]: output of a projection, before the residual
+    let scores: [UnsafeMutablePointer<Float>]   // per worker [L × L] attention probabilities
+
+    init(config: BertConfig, sequences: PackedSequences, threads: Int) {
+        let t = sequences.tokenCount, h = config.hiddenSize
+        let longest = sequences.lengths.max() ?? 0
+        wide = .allocate(capacity: t * max(3 * h, config.intermediateSize))
+        context = .allocate(capacity: t * h)
+        projected = .allocate(capacity: t * h)
+        scores = (0..<threads).map { _ in .allocate(capacity: longest * longest) }
+    }
+
+    func release() {
+        wide.deallocate(); context.deallocate(); projected.deallocate()
+        scores.forEach { $0.deallocate() }
+    }
+}

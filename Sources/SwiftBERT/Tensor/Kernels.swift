@@ -1,0 +1,110 @@
+import COpenBLAS
+
+// The elementwise kernels of the forward pass. Each is a plain loop over raw pointers
+// that LLVM vectorises for the host ISA; libm's scalar erf/exp would not vectorise and
+// would cost milliseconds per pass.
+
+/// C[m×n] = A[m×k] · B[n×k]ᵀ (+ C if accumulate): the shape of every Linear layer and of QKᵀ.
+/// Leading dimensions let callers address one head inside a fused QKV buffer.
+@inline(__always)
+func matmulTransposedB(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, ldb: Int,
+                       _ c: UnsafeMutablePointer<Float>, ldc: Int, m: Int, n: Int, k: Int,
+                       alpha: Float = 1, accumulate: Bool = false) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(n), Int32(k),
+                alpha, a, Int32(lda), b, Int32(ldb), accumulate ? 1 : 0, c, Int32(ldc))
+}
+
+/// C[m×n] = A[m×k] · B[k×n]: attention probabilities times V.
+@inline(__always)
+func matmul(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, ldb: Int,
+            _ c: UnsafeMutablePointer<Float>, ldc: Int, m: Int, n: Int, k: Int) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k),
+                1, a, Int32(lda), b, Int32(ldb), 0, c, Int32(ldc))
+}
+
+/// y[r, :] += bias for every row.
+@inline(__always)
+func addBias(_ y: UnsafeMutablePointer<Float>, rows: Int, cols: Int, bias: UnsafePointer<Float>) {
+    for r in 0..<rows {
+        let row = y + r * cols
+        for c in 0..<cols { row[c] += bias[c] }
+    }
+}
+
+/// x = LayerNorm(x + residual) row by row, with the two-pass mean/variance PyTorch uses.
+func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, rows: Int, cols: Int,
+                  gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, eps: Float) {
+    let invN = 1 / Float(cols)
+    for r in 0..<rows {
+        let row = x + r * cols
+        if let residual {
+            let res = residual + r * cols
+            for c in 0..<cols { row[c] += res[c] }
+        }
+        var sum: Float = 0
+        for c in 0..<cols { sum += row[c] }
+        let mean = sum * invN
+        var squares: Float = 0
+        for c in 0..<cols { let d = row[c] - mean; squares += d * d }
+        let invStd = 1 / (squares * invN + eps).squareRoot()
+        for c in 0..<cols { row[c] = (row[c] - mean) * invStd * gamma[c] + beta[c] }
+    }
+}
+
+/// Exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)), as BERT's "gelu" (not the tanh approximation).
+func gelu(_ x: UnsafeMutablePointer<Float>, count: Int) {
+    for i in 0..<count {
+        let v = x[i]
+        x[i] = 0.5 * v * (1 + erf(v * 0.70710678118654752))
+    }
+}
+
+/// erf for float32 to within a few ulp: a rational minimax fit on [-4, 4] (outside, erf is ±1 in
+/// float32). Branch-free, so loops over it vectorise.
+@inline(__always)
+func erf(_ a: Float) -> Float {
+    let x = min(max(a, -4), 4)
+    let x2 = x * x
+    var p: Float = -2.72614225801306e-10
+    p = p * x2 + 2.77068142495902e-08
+    p = p * x2 - 2.10102402082508e-06
+    p = p * x2 - 5.69250639462346e-05
+    p = p * x2 - 7.34990630326855e-04
+    p = p * x2 - 2.95459980854025e-03
+    p = p * x2 - 1.60960333262415e-02
+    var q: Float = -1.45660718464996e-05
+    q = q * x2 - 2.13374055278905e-04
+    q = q * x2 - 1.68282697438203e-03
+    q = q * x2 - 7.37332916720468e-03
+    q = q * x2 - 1.42647390514189e-02
+    return x * p / q
+}
+
+/// e^x for float32 to about 1 ulp (Cephes' expf): 2^n · poly(r) with r = x − n·ln2.
+@inline(__always)
+func exp(_ a: Float) -> Float {
+    let x = min(max(a, -87.3), 88.7)
+    let n = (x * 1.44269504088896341).rounded(.toNearestOrEven)
+    let r = x - n * 0.693359375 + n * 2.12194440e-4
+    var p: Float = 1.9875691500e-4
+    p = p * r + 1.3981999507e-3
+    p = p * r + 8.3334519073e-3
+    p = p * r + 4.1665795894e-2
+    p = p * r + 1.6666665459e-1
+    p = p * r + 5.0000001201e-1
+    let y = p * r * r + r + 1
+    return y * Float(bitPattern: UInt32(bitPattern: Int32(n) + 127) << 23)
+}
+
+/// Row-wise softmax in place.
+func softmaxRows(_ x: UnsafeMutablePointer<Float>, rows: Int, cols: Int, stride: Int) {
+    for r in 0..<rows {
+        let row = x + r * stride
+        var maxValue = -Float.infinity
+        for c in 0..<cols { maxValue = max(maxValue, row[c]) }
+        var sum: Float = 0
+        for c in 0..<cols { let e = exp(row[c] - maxValue); row[c] = e; sum += e }
+        let inv = 1 / sum
+        for c in 0..<cols { row[c] *= inv }
+    }
+}
