@@ -1,0 +1,31 @@
+/// A vocabulary entry with its probability.
+public struct ScoredToken: Sendable, Equatable {
+    public let id: Int32
+    public let probability: Float
+}
+
+/// Softmax over a logits vector (max-subtracted, so it never overflows).
+public func softmax(_ logits: [Float]) -> [Float] {
+    var out = logits
+    out.withUnsafeMutableBufferPointer { softmaxRows($0.baseAddress!, rows: 1, cols: $0.count, stride: $0.count) }
+    return out
+}
+
+/// The k most probable entries, best first; ties keep the lower id first, as torch.topk does on CPU.
+/// `allowed` filters candidates (for example whole words only) before ranking.
+public func topK(_ probabilities: [Float], k: Int, where allowed: ((Int32) -> Bool)? = nil) -> [ScoredToken] {
+    guard k > 0 else { return [] }
+    // A bounded selection: keep the best k in a small sorted array instead of sorting 30k entries.
+    var best: [ScoredToken] = []
+    best.reserveCapacity(k + 1)
+    for (i, p) in probabilities.enumerated() {
+        if best.count == k, p <= best[k - 1].probability { continue }
+        let id = Int32(i)
+        if let allowed, !allowed(id) { continue }
+        var slot = best.count
+        while slot > 0, best[slot - 1].probability < p { slot -= 1 }
+        best.insert(ScoredToken(id: id, probability: p), at: slot)
+        if best.count > k { best.removeLast() }
+    }
+    return best
+}

@@ -1,0 +1,70 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+
+/// The repository root, found from this file's path.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A converted model made by the set-up command; a clear failure when it is missing.
+func convertedModel(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+    let url = repositoryRoot.appendingPathComponent("weights/\(name)")
+    guard FileManager.default.fileExists(atPath: url.appendingPathComponent("model.safetensors").path) else {
+        XCTFail("weights/\(name) is missing: run `make setup` (tools/setup.sh) first", file: file, line: line)
+        throw BertError.fileNotFound(path: url.path, hint: "run make setup")
+    }
+    return url
+}
+
+/// Loaded models are shared across tests: loading is cheap, but there is no need to repeat it.
+private let modelCache = NSCache<NSString, BertModel>()
+func loadModel(_ name: String, threads: Int = 2) throws -> BertModel {
+    let key = "\(name)/\(threads)" as NSString
+    if let model = modelCache.object(forKey: key) { return model }
+    let model = try BertModel(folder: convertedModel(name), threads: threads)
+    modelCache.setObject(model, forKey: key)
+    return model
+}
+
+/// Fixtures written by tools/make_reference_fixtures.py from PyTorch + transformers.
+struct Reference {
+    struct FillMask: Decodable {
+        let text: String
+        let input_ids: [Int32]
+        let mask_positions: [Int]
+        let top_ids: [[Int32]]
+        let top_probabilities: [[Float]]
+    }
+    struct Pair: Decodable {
+        let sentences: [String]
+        let input_ids: [[Int32]]
+        let cosine: Float
+    }
+    struct Meta: Decodable {
+        let sentences: [String]
+        let input_ids: [[Int32]]
+        let fill_mask: [FillMask]?
+        let pair: Pair?
+    }
+    let meta: Meta
+    let tensors: SafeTensorsFile
+
+    init(_ model: String) throws {
+        let folder = Bundle.module.url(forResource: "Fixtures/reference", withExtension: nil)!
+        meta = try JSONDecoder().decode(Meta.self, from: Data(contentsOf: folder.appendingPathComponent("\(model).json")))
+        tensors = try SafeTensorsFile(path: folder.appendingPathComponent("\(model).safetensors").path)
+    }
+
+    func tensor(_ name: String) throws -> [Float] { Array(try tensors.floats(name)) }
+}
+
+/// Largest absolute elementwise difference.
+func maxAbsDifference(_ a: [Float], _ b: [Float]) -> Float {
+    precondition(a.count == b.count, "sizes differ: \(a.count) vs \(b.count)")
+    return zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) }
+}
+
+func cosine(_ a: [Float], _ b: [Float]) -> Float {
+    var dot: Float = 0, na: Float = 0, nb: Float = 0
+    for (x, y) in zip(a, b) { dot += x * y; na += x * x; nb += y * y }
+    return dot / (na.squareRoot() * nb.squareRoot())
+}
