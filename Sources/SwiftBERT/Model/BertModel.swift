@@ -1,6 +1,14 @@
 import COpenBLAS
 import Foundation
 
+/// Numeric format of the encoder's Linear layers.
+public enum Precision: String, CaseIterable, Sendable {
+    /// float32 weights and OpenBLAS sgemm: exact against PyTorch.
+    case fp32
+    /// int8 weights (per output channel) and activations (per token), integer GEMM in Swift.
+    case int8
+}
+
 /// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
 /// the checkpoint has one. Immutable after loading: one instance can serve many threads at once.
 public final class BertModel: @unchecked Sendable {
@@ -16,7 +24,10 @@ public final class BertModel: @unchecked Sendable {
     let maskedLMHead: BertMaskedLMHead?
 
     /// Loads `folder/config.json` and memory-maps `folder/model.safetensors`, checking every tensor.
-    public init(folder: URL, threads: Int? = nil) throws {
+    public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
+        guard precision == .fp32 else {
+            throw BertError.invalidInput(reason: "precision int8 is not available in this build yet; use fp32")
+        }
         let start = DispatchTime.now()
         self.folder = folder
         guard FileManager.default.fileExists(atPath: folder.path) else {

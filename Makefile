@@ -1,0 +1,18 @@
+# The two commands of the README. Both run the whole set-up first (idempotent).
+BERT = .build/release/bert
+
+.PHONY: setup demo test bench
+
+setup:
+	@tools/setup.sh
+
+# The main job on the default models: embed a sentence, fill a mask.
+demo: setup
+	$(BERT) embed --format tsv "SwiftBERT embeds text in pure Swift."
+	$(BERT) fill "The capital of France is [MASK]."
+
+test: setup
+	swift test
+
+bench: setup
+	swift run -c release SwiftBERTBenchmarks

