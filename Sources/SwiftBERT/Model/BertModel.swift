@@ -54,45 +54,55 @@ public final class BertModel: @unchecked Sendable {
     // MARK: - Forward pass
 
     /// Last-layer hidden states for a batch of token-id sequences (each already framed with
-    /// [CLS]/[SEP]). Sequences may differ in length; none is padded.
-    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil) throws -> EncoderOutput {
+    /// [CLS]/[SEP]). Sequences may differ in length; none is padded. Pass a `StageProfile` to
+    /// learn where the time goes.
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
         let (ids, types, sequences) = try pack(batch, typeIds: typeIds)
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * config.hiddenSize)
-        forward(ids: ids, typeIds: types, sequences: sequences, hidden: hidden)
+        forward(ids: ids, typeIds: types, sequences: sequences, hidden: hidden, profile: profile)
         return EncoderOutput(owning: hidden, sequences: sequences, hiddenSize: config.hiddenSize)
     }
 
     /// The whole encoder, top to bottom. `hidden` receives [T × H] for the packed tokens.
-    func forward(ids: [Int32], typeIds: [Int32], sequences: PackedSequences, hidden x: UnsafeMutablePointer<Float>) {
+    func forward(ids: [Int32], typeIds: [Int32], sequences: PackedSequences, hidden x: UnsafeMutablePointer<Float>,
+                 profile: StageProfile? = nil) {
         let scratch = Workspace(config: config, sequences: sequences, threads: threads)
         defer { scratch.release() }
         // 1. Embeddings: word + position + token type, LayerNorm.
-        embeddings.forward(ids: ids, typeIds: typeIds, sequences: sequences, into: x)
+        profile.measure(.embeddings) { embeddings.forward(ids: ids, typeIds: typeIds, sequences: sequences, into: x) }
         for layer in layers {
             // 2. Self-attention, output projection, residual and LayerNorm.
-            attentionBlock(layer.attention, x, sequences: sequences, scratch: scratch)
+            attentionBlock(layer.attention, x, sequences: sequences, scratch: scratch, profile: profile)
             // 3. Feed-forward (dense, GELU, dense), residual and LayerNorm.
-            feedForwardBlock(layer, x, rows: sequences.tokenCount, scratch: scratch)
+            feedForwardBlock(layer, x, rows: sequences.tokenCount, scratch: scratch, profile: profile)
         }
     }
 
     /// x = LayerNorm(x + Wo·Attention(x) + bo), in place.
-    func attentionBlock(_ attention: BertAttention, _ x: UnsafeMutablePointer<Float>, sequences: PackedSequences, scratch: Workspace) {
-        attention.selfAttention.forward(x, sequences: sequences, qkvBuffer: scratch.wide, context: scratch.context,
-                                        scores: scratch.scores, threads: threads)
-        attention.output(scratch.context, rows: sequences.tokenCount, into: scratch.projected, threads: threads)
-        attention.layerNorm(x, residual: scratch.projected, rows: sequences.tokenCount)
+    func attentionBlock(_ attention: BertAttention, _ x: UnsafeMutablePointer<Float>, sequences: PackedSequences,
+                        scratch: Workspace, profile: StageProfile? = nil) {
+        let rows = sequences.tokenCount
+        profile.measure(.qkv) { attention.selfAttention.qkv(x, rows: rows, into: scratch.wide, threads: threads) }
+        profile.measure(.attention) {
+            attention.selfAttention.forward(qkv: scratch.wide, sequences: sequences, context: scratch.context,
+                                            scores: scratch.scores, threads: threads)
+        }
+        profile.measure(.attentionOutput) { attention.output(scratch.context, rows: rows, into: scratch.projected, threads: threads) }
+        profile.measure(.layerNorm) { attention.layerNorm(x, residual: scratch.projected, rows: rows) }
     }
 
     /// x = LayerNorm(x + W2·GELU(W1·x + b1) + b2), in place.
-    func feedForwardBlock(_ layer: BertLayer, _ x: UnsafeMutablePointer<Float>, rows: Int, scratch: Workspace) {
+    func feedForwardBlock(_ layer: BertLayer, _ x: UnsafeMutablePointer<Float>, rows: Int, scratch: Workspace,
+                          profile: StageProfile? = nil) {
         let ffn = layer.intermediate.outFeatures
-        layer.intermediate(x, rows: rows, into: scratch.wide, threads: threads) { y, cols in
-            // GELU on this thread's columns while they are still in cache.
-            for r in 0..<rows { gelu(y + r * ffn + cols.lowerBound, count: cols.count) }
+        profile.measure(.feedForwardIn) {
+            layer.intermediate(x, rows: rows, into: scratch.wide, threads: threads) { y, cols in
+                // GELU on this thread's columns while they are still in cache.
+                for r in 0..<rows { gelu(y + r * ffn + cols.lowerBound, count: cols.count) }
+            }
         }
-        layer.output(scratch.wide, rows: rows, into: scratch.projected, threads: threads)
-        layer.layerNorm(x, residual: scratch.projected, rows: rows)
+        profile.measure(.feedForwardOut) { layer.output(scratch.wide, rows: rows, into: scratch.projected, threads: threads) }
+        profile.measure(.layerNorm) { layer.layerNorm(x, residual: scratch.projected, rows: rows) }
     }
 
     /// Flattens a batch into one token matrix, checking every id against the model's tables.

@@ -116,11 +116,10 @@ struct BertSelfAttention {
         headDim = config.headDim
     }
 
-    /// context[T × H] = softmax(Q·Kᵀ/√d)·V per sequence and head; qkv holds [T × 3H] scratch.
-    func forward(_ x: UnsafePointer<Float>, sequences: PackedSequences, qkvBuffer: UnsafeMutablePointer<Float>,
+    /// context[T × H] = softmax(Q·Kᵀ/√d)·V per sequence and head, from the fused [T × 3H] projections.
+    func forward(qkv qkvBuffer: UnsafePointer<Float>, sequences: PackedSequences,
                  context: UnsafeMutablePointer<Float>, scores: [UnsafeMutablePointer<Float>], threads: Int) {
         let h = heads * headDim, ld = 3 * h
-        qkv(x, rows: sequences.tokenCount, into: qkvBuffer, threads: threads)
         let scale = 1 / Float(headDim).squareRoot()
         parallelFor(sequences.lengths.count * heads, threads: threads) { task, worker in
             let s = task / heads, head = task % heads
