@@ -41,14 +41,50 @@ func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Floa
             let res = residual + r * cols
             for c in 0..<cols { row[c] += res[c] }
         }
-        var sum: Float = 0
-        for c in 0..<cols { sum += row[c] }
-        let mean = sum * invN
-        var squares: Float = 0
-        for c in 0..<cols { let d = row[c] - mean; squares += d * d }
-        let invStd = 1 / (squares * invN + eps).squareRoot()
-        for c in 0..<cols { row[c] = (row[c] - mean) * invStd * gamma[c] + beta[c] }
+        let mean = sum(row, count: cols) * invN
+        for c in 0..<cols { row[c] -= mean }
+        let invStd = 1 / (sumOfSquares(row, count: cols) * invN + eps).squareRoot()
+        for c in 0..<cols { row[c] = row[c] * invStd * gamma[c] + beta[c] }
     }
+}
+
+// Float reductions: LLVM may not reorder a scalar `sum += x` loop (no fast-math in Swift), so a
+// plain loop runs one add at a time. Sixteen lanes of partial sums make it vector code.
+
+@inline(__always)
+func sum(_ x: UnsafePointer<Float>, count: Int) -> Float {
+    var acc = SIMD16<Float>()
+    var i = 0
+    while i + 16 <= count { acc += UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self); i += 16 }
+    var total = acc.sum()
+    while i < count { total += x[i]; i += 1 }
+    return total
+}
+
+@inline(__always)
+func sumOfSquares(_ x: UnsafePointer<Float>, count: Int) -> Float {
+    var acc = SIMD16<Float>()
+    var i = 0
+    while i + 16 <= count { let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self); acc += v * v; i += 16 }
+    var total = acc.sum()
+    while i < count { total += x[i] * x[i]; i += 1 }
+    return total
+}
+
+// The standard library's pointwiseMax honours NaN ordering lane by lane and compiles to scalar
+// code (it made softmax 4x slower); a compare and blend is one instruction.
+@inline(__always) func lanewiseMax(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> {
+    a.replacing(with: b, where: a .< b)
+}
+
+@inline(__always)
+func maximum(_ x: UnsafePointer<Float>, count: Int) -> Float {
+    var acc = SIMD16<Float>(repeating: -.infinity)
+    var i = 0
+    while i + 16 <= count { acc = lanewiseMax(acc, UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)); i += 16 }
+    var best = acc.max()
+    while i < count { best = max(best, x[i]); i += 1 }
+    return best
 }
 
 /// Exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)), as BERT's "gelu" (not the tanh approximation).
@@ -100,11 +136,9 @@ func exp(_ a: Float) -> Float {
 func softmaxRows(_ x: UnsafeMutablePointer<Float>, rows: Int, cols: Int, stride: Int) {
     for r in 0..<rows {
         let row = x + r * stride
-        var maxValue = -Float.infinity
-        for c in 0..<cols { maxValue = max(maxValue, row[c]) }
-        var sum: Float = 0
-        for c in 0..<cols { let e = exp(row[c] - maxValue); row[c] = e; sum += e }
-        let inv = 1 / sum
+        let maxValue = maximum(row, count: cols)
+        for c in 0..<cols { row[c] = exp(row[c] - maxValue) }   // no reduction here: vectorises
+        let inv = 1 / sum(row, count: cols)
         for c in 0..<cols { row[c] *= inv }
     }
 }
