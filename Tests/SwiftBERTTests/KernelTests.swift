@@ -1,0 +1,51 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+
+/// The vectorisable erf and exp against the C library, and the reductions on awkward sizes.
+final class KernelTests: XCTestCase {
+    func testErfMatchesLibmToFloatPrecision() {
+        var worst: Double = 0
+        for i in -60000...60000 {
+            let x = Float(i) / 10000          // [-6, 6]
+            worst = max(worst, abs(Double(SwiftBERT.erf(x)) - Foundation.erf(Double(x))))
+        }
+        XCTAssertLessThan(worst, 5e-7)
+    }
+
+    func testExpMatchesLibmInRelativeTerms() {
+        var worst: Double = 0
+        for i in -870000...880000 where i % 7 == 0 {
+            let x = Float(i) / 10000
+            let want = Foundation.exp(Double(x))
+            worst = max(worst, abs(Double(SwiftBERT.exp(x)) - want) / want)
+        }
+        XCTAssertLessThan(worst, 3e-7)
+    }
+
+    func testGeluIsExactErfGelu() {
+        var x: [Float] = stride(from: -8, through: 8, by: 0.01).map { Float($0) }
+        let want = x.map { Double($0) * 0.5 * (1 + Foundation.erf(Double($0) / 2.0.squareRoot())) }
+        x.withUnsafeMutableBufferPointer { gelu($0.baseAddress!, count: $0.count) }
+        for (got, want) in zip(x, want) { XCTAssertEqual(Double(got), want, accuracy: 1e-6) }
+    }
+
+    func testReductionsOnSizesAroundTheVectorWidth() {
+        for n in [1, 15, 16, 17, 33, 384] {
+            let v = (0..<n).map { Float($0 % 7) - 3.5 }
+            v.withUnsafeBufferPointer { p in
+                XCTAssertEqual(sum(p.baseAddress!, count: n), v.reduce(0, +), accuracy: 1e-4)
+                XCTAssertEqual(sumOfSquares(p.baseAddress!, count: n), v.reduce(0) { $0 + $1 * $1 }, accuracy: 1e-3)
+                XCTAssertEqual(maximum(p.baseAddress!, count: n), v.max()!)
+            }
+        }
+    }
+
+    func testSoftmaxRowsSumToOneAndKeepOrder() {
+        var x: [Float] = [1, 2, 3, -1000, 0.5, 1000, 3, 2, 1]
+        x.withUnsafeMutableBufferPointer { softmaxRows($0.baseAddress!, rows: 3, cols: 3, stride: 3) }
+        for r in 0..<3 { XCTAssertEqual(x[r * 3..<r * 3 + 3].reduce(0, +), 1, accuracy: 1e-6) }
+        XCTAssertEqual(x[5], 1, accuracy: 1e-6)
+        XCTAssertGreaterThan(x[2], x[1])
+    }
+}
