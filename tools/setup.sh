@@ -21,4 +21,7 @@ grep -v '^#' weights/manifest.tsv | cut -f1 | while read -r name; do
     if [ ! -f "weights/$name/model.safetensors" ] || [ "weights/.cache/hf/$name/.complete" -nt "weights/$name/model.safetensors" ]; then
         "$bert" convert "weights/.cache/hf/$name" "weights/$name" >&2
     fi
+    if [ ! -f "weights/$name/model.int8.safetensors" ] || [ "weights/$name/model.safetensors" -nt "weights/$name/model.int8.safetensors" ]; then
+        "$bert" quantize "weights/$name" >&2
+    fi
 done

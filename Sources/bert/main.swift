@@ -1,28 +1,37 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
-
-struct Convert: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Convert a Hugging Face BERT folder into SwiftBERT's format.",
-        discussion: "Example: bert convert ~/hf/bert-base-uncased weights/bert-base-uncased")
-    @Argument(help: "Folder with config.json, model.safetensors and vocab.txt or tokenizer.json.") var source: String
-    @Argument(help: "Destination folder.") var destination: String
-
-    func run() throws {
-        let report = try Converter.convert(huggingFaceFolder: URL(fileURLWithPath: source), to: URL(fileURLWithPath: destination))
-        let c = report.config
-        print("converted \(source) -> \(destination): \(c.numHiddenLayers) layers, hidden \(c.hiddenSize), \(report.tensorCount) tensors, pooling \(c.pooling.rawValue), masked-LM head \(c.hasMaskedLMHead ? "yes" : "no")")
-        if !report.droppedTensors.isEmpty {
-            print("not used by the engine: \(report.droppedTensors.joined(separator: ", "))")
-        }
-    }
-}
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Bert: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bert", abstract: "BERT inference in pure Swift.",
-        subcommands: [Convert.self])
+        commandName: "bert",
+        abstract: "BERT inference in pure Swift: embeddings, masked-word prediction, tokenization, search.",
+        discussion: """
+            Texts come from arguments, --input FILE or stdin; results go to stdout (or --output) in
+            formats other programs read. Errors are one line on stderr with a sysexits status:
+            64 usage, 65 bad input data, 66 missing input, 73 cannot create output, 74 write error.
+
+            Examples:
+              bert embed "The cat sat on the mat." | head -c 200
+              bert fill "The capital of France is [MASK]."
+              bert search --corpus notes.txt "where did I park"
+            """,
+        subcommands: [
+            Embed.self,
+            Fill.self,
+            Tokenize.self,
+            Similarity.self,
+            Search.self,
+            Info.self,
+            Convert.self,
+            Quantize.self,
+            // BENCH: `Bench.self` (Sources/bert/Bench.swift) is registered here by its author.
+        ])
 }
 
-Bert.main()
+// A closed pipe must surface as EPIPE from write(2), a clean stop, not as a kill by SIGPIPE.
+signal(SIGPIPE, SIG_IGN)
+exit(runBert(CommandLine.arguments))

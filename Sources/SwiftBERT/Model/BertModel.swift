@@ -7,6 +7,9 @@ public enum Precision: String, CaseIterable, Sendable {
     case fp32
     /// int8 weights (per output channel) and activations (per token), integer GEMM in Swift.
     case int8
+
+    /// The weights file of this precision inside a converted model folder.
+    public var fileName: String { self == .fp32 ? "model.safetensors" : Quantizer.fileName }
 }
 
 /// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
@@ -18,6 +21,7 @@ public final class BertModel: @unchecked Sendable {
     public let threads: Int
     /// Seconds spent opening, validating and wiring the weights.
     public let loadSeconds: Double
+    public let precision: Precision
     let weights: SafeTensorsFile
     let embeddings: BertEmbeddings
     let layers: [BertLayer]
@@ -25,22 +29,24 @@ public final class BertModel: @unchecked Sendable {
 
     /// Loads `folder/config.json` and memory-maps `folder/model.safetensors`, checking every tensor.
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
-        guard precision == .fp32 else {
-            throw BertError.invalidInput(reason: "precision int8 is not available in this build yet; use fp32")
-        }
         let start = DispatchTime.now()
         self.folder = folder
         guard FileManager.default.fileExists(atPath: folder.path) else {
             throw BertError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
         }
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-        let weights = try SafeTensorsFile(path: folder.appendingPathComponent("model.safetensors").path)
+        let weightsPath = folder.appendingPathComponent(precision.fileName).path
+        if precision == .int8, !FileManager.default.fileExists(atPath: weightsPath) {
+            throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `bert quantize \(folder.path)`.")
+        }
+        let weights = try SafeTensorsFile(path: weightsPath)
         let embeddings = try BertEmbeddings(weights, config)
         layers = try (0..<config.numHiddenLayers).map { try BertLayer(weights, "encoder.layer.\($0)", config) }
         maskedLMHead = config.hasMaskedLMHead
             ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         (self.config, self.weights, self.embeddings) = (config, weights, embeddings)
         self.threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+        self.precision = precision
         // The engine splits work across its own threads; OpenBLAS's threading would fight it.
         openblas_set_num_threads(1)
         loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
@@ -82,12 +88,14 @@ public final class BertModel: @unchecked Sendable {
     func attentionBlock(_ attention: BertAttention, _ x: UnsafeMutablePointer<Float>, sequences: PackedSequences,
                         scratch: Workspace, profile: StageProfile? = nil) {
         let rows = sequences.tokenCount
-        profile.measure(.qkv) { attention.selfAttention.qkv(x, rows: rows, into: scratch.wide, threads: threads) }
+        profile.measure(.qkv) { attention.selfAttention.qkv(x, rows: rows, into: scratch.wide, threads: threads, quantized: scratch.quantized) }
         profile.measure(.attention) {
             attention.selfAttention.forward(qkv: scratch.wide, sequences: sequences, context: scratch.context,
                                             scores: scratch.scores, threads: threads)
         }
-        profile.measure(.attentionOutput) { attention.output(scratch.context, rows: rows, into: scratch.projected, threads: threads) }
+        profile.measure(.attentionOutput) {
+            attention.output(scratch.context, rows: rows, into: scratch.projected, threads: threads, quantized: scratch.quantized)
+        }
         profile.measure(.layerNorm) { attention.layerNorm(x, residual: scratch.projected, rows: rows) }
     }
 
@@ -96,12 +104,14 @@ public final class BertModel: @unchecked Sendable {
                           profile: StageProfile? = nil) {
         let ffn = layer.intermediate.outFeatures
         profile.measure(.feedForwardIn) {
-            layer.intermediate(x, rows: rows, into: scratch.wide, threads: threads) { y, cols in
+            layer.intermediate(x, rows: rows, into: scratch.wide, threads: threads, quantized: scratch.quantized) { y, cols in
                 // GELU on this thread's columns while they are still in cache.
                 for r in 0..<rows { gelu(y + r * ffn + cols.lowerBound, count: cols.count) }
             }
         }
-        profile.measure(.feedForwardOut) { layer.output(scratch.wide, rows: rows, into: scratch.projected, threads: threads) }
+        profile.measure(.feedForwardOut) {
+            layer.output(scratch.wide, rows: rows, into: scratch.projected, threads: threads, quantized: scratch.quantized)
+        }
         profile.measure(.layerNorm) { layer.layerNorm(x, residual: scratch.projected, rows: rows) }
     }
 
@@ -216,6 +226,7 @@ final class Workspace {
     let context: UnsafeMutablePointer<Float>    // [T × H]: attention output before projection
     let projected: UnsafeMutablePointer<Float>  // [T × H]: output of a projection, before the residual
     let scores: [UnsafeMutablePointer<Float>]   // per worker [L × L] attention probabilities
+    let quantized = Int8Workspace()             // INT8 activations of the current Linear layer
 
     init(config: BertConfig, sequences: PackedSequences, threads: Int) {
         let t = sequences.tokenCount, h = config.hiddenSize

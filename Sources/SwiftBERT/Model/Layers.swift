@@ -4,34 +4,87 @@ import Foundation
 // names (see Converter), so code and weights map one to one. Weights are pointers into the
 // memory-mapped file: loading copies nothing.
 
+/// A weight matrix [rows × cols] in the precision its file holds: `NAME.weight` (float32, from
+/// the converter) or `NAME.weight_packed` + `NAME.weight_scale` (INT8, from the quantizer).
+enum WeightMatrix {
+    case float32(UnsafePointer<Float>)
+    case int8(PackedInt8Matrix)
+
+    init(_ file: SafeTensorsFile, _ name: String, rows: Int, cols: Int) throws {
+        if file.tensors[name + ".weight_packed"] != nil {
+            let packed = try file.bytes(name + ".weight_packed", dtype: .i8)
+            let scales = try file.floats(name + ".weight_scale", shape: [rows])
+            self = .int8(try PackedInt8Matrix(rows: rows, cols: cols, packed: packed, scales: scales,
+                                              source: "\(file.path): \(name)"))
+        } else {
+            self = .float32(try file.floats(name + ".weight", shape: [rows, cols]).baseAddress!)
+        }
+    }
+
+    /// Row n as floats (an embedding lookup).
+    func row(_ n: Int, cols: Int, into out: UnsafeMutablePointer<Float>) {
+        switch self {
+        case .float32(let w): out.update(from: w + n * cols, count: cols)
+        case .int8(let w): w.dequantizeRow(n, into: out)
+        }
+    }
+
+    /// y[:, columns] = x · W[columns]ᵀ + bias[columns], y with row stride `rows` (the matrix's N).
+    /// INT8 with a `quantized` workspace multiplies INT8 activations (quantised there once per
+    /// call, shared by all columns); without one it is weight-only (float activations).
+    func multiply(_ x: UnsafePointer<Float>, m: Int, rows n: Int, cols k: Int, bias: UnsafePointer<Float>,
+                  into y: UnsafeMutablePointer<Float>, columns: Range<Int>, quantized: Int8Workspace?) {
+        switch self {
+        case .float32(let w):
+            matmulTransposedB(x, lda: k, w + columns.lowerBound * k, ldb: k, y + columns.lowerBound, ldc: n,
+                              m: m, n: columns.count, k: k)
+            for r in 0..<m {
+                let row = y + r * n + columns.lowerBound
+                let b = bias + columns.lowerBound
+                for c in 0..<columns.count { row[c] += b[c] }
+            }
+        case .int8(let w):
+            if let quantized {
+                int8GEMM(quantized, weights: w, bias: bias, output: y, columns: columns)
+            } else {
+                int8WeightOnlyLinear(x, m: m, weights: w, bias: bias, output: y, columns: columns)
+            }
+        }
+    }
+
+    var isInt8: Bool { if case .int8 = self { return true } else { return false } }
+}
+
 /// y = x·Wᵀ + b with W stored [out, in] as PyTorch stores it.
 struct Linear {
-    let weight: UnsafePointer<Float>
+    let weight: WeightMatrix
     let bias: UnsafePointer<Float>
     let inFeatures: Int
     let outFeatures: Int
 
     init(_ file: SafeTensorsFile, _ prefix: String, in inFeatures: Int, out outFeatures: Int) throws {
-        weight = try file.floats(prefix + ".weight", shape: [outFeatures, inFeatures]).baseAddress!
+        weight = try WeightMatrix(file, prefix, rows: outFeatures, cols: inFeatures)
         bias = try file.floats(prefix + ".bias", shape: [outFeatures]).baseAddress!
         self.inFeatures = inFeatures
         self.outFeatures = outFeatures
     }
 
-    /// y[rows × out] = x[rows × in]·Wᵀ + b, output columns split across threads.
+    init(weight: WeightMatrix, bias: UnsafePointer<Float>, inFeatures: Int, outFeatures: Int) {
+        (self.weight, self.bias, self.inFeatures, self.outFeatures) = (weight, bias, inFeatures, outFeatures)
+    }
+
+    /// y[rows × out] = x[rows × in]·Wᵀ + b, output columns split across threads; `epilogue` runs
+    /// on each thread's columns right after they are computed (while they are in cache).
     func callAsFunction(_ x: UnsafePointer<Float>, rows: Int, into y: UnsafeMutablePointer<Float>, threads: Int,
+                        quantized: Int8Workspace? = nil,
                         then epilogue: ((UnsafeMutablePointer<Float>, Range<Int>) -> Void)? = nil) {
-        let ranges = splitRange(outFeatures, parts: threads)
+        if weight.isInt8, let quantized { quantizeRows(x, m: rows, k: inFeatures, into: quantized) }
+        // INT8 kernels work on 64-channel panels; keep thread blocks on panel bounds.
+        let ranges = splitRange(outFeatures, parts: threads, align: weight.isInt8 ? Int8PanelLayout.panelWidth : 16)
         parallelFor(ranges.count, threads: threads) { part, _ in
-            let cols = ranges[part]
-            matmulTransposedB(x, lda: inFeatures, weight + cols.lowerBound * inFeatures, ldb: inFeatures,
-                              y + cols.lowerBound, ldc: outFeatures, m: rows, n: cols.count, k: inFeatures)
-            for r in 0..<rows {
-                let row = y + r * outFeatures + cols.lowerBound
-                let b = bias + cols.lowerBound
-                for c in 0..<cols.count { row[c] += b[c] }
-            }
-            epilogue?(y, cols)
+            weight.multiply(x, m: rows, rows: outFeatures, cols: inFeatures, bias: bias, into: y,
+                            columns: ranges[part], quantized: quantized)
+            epilogue?(y, ranges[part])
         }
     }
 }
@@ -73,7 +126,7 @@ struct PackedSequences {
 
 /// word + position + token type embeddings, then LayerNorm.
 struct BertEmbeddings {
-    let wordEmbeddings: UnsafePointer<Float>
+    let wordEmbeddings: WeightMatrix
     let positionEmbeddings: UnsafePointer<Float>
     let tokenTypeEmbeddings: UnsafePointer<Float>
     let layerNorm: LayerNorm
@@ -82,7 +135,7 @@ struct BertEmbeddings {
     init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
         let h = config.hiddenSize
         hidden = h
-        wordEmbeddings = try file.floats("embeddings.word_embeddings.weight", shape: [config.vocabSize, h]).baseAddress!
+        wordEmbeddings = try WeightMatrix(file, "embeddings.word_embeddings", rows: config.vocabSize, cols: h)
         positionEmbeddings = try file.floats("embeddings.position_embeddings.weight", shape: [config.maxPositionEmbeddings, h]).baseAddress!
         tokenTypeEmbeddings = try file.floats("embeddings.token_type_embeddings.weight", shape: [config.typeVocabSize, h]).baseAddress!
         layerNorm = try LayerNorm(file, "embeddings.LayerNorm", size: h, eps: config.layerNormEps)
@@ -94,10 +147,10 @@ struct BertEmbeddings {
             for position in 0..<sequences.lengths[s] {
                 let t = start + position
                 let row = out + t * hidden
-                let word = wordEmbeddings + Int(ids[t]) * hidden
+                wordEmbeddings.row(Int(ids[t]), cols: hidden, into: row)
                 let pos = positionEmbeddings + position * hidden
                 let type = tokenTypeEmbeddings + Int(typeIds[t]) * hidden
-                for c in 0..<hidden { row[c] = word[c] + pos[c] + type[c] }
+                for c in 0..<hidden { row[c] += pos[c] + type[c] }
             }
         }
         layerNorm(out, residual: nil, rows: sequences.tokenCount)
@@ -167,39 +220,31 @@ struct BertLayer {
 struct BertMaskedLMHead {
     let transform: Linear
     let layerNorm: LayerNorm
-    let decoder: UnsafePointer<Float>
-    let bias: UnsafePointer<Float>
-    let vocabSize: Int
+    /// hidden → vocabulary logits; its weight is usually the word-embedding table.
+    let decoder: Linear
     let hidden: Int
 
-    init(_ file: SafeTensorsFile, _ config: BertConfig, wordEmbeddings: UnsafePointer<Float>) throws {
+    init(_ file: SafeTensorsFile, _ config: BertConfig, wordEmbeddings: WeightMatrix) throws {
         let h = config.hiddenSize
         transform = try Linear(file, "cls.predictions.transform.dense", in: h, out: h)
         layerNorm = try LayerNorm(file, "cls.predictions.transform.LayerNorm", size: h, eps: config.layerNormEps)
-        decoder = config.hasUntiedDecoder
-            ? try file.floats("cls.predictions.decoder.weight", shape: [config.vocabSize, h]).baseAddress!
+        let weight = config.hasUntiedDecoder
+            ? try WeightMatrix(file, "cls.predictions.decoder", rows: config.vocabSize, cols: h)
             : wordEmbeddings
-        bias = try file.floats("cls.predictions.bias", shape: [config.vocabSize]).baseAddress!
-        vocabSize = config.vocabSize
+        let bias = try file.floats("cls.predictions.bias", shape: [config.vocabSize]).baseAddress!
+        decoder = Linear(weight: weight, bias: bias, inFeatures: h, outFeatures: config.vocabSize)
         hidden = h
     }
 
-    /// Vocabulary logits [rows × V] for the given hidden rows [rows × H].
+    /// Vocabulary logits [rows × V] for the given hidden rows [rows × H]. With INT8 weights the
+    /// head keeps float activations (weight-only): a masked-LM's top candidates are often a few
+    /// hundredths of a logit apart, and it runs on the mask positions only, so this costs nothing.
     func logits(_ x: UnsafePointer<Float>, rows: Int, into out: UnsafeMutablePointer<Float>, threads: Int) {
         let t = UnsafeMutablePointer<Float>.allocate(capacity: rows * hidden)
         defer { t.deallocate() }
         transform(x, rows: rows, into: t, threads: 1)
         gelu(t, count: rows * hidden)
         layerNorm(t, residual: nil, rows: rows)
-        let ranges = splitRange(vocabSize, parts: threads, align: 64)
-        parallelFor(ranges.count, threads: threads) { part, _ in
-            let cols = ranges[part]
-            matmulTransposedB(t, lda: hidden, decoder + cols.lowerBound * hidden, ldb: hidden,
-                              out + cols.lowerBound, ldc: vocabSize, m: rows, n: cols.count, k: hidden)
-            for r in 0..<rows {
-                let row = out + r * vocabSize
-                for c in cols { row[c] += bias[c] }
-            }
-        }
+        decoder(t, rows: rows, into: out, threads: threads)
     }
 }

@@ -1,0 +1,141 @@
+import COpenBLAS
+import Foundation
+import SwiftBERT
+
+/// `SwiftBERTBenchmarks gemm [--threads T] [--seconds S] [--m 16,128,4096] [--clock cpu|wall]`
+///
+/// Times, side by side in one run, a Linear layer y = x·Wᵀ + b at BERT shapes three ways:
+/// OpenBLAS cblas_sgemm (FP32), `int8Linear` (INT8 weights and activations, including the
+/// per-call activation quantisation and the bias) and `int8WeightOnlyLinear` (INT8 weights,
+/// FP32 activations). The three run in turn, repeatedly, so machine noise hits them alike;
+/// medians are reported, with each INT8 result's relative error against FP32.
+/// With one thread the default clock is the thread's CPU time: on a shared machine it leaves
+/// out the time the process waits for a core, which wall time does not (all three run on the
+/// calling thread, OpenBLAS included once set to one thread). `--clock wall` for wall time.
+public func runGEMMBenchmark(arguments: [String]) {
+    var threads = 1
+    var secondsPerShape = 1.0
+    var rowCounts = [16, 128, 4096]
+    var clock: BenchmarkClock?
+    var index = 0
+    while index < arguments.count {
+        let value = index + 1 < arguments.count ? arguments[index + 1] : ""
+        switch arguments[index] {
+        case "--threads": threads = max(1, Int(value) ?? 1); index += 1
+        case "--seconds": secondsPerShape = Double(value) ?? secondsPerShape; index += 1
+        case "--m": rowCounts = value.split(separator: ",").compactMap { Int($0) }; index += 1
+        case "--clock": clock = BenchmarkClock(rawValue: value); index += 1
+        case "gemm": break
+        default: print("unknown argument \(arguments[index]); usage: gemm [--threads T] [--seconds S] [--m 16,128,4096] [--clock cpu|wall]"); return
+        }
+        index += 1
+    }
+    let timer = clock ?? (threads == 1 ? .cpu : .wall)
+    openblas_set_num_threads(Int32(threads))
+    let shapes = [(768, 768), (768, 2304), (768, 3072), (3072, 768), (384, 384), (384, 1536), (1536, 384)]
+    // The load average says how noisy the run was: other processes on a shared machine slow
+    // every column, the ratios less so.
+    let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
+    print("Linear y = x·Wᵀ + b, \(threads) thread(s), medians of \(timer.rawValue) time; OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "auto"), load average \(load)")
+    print("| M | K | N | sgemm ms | GFLOP/s | int8 ms | GOP/s | int8 speed-up | w8 ms | w8 speed-up | int8 rel. err | w8 rel. err |")
+    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for m in rowCounts {
+        for (k, n) in shapes {
+            let row = benchmarkShape(m: m, k: k, n: n, threads: threads, seconds: secondsPerShape, clock: timer)
+            print(row)
+        }
+    }
+}
+
+private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Double, clock: BenchmarkClock) -> String {
+    var random = BenchmarkRandom(seed: UInt64(m * 1_000_003 + k * 1009 + n))
+    let x = (0..<(m * k)).map { _ in random.activation() }
+    let w = (0..<(n * k)).map { _ in random.normal() * 0.03 }
+    let bias = (0..<n).map { _ in random.normal() * 0.1 }
+    var yFloat = [Float](repeating: 0, count: m * n)
+    var yInt8 = [Float](repeating: 0, count: m * n)
+    var yWeightOnly = [Float](repeating: 0, count: m * n)
+    let packed = w.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, rows: n, cols: k) }
+    let workspace = Int8Workspace(rows: m, cols: k)
+
+    let runs: [() -> Void] = [
+        {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(n), Int32(k),
+                        1, x, Int32(k), w, Int32(k), 0, &yFloat, Int32(n))
+        },
+        {
+            if threads == 1 {
+                int8Linear(x, m: m, weights: packed, bias: bias, output: &yInt8, workspace: workspace)
+            } else {
+                int8LinearThreaded(x, m: m, weights: packed, bias: bias, output: &yInt8, workspace: workspace, threads: threads)
+            }
+        },
+        {
+            int8WeightOnlyLinear(x, m: m, weights: packed, bias: bias, output: &yWeightOnly, threads: threads)
+        },
+    ]
+    var times = [[Double]](repeating: [], count: runs.count)
+    for run in runs { run() }  // warm-up: page faults, caches, thread pool
+    let start = DispatchTime.now().uptimeNanoseconds
+    repeat {
+        for (i, run) in runs.enumerated() {
+            let t0 = clock.milliseconds()
+            run()
+            times[i].append(clock.milliseconds() - t0)
+        }
+    } while times[0].count < 5 || (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 < seconds && times[0].count < 200)
+
+    for i in 0..<m { for j in 0..<n { yFloat[i * n + j] += bias[j] } }
+    let medians = times.map { $0.sorted()[$0.count / 2] }
+    let operations = 2.0 * Double(m) * Double(n) * Double(k)
+    func rate(_ ms: Double) -> String { String(format: "%.0f", operations / ms / 1e6) }
+    return String(format: "| %d | %d | %d | %.3f | %@ | %.3f | %@ | %.2fx | %.3f | %.2fx | %.4f | %.4f |",
+                  m, k, n, medians[0], rate(medians[0]), medians[1], rate(medians[1]), medians[0] / medians[1],
+                  medians[2], medians[0] / medians[2], relativeError(yInt8, yFloat), relativeError(yWeightOnly, yFloat))
+}
+
+private enum BenchmarkClock: String {
+    case cpu, wall
+
+    func milliseconds() -> Double {
+        switch self {
+        case .wall:
+            return Double(DispatchTime.now().uptimeNanoseconds) / 1e6
+        case .cpu:
+            var now = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+            return Double(now.tv_sec) * 1e3 + Double(now.tv_nsec) / 1e6
+        }
+    }
+}
+
+/// ‖a − b‖ / ‖b‖.
+private func relativeError(_ a: [Float], _ b: [Float]) -> Float {
+    var difference: Double = 0, norm: Double = 0
+    for i in a.indices {
+        difference += Double(a[i] - b[i]) * Double(a[i] - b[i])
+        norm += Double(b[i]) * Double(b[i])
+    }
+    return Float((difference / max(norm, 1e-30)).squareRoot())
+}
+
+/// Deterministic data: normal weights, and activations shaped like a transformer's hidden
+/// states (mostly normal, a few channels with large values), which is what makes per-token
+/// quantisation lose accuracy.
+private struct BenchmarkRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 | 1 }
+
+    mutating func uniform() -> Float {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        return (Float(state >> 40) + 0.5) / Float(1 << 24)
+    }
+
+    mutating func normal() -> Float {
+        (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform())
+    }
+
+    mutating func activation() -> Float {
+        uniform() < 0.01 ? normal() * 8 : normal()
+    }
+}

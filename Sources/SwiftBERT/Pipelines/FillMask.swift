@@ -1,0 +1,75 @@
+import Foundation
+
+/// Masked-word prediction: for every [MASK] in a text, the most probable vocabulary entries.
+public final class FillMask: @unchecked Sendable {
+    public let model: BertModel
+    public let tokenizer: BertTokenizer
+    /// Vocabulary ids that are whole words: no ## piece, no special or [unused] token, no punctuation.
+    private let wholeWord: [Bool]
+
+    public struct Candidate: Sendable, Equatable, Codable {
+        public let token: String
+        public let id: Int32
+        public let probability: Float
+    }
+
+    public struct Prediction: Sendable, Equatable {
+        /// Index of the [MASK] in the token sequence ([CLS] is 0).
+        public let position: Int
+        public let candidates: [Candidate]
+    }
+
+    public init(model: BertModel, tokenizer: BertTokenizer) throws {
+        guard model.config.hasMaskedLMHead else {
+            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; fill needs a BertForMaskedLM model such as splade-tiny")
+        }
+        self.model = model
+        self.tokenizer = tokenizer
+        wholeWord = (0..<tokenizer.vocabularySize).map { id in
+            guard let token = tokenizer.token(of: Int32(id)) else { return false }
+            return readsAsWord(token)
+        }
+    }
+
+    public convenience init(folder: URL, threads: Int? = nil) throws {
+        try self.init(model: BertModel(folder: folder, threads: threads), tokenizer: BertTokenizer.load(folder: folder))
+    }
+
+    /// Whether a vocabulary id is a whole word (the `wordsOnly` filter).
+    public func isWholeWord(_ id: Int32) -> Bool { id >= 0 && Int(id) < wholeWord.count && wholeWord[Int(id)] }
+
+    /// Top-k candidates for each [MASK] in `text`, in order. Probabilities are over the whole
+    /// vocabulary; filters remove candidates without renormalising. `prefix` keeps words that
+    /// start with the letters typed so far (case-insensitive) and implies `wordsOnly`.
+    public func predict(_ text: String, topK k: Int = 5, wordsOnly: Bool = false, prefix: String? = nil) throws -> [Prediction] {
+        guard k > 0 else { throw BertError.invalidInput(reason: "top-k must be at least 1") }
+        let encoding = tokenizer.encode(text, maxLength: model.config.maxSequenceLength)
+        let positions = encoding.ids.indices.filter { encoding.ids[$0] == tokenizer.maskId }
+        guard !positions.isEmpty else {
+            throw BertError.invalidInput(reason: encoding.wasTruncated
+                ? "the text is longer than \(model.config.maxSequenceLength) tokens and its [MASK] was cut off"
+                : "the text has no [MASK]; write [MASK] where a word should be predicted")
+        }
+        let output = try model.encode([encoding.ids], typeIds: [encoding.typeIds])
+        let logits = try model.maskedLMLogits(output, at: positions.map { (0, $0) })
+        let typed = prefix?.lowercased()
+        let filter: ((Int32) -> Bool)? = (wordsOnly || typed != nil) ? { [self] id in
+            guard isWholeWord(id) else { return false }
+            guard let typed, !typed.isEmpty else { return true }
+            return tokenizer.token(of: id)?.lowercased().hasPrefix(typed) ?? false
+        } : nil
+        return zip(positions, logits).map { position, row in
+            let top = topK(softmax(row), k: k, where: filter)
+            return Prediction(position: position, candidates: top.map {
+                Candidate(token: tokenizer.token(of: $0.id) ?? "", id: $0.id, probability: $0.probability)
+            })
+        }
+    }
+}
+
+/// A token that reads as a word: not a ## continuation, not [CLS]/[unused0]-style, and holding
+/// at least one letter or digit.
+func readsAsWord(_ token: String) -> Bool {
+    if token.hasPrefix("##") || (token.hasPrefix("[") && token.hasSuffix("]")) { return false }
+    return token.unicodeScalars.contains { $0.properties.isAlphabetic || $0.properties.numericType != nil }
+}

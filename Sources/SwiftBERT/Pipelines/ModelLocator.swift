@@ -1,0 +1,57 @@
+import Foundation
+
+/// Finds a converted model by name or path. Names are folders under a weights directory:
+/// `$SWIFTBERT_HOME/weights`, then `./weights`, then the `weights/` of the checkout the
+/// `bert` binary was built in (so `.build/release/bert` works from anywhere).
+public enum ModelLocator {
+    public static let defaultEmbeddingModel = "all-MiniLM-L6-v2"
+    public static let defaultMaskedLMModel = "splade-tiny"
+
+    /// Weights directories searched for names, in order; only existing ones.
+    public static var searchDirectories: [URL] {
+        var dirs: [URL] = []
+        if let home = ProcessInfo.processInfo.environment["SWIFTBERT_HOME"] {
+            dirs.append(URL(fileURLWithPath: home).appendingPathComponent("weights"))
+        }
+        dirs.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("weights"))
+        // <checkout>/.build/<triple>/release/bert -> <checkout>/weights
+        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+        var dir = executable.deletingLastPathComponent()
+        for _ in 0..<4 {
+            if dir.lastPathComponent == ".build" { dirs.append(dir.deletingLastPathComponent().appendingPathComponent("weights")); break }
+            dir = dir.deletingLastPathComponent()
+        }
+        var seen = Set<String>()
+        return dirs.filter { FileManager.default.fileExists(atPath: $0.path) && seen.insert($0.standardizedFileURL.path).inserted }
+    }
+
+    /// Names of the converted models found in the search directories.
+    public static func availableModels() -> [String] {
+        let fm = FileManager.default
+        let names = searchDirectories.flatMap { dir in
+            ((try? fm.contentsOfDirectory(atPath: dir.path)) ?? []).filter {
+                fm.fileExists(atPath: dir.appendingPathComponent("\($0)/config.json").path)
+            }
+        }
+        return Array(Set(names)).sorted()
+    }
+
+    /// A folder for `nameOrPath`: an existing path wins, then a name in the search directories.
+    public static func resolve(_ nameOrPath: String) throws -> URL {
+        let fm = FileManager.default
+        let asPath = URL(fileURLWithPath: (nameOrPath as NSString).expandingTildeInPath)
+        if nameOrPath.contains("/") || fm.fileExists(atPath: asPath.appendingPathComponent("config.json").path) {
+            guard fm.fileExists(atPath: asPath.path) else {
+                throw BertError.fileNotFound(path: asPath.path, hint: "Give a converted model folder (see `bert convert`) or a model name.")
+            }
+            return asPath
+        }
+        for dir in searchDirectories where fm.fileExists(atPath: dir.appendingPathComponent("\(nameOrPath)/config.json").path) {
+            return dir.appendingPathComponent(nameOrPath)
+        }
+        let available = availableModels()
+        throw BertError.fileNotFound(path: nameOrPath, hint: available.isEmpty
+            ? "No converted models found; run `make setup` or set SWIFTBERT_HOME."
+            : "Unknown model; available: \(available.joined(separator: ", ")).")
+    }
+}

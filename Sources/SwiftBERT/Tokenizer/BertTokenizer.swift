@@ -1,0 +1,310 @@
+import Foundation
+
+/// A BERT WordPiece tokenizer that gives the same ids and offsets as Hugging Face `tokenizers`
+/// on any text. Immutable after init, so one instance can serve many threads.
+public final class BertTokenizer: @unchecked Sendable {
+    public let clsId: Int32
+    public let sepId: Int32
+    public let padId: Int32
+    public let unkId: Int32
+    /// -1 when the vocabulary has no [MASK].
+    public let maskId: Int32
+    /// One more than the largest id: the number of rows a model's embedding table needs.
+    public let vocabularySize: Int
+    /// tokenizer.json's truncation max_length, for information: `encode` truncates only
+    /// to the `maxLength` it is given.
+    public let configuredMaxLength: Int?
+
+    private let wordPiece: WordPiece
+    private let normalizer: BertNormalizer?
+    private let splitsWords: Bool
+    /// Added tokens matched on the raw text (normalized: false) and on the normalized text.
+    private let rawMatcher: AddedTokenMatcher
+    private let normalizedMatcher: AddedTokenMatcher
+    private let addedTokensById: [Int32: AddedToken]
+    /// What decode writes for an added token: its normalized form if it is matched normalized.
+    private let addedTokenDecodings: [Int32: String]
+    private let specialTokenContents: Set<String>
+    private let idsByToken: [String: Int32]
+    /// Model vocabulary by id ("" where no token has that id).
+    private let tokenStrings: [String]
+    private let template: PostProcessingTemplate
+    private let decoder: WordPieceDecoder?
+    private let truncatesFromLeft: Bool
+    private let padTypeId: Int32
+    private let padToken: String
+    private let padsLeft: Bool
+
+    // MARK: - Loading
+
+    /// tokenizer.json if the folder has one, else vocab.txt.
+    public static func load(folder: URL) throws -> BertTokenizer {
+        let json = folder.appendingPathComponent("tokenizer.json")
+        if FileManager.default.fileExists(atPath: json.path) { return try BertTokenizer(tokenizerJSON: json) }
+        let vocab = folder.appendingPathComponent("vocab.txt")
+        if FileManager.default.fileExists(atPath: vocab.path) {
+            return try BertTokenizer(vocabTXT: vocab, lowercase: Self.doLowerCase(folder: folder) ?? true)
+        }
+        throw BertError.fileNotFound(path: folder.path,
+                                     hint: "A tokenizer folder needs tokenizer.json or vocab.txt (for the default models run tools/fetch_models.sh).")
+    }
+
+    public convenience init(tokenizerJSON url: URL) throws {
+        let data = try Self.read(url)
+        try self.init(configuration: TokenizerConfiguration(tokenizerJSON: data, path: url.path), path: url.path)
+    }
+
+    /// A vocab.txt with BertTokenizer's defaults; `lowercase` also decides accent stripping.
+    public convenience init(vocabTXT url: URL, lowercase: Bool = true) throws {
+        let data = try Self.read(url)
+        try self.init(configuration: TokenizerConfiguration(vocabTXT: data, path: url.path, lowercase: lowercase),
+                      path: url.path)
+    }
+
+    init(configuration c: TokenizerConfiguration, path: String) throws {
+        func fail(_ reason: String) -> BertError { .invalidTokenizer(path: path, reason: reason) }
+        guard let unknownId = c.vocabulary[c.unknownToken] else {
+            throw fail("the unknown token \(c.unknownToken) is not in the vocabulary")
+        }
+        let maxId = max(c.vocabulary.values.max() ?? 0, c.addedTokens.map(\.id).max() ?? 0)
+        guard maxId < 16 * (c.vocabulary.count + c.addedTokens.count) + 1024 else {
+            throw fail("ids are too sparse (largest \(maxId) for \(c.vocabulary.count) tokens)")
+        }
+        var strings = [String](repeating: "", count: Int(maxId) + 1)
+        for (token, id) in c.vocabulary { strings[Int(id)] = token }
+        tokenStrings = strings
+        vocabularySize = Int(maxId) + 1
+
+        var ids = c.vocabulary
+        for token in c.addedTokens { ids[token.content] = token.id }
+        idsByToken = ids
+        addedTokensById = Dictionary(c.addedTokens.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+        addedTokenDecodings = addedTokensById.mapValues { token in
+            guard token.normalized else { return token.content }
+            return Self.string(Self.normalize(token.content, with: c.normalizer))
+        }
+        specialTokenContents = Set(c.addedTokens.filter(\.special).map(\.content))
+
+        guard let wordPiece = WordPiece(vocabulary: c.vocabulary, unknownId: unknownId,
+                                        continuationPrefix: c.continuationPrefix,
+                                        maxInputCharsPerWord: c.maxInputCharsPerWord) else {
+            throw fail("the vocabulary is too large (\(c.vocabulary.count) tokens)")
+        }
+        self.wordPiece = wordPiece
+        normalizer = c.normalizer
+        splitsWords = c.splitsWords
+        let raw = c.addedTokens.filter { !$0.normalized }
+        rawMatcher = AddedTokenMatcher(tokens: raw, contents: raw.map { Self.scalars($0.content) })
+        let normalized = c.addedTokens.filter(\.normalized)
+        normalizedMatcher = AddedTokenMatcher(tokens: normalized, contents: normalized.map { token in
+            Self.normalize(token.content, with: c.normalizer)
+        })
+        template = c.template
+        decoder = c.decoder
+        truncatesFromLeft = c.truncationFromLeft
+        configuredMaxLength = c.maxLength
+
+        guard let cls = ids["[CLS]"] ?? c.template.framingIds?.first,
+              let sep = ids["[SEP]"] ?? c.template.framingIds?.last else {
+            throw fail("no [CLS] or [SEP] token")
+        }
+        clsId = cls
+        sepId = sep
+        unkId = unknownId
+        maskId = ids["[MASK]"] ?? -1
+        padId = c.padId ?? ids[c.padToken ?? "[PAD]"] ?? 0
+        padTypeId = c.padTypeId
+        padToken = c.padToken ?? (Int(padId) < strings.count ? strings[Int(padId)] : "[PAD]")
+        padsLeft = c.padsLeft
+        UnicodeData.prepare()
+    }
+
+    // MARK: - Encoding
+
+    /// Tokenizes `text` (and `pair`, with type id 1), frames it with [CLS]/[SEP] unless
+    /// `addSpecialTokens` is false, and truncates it to `maxLength` tokens in all (specials
+    /// included, longest_first for pairs). nil: no truncation; like HF, a `maxLength` smaller
+    /// than the number of special tokens (2 for one text, 3 for a pair) truncates nothing.
+    public func encode(_ text: String, pair: String? = nil, maxLength: Int? = nil, addSpecialTokens: Bool = true) -> Encoding {
+        var first = tokens(of: text)
+        var second = pair.map(tokens(of:))
+        var truncated = false
+        let specials = addSpecialTokens ? template.specialTokenCount(isPair: pair != nil) : 0
+        // As HF: a maxLength with no room for the special tokens truncates nothing.
+        if let maxLength, maxLength >= specials {
+            truncated = truncateLongestFirst(&first, &second, maxLength: maxLength - specials, fromLeft: truncatesFromLeft)
+        }
+        return frame(first, second, addSpecialTokens: addSpecialTokens, truncated: truncated)
+    }
+
+    /// Encodes each text, then pads all to the longest with [PAD] (attention mask 0).
+    public func encodeBatch(_ texts: [String], maxLength: Int? = nil) -> [Encoding] {
+        var encodings = texts.map { encode($0, maxLength: maxLength) }
+        let longest = encodings.map(\.count).max() ?? 0
+        for i in encodings.indices where encodings[i].count < longest {
+            pad(&encodings[i], to: longest)
+        }
+        return encodings
+    }
+
+    /// The word pieces of `text`, without [CLS]/[SEP] (added tokens written in the text stay).
+    public func tokenize(_ text: String) -> [String] {
+        tokens(of: text).tokens
+    }
+
+    public func id(of token: String) -> Int32? { idsByToken[token] }
+
+    public func token(of id: Int32) -> String? {
+        if let added = addedTokensById[id] { return added.content }
+        guard id >= 0, Int(id) < tokenStrings.count, !tokenStrings[Int(id)].isEmpty else { return nil }
+        return tokenStrings[Int(id)]
+    }
+
+    /// Text back from ids, as HF's decode: unknown ids and (by default) special tokens are
+    /// skipped, "##" pieces are joined, spaces before punctuation are cleaned up.
+    public func decode(_ ids: [Int32], skipSpecialTokens: Bool = true) -> String {
+        let tokens = ids.compactMap { addedTokenDecodings[$0] ?? token(of: $0) }
+            .filter { !skipSpecialTokens || !specialTokenContents.contains($0) }
+        return decoder?.decode(tokens) ?? tokens.joined(separator: " ")
+    }
+
+    // MARK: - Pipeline
+
+    /// Added tokens, then normalizer, pre-tokenizer and WordPiece: HF's pipeline for one text.
+    private func tokens(of text: String) -> TokenSink {
+        var input: [UInt32] = []
+        input.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars { input.append(scalar.value) }
+        var sink = TokenSink(tokenStrings: tokenStrings, capacity: input.count / 3 + 4)
+        var normalized = NormalizedText()
+        var scratch = NormalizerScratch()
+        var pieces: [TextPiece] = []
+        var subPieces: [TextPiece] = []
+        input.withUnsafeBufferPointer { input in
+            if rawMatcher.isEmpty {
+                pieces.append(TextPiece(range: 0..<input.count, addedTokenId: nil))
+            } else {
+                rawMatcher.split(input, 0..<input.count, into: &pieces)
+            }
+            for piece in pieces {
+                if let id = piece.addedTokenId {
+                    sink.append(id, token: Self.string(input, piece.range), piece.range)
+                    continue
+                }
+                normalized.removeAll()
+                if let normalizer {
+                    normalizer.normalize(input, piece.range, into: &normalized, scratch: &scratch)
+                } else {
+                    for i in piece.range { normalized.append(input[i], SourceSpan(start: i, end: i + 1)) }
+                }
+                appendTokens(of: normalized, into: &sink, subPieces: &subPieces)
+            }
+        }
+        return sink
+    }
+
+    /// Normalized added tokens, then words, then word pieces.
+    private func appendTokens(of text: NormalizedText, into sink: inout TokenSink, subPieces: inout [TextPiece]) {
+        text.scalars.withUnsafeBufferPointer { scalars in
+            subPieces.removeAll(keepingCapacity: true)
+            if normalizedMatcher.isEmpty {
+                subPieces.append(TextPiece(range: 0..<scalars.count, addedTokenId: nil))
+            } else {
+                normalizedMatcher.split(scalars, 0..<scalars.count, into: &subPieces)
+            }
+            for piece in subPieces {
+                if let id = piece.addedTokenId {
+                    let span = text.spans[piece.range.lowerBound].start..<text.spans[piece.range.upperBound - 1].end
+                    sink.append(id, token: Self.string(scalars, piece.range), span)
+                } else if splitsWords {
+                    BertPreTokenizer.forEachWord(scalars, piece.range) { word in
+                        wordPiece.tokenize(text, word, into: &sink)
+                    }
+                } else {
+                    wordPiece.tokenize(text, piece.range, into: &sink)
+                }
+            }
+        }
+    }
+
+    /// [CLS] A [SEP] (B [SEP]) as the template says, with type ids and offsets.
+    private func frame(_ first: TokenSink, _ second: TokenSink?, addSpecialTokens: Bool, truncated: Bool) -> Encoding {
+        let pieces = second == nil ? template.single : template.pair
+        let total = first.count + (second?.count ?? 0)
+            + (addSpecialTokens ? template.specialTokenCount(isPair: second != nil) : 0)
+        var encoding = Encoding(ids: [], typeIds: [], attentionMask: Array(repeating: 1, count: total),
+                                tokens: [], offsets: [], wasTruncated: truncated)
+        encoding.ids.reserveCapacity(total)
+        encoding.typeIds.reserveCapacity(total)
+        encoding.tokens.reserveCapacity(total)
+        encoding.offsets.reserveCapacity(total)
+        for piece in pieces {
+            switch piece {
+            case let .sequence(isPair, typeId):
+                guard let tokens = isPair ? second : first else { continue }
+                encoding.ids += tokens.ids
+                encoding.tokens += tokens.tokens
+                encoding.offsets += tokens.offsets
+                encoding.typeIds += repeatElement(typeId, count: tokens.count)
+            case let .special(ids, tokens, typeId):
+                guard addSpecialTokens else { continue }
+                encoding.ids += ids
+                encoding.tokens += tokens
+                encoding.offsets += repeatElement(0..<0, count: ids.count)
+                encoding.typeIds += repeatElement(typeId, count: ids.count)
+            }
+        }
+        return encoding
+    }
+
+    private func pad(_ encoding: inout Encoding, to length: Int) {
+        let n = length - encoding.count
+        let at = padsLeft ? 0 : encoding.count
+        encoding.ids.insert(contentsOf: repeatElement(padId, count: n), at: at)
+        encoding.typeIds.insert(contentsOf: repeatElement(padTypeId, count: n), at: at)
+        encoding.attentionMask.insert(contentsOf: repeatElement(0, count: n), at: at)
+        encoding.tokens.insert(contentsOf: repeatElement(padToken, count: n), at: at)
+        encoding.offsets.insert(contentsOf: repeatElement(0..<0, count: n), at: at)
+    }
+
+    // MARK: - Helpers
+
+    private static func read(_ url: URL) throws -> Data {
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw BertError.fileNotFound(path: url.path, hint: "For the default models run tools/fetch_models.sh.")
+        }
+        do {
+            return try Data(contentsOf: url)
+        } catch {
+            throw BertError.invalidTokenizer(path: url.path, reason: "cannot be read: \(error.localizedDescription)")
+        }
+    }
+
+    /// tokenizer_config.json's do_lower_case, which BertTokenizer honours next to a vocab.txt.
+    private static func doLowerCase(folder: URL) -> Bool? {
+        guard let data = try? Data(contentsOf: folder.appendingPathComponent("tokenizer_config.json")),
+              let json = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        return json["do_lower_case"]?.bool
+    }
+
+    private static func scalars(_ text: String) -> [UInt32] { text.unicodeScalars.map(\.value) }
+
+    private static func normalize(_ text: String, with normalizer: BertNormalizer?) -> [UInt32] {
+        let input = scalars(text)
+        guard let normalizer else { return input }
+        var out = NormalizedText()
+        var scratch = NormalizerScratch()
+        input.withUnsafeBufferPointer { normalizer.normalize($0, 0..<$0.count, into: &out, scratch: &scratch) }
+        return out.scalars
+    }
+
+    private static func string(_ scalars: UnsafeBufferPointer<UInt32>, _ range: Range<Int>) -> String {
+        string(scalars[range])
+    }
+
+    private static func string<S: Sequence<UInt32>>(_ scalars: S) -> String {
+        var view = String.UnicodeScalarView()
+        for value in scalars { view.append(Unicode.Scalar(value) ?? "\u{FFFD}") }
+        return String(view)
+    }
+}

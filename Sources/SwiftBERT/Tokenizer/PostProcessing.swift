@@ -1,0 +1,172 @@
+/// The special-token framing of HF's post-processors (TemplateProcessing, BertProcessing):
+/// `[CLS] A [SEP]` for one text, `[CLS] A [SEP] B [SEP]` with type id 1 on B for a pair.
+struct PostProcessingTemplate: Sendable {
+    enum Piece: Sendable {
+        case sequence(isPair: Bool, typeId: Int32)
+        case special(ids: [Int32], tokens: [String], typeId: Int32)
+    }
+    var single: [Piece]
+    var pair: [Piece]
+
+    /// No post-processor: the texts as they are, the pair with type id 1.
+    static let none = PostProcessingTemplate(
+        single: [.sequence(isPair: false, typeId: 0)],
+        pair: [.sequence(isPair: false, typeId: 0), .sequence(isPair: true, typeId: 1)])
+
+    static func bert(cls: (Int32, String), sep: (Int32, String)) -> PostProcessingTemplate {
+        let clsPiece = Piece.special(ids: [cls.0], tokens: [cls.1], typeId: 0)
+        let sep0 = Piece.special(ids: [sep.0], tokens: [sep.1], typeId: 0)
+        let sep1 = Piece.special(ids: [sep.0], tokens: [sep.1], typeId: 1)
+        return PostProcessingTemplate(
+            single: [clsPiece, .sequence(isPair: false, typeId: 0), sep0],
+            pair: [clsPiece, .sequence(isPair: false, typeId: 0), sep0, .sequence(isPair: true, typeId: 1), sep1])
+    }
+
+    /// How many special tokens framing adds: what truncation keeps room for.
+    func specialTokenCount(isPair: Bool) -> Int {
+        (isPair ? pair : single).reduce(0) { count, piece in
+            if case let .special(ids, _, _) = piece { return count + ids.count }
+            return count
+        }
+    }
+
+    /// The first and last special token of the single template: [CLS] and [SEP] for BERT.
+    var framingIds: (first: Int32, last: Int32)? {
+        let ids = single.compactMap { piece -> Int32? in
+            if case let .special(ids, _, _) = piece { return ids.first }
+            return nil
+        }
+        guard let first = ids.first, let last = ids.last, ids.count >= 2 else { return nil }
+        return (first, last)
+    }
+}
+
+extension PostProcessingTemplate {
+    /// Reads tokenizer.json's "post_processor"; `idOf` resolves a token string.
+    init(json: JSONValue, idOf: (String) -> Int32?, _ fail: (String) -> BertError) throws {
+        switch json.typeName {
+        case nil:
+            self = .none
+        case "BertProcessing":
+            guard let cls = Self.tokenAndId(json["cls"]), let sep = Self.tokenAndId(json["sep"]) else {
+                throw fail("BertProcessing without cls/sep")
+            }
+            self = .bert(cls: (cls.id, cls.token), sep: (sep.id, sep.token))
+        case "TemplateProcessing":
+            var specials: [String: (ids: [Int32], tokens: [String])] = [:]
+            if case let .object(entries)? = json["special_tokens"] {
+                for (name, entry) in entries {
+                    let ids = (entry["ids"]?.array ?? []).compactMap(\.int).map(Int32.init)
+                    let tokens = (entry["tokens"]?.array ?? []).compactMap(\.string)
+                    guard !ids.isEmpty, ids.count == tokens.count else { throw fail("template special token \(name) has no ids") }
+                    specials[name] = (ids, tokens)
+                }
+            }
+            func pieces(_ key: String) throws -> [Piece] {
+                guard let items = json[key]?.array else { throw fail("TemplateProcessing without \(key)") }
+                return try items.map { item in
+                    if let sequence = item["Sequence"] {
+                        let typeId = Int32(sequence["type_id"]?.int ?? 0)
+                        return .sequence(isPair: sequence["id"]?.string == "B", typeId: typeId)
+                    }
+                    if let special = item["SpecialToken"], let name = special["id"]?.string {
+                        let typeId = Int32(special["type_id"]?.int ?? 0)
+                        if let known = specials[name] {
+                            return .special(ids: known.ids, tokens: known.tokens, typeId: typeId)
+                        }
+                        guard let id = idOf(name) else { throw fail("template names unknown token \(name)") }
+                        return .special(ids: [id], tokens: [name], typeId: typeId)
+                    }
+                    throw fail("unreadable template piece")
+                }
+            }
+            self.init(single: try pieces("single"), pair: try pieces("pair"))
+        case let other?:
+            throw fail("post-processor \(other) is not supported (only TemplateProcessing and BertProcessing)")
+        }
+    }
+
+    /// BertProcessing writes a token as ["[CLS]", 101].
+    private static func tokenAndId(_ json: JSONValue?) -> (token: String, id: Int32)? {
+        guard let pair = json?.array, pair.count == 2, let token = pair[0].string, let id = pair[1].int else { return nil }
+        return (token, Int32(id))
+    }
+}
+
+/// Tokens of one text before framing: what the normalizer, pre-tokenizer and model produced.
+struct TokenSink {
+    var ids: [Int32] = []
+    var tokens: [String] = []
+    var offsets: [Range<Int>] = []
+    let tokenStrings: [String]
+
+    init(tokenStrings: [String], capacity: Int = 0) {
+        self.tokenStrings = tokenStrings
+        ids.reserveCapacity(capacity)
+        tokens.reserveCapacity(capacity)
+        offsets.reserveCapacity(capacity)
+    }
+
+    var count: Int { ids.count }
+
+    @inline(__always)
+    mutating func appendModelToken(_ id: Int32, _ span: Range<Int>) {
+        ids.append(id)
+        tokens.append(Int(id) < tokenStrings.count ? tokenStrings[Int(id)] : "")
+        offsets.append(span)
+    }
+
+    mutating func append(_ id: Int32, token: String, _ offset: Range<Int>) {
+        ids.append(id)
+        tokens.append(token)
+        offsets.append(offset)
+    }
+
+    mutating func removeLast(_ k: Int) {
+        ids.removeLast(k)
+        tokens.removeLast(k)
+        offsets.removeLast(k)
+    }
+
+    /// Keeps `length` tokens: the first ones, or the last ones when truncating from the left.
+    mutating func truncate(to length: Int, fromLeft: Bool) {
+        guard length < count else { return }
+        if fromLeft {
+            let drop = count - length
+            ids.removeFirst(drop)
+            tokens.removeFirst(drop)
+            offsets.removeFirst(drop)
+        } else {
+            removeLast(count - length)
+        }
+    }
+}
+
+/// HF's truncate_encodings: `maxLength` counts the tokens of both texts; longest_first
+/// shortens the longer text first and splits evenly when both are too long.
+/// Returns whether anything was removed.
+func truncateLongestFirst(_ first: inout TokenSink, _ second: inout TokenSink?, maxLength: Int, fromLeft: Bool) -> Bool {
+    let total = first.count + (second?.count ?? 0)
+    guard total > maxLength else { return false }
+    guard var other = second else {
+        first.truncate(to: maxLength, fromLeft: fromLeft)
+        return true
+    }
+    if maxLength == 0 {
+        first.truncate(to: 0, fromLeft: fromLeft)
+        other.truncate(to: 0, fromLeft: fromLeft)
+        second = other
+        return true
+    }
+    var shorter = min(first.count, other.count)
+    var longer = shorter > maxLength ? shorter : max(shorter, maxLength - shorter)
+    if shorter + longer > maxLength {
+        shorter = maxLength / 2
+        longer = shorter + maxLength % 2
+    }
+    let firstIsLonger = first.count > other.count
+    first.truncate(to: firstIsLonger ? longer : shorter, fromLeft: fromLeft)
+    other.truncate(to: firstIsLonger ? shorter : longer, fromLeft: fromLeft)
+    second = other
+    return true
+}

@@ -1,0 +1,239 @@
+import XCTest
+@testable import SwiftBERT
+
+/// The INT8 GEMM against a scalar implementation of the same quantisation (exact: integer
+/// accumulators, same float formula), and against FP32 (approximate) on realistic data.
+final class Int8GEMMTests: XCTestCase {
+    /// Odd shapes: single rows and channels, K not a multiple of 4, N across panel edges,
+    /// M across tile edges (tiles are 5 rows, panels 64 channels).
+    let shapes: [(m: Int, k: Int, n: Int)] = [
+        (1, 1, 1), (1, 7, 3), (2, 4, 64), (3, 5, 65), (5, 16, 17), (6, 33, 130), (7, 259, 70),
+        (11, 64, 128), (16, 130, 191), (1, 768, 96),
+    ]
+
+    func testPackedLayoutPutsEveryWeightAtItsDocumentedOffsetAndPadsWithZeros() {
+        let rows = 70, cols = 9
+        let rowMajor = (0..<(rows * cols)).map { Int8(truncatingIfNeeded: $0 % 255 - 127) }
+        let packed = PackedInt8Matrix.packedLayout(int8: rowMajor, rows: rows, cols: cols)
+        XCTAssertEqual(packed.count, 2 * 3 * 256)  // 2 panels × 3 K-quads × 256 bytes
+        var expected = [Int8](repeating: 0, count: packed.count)
+        for n in 0..<rows {
+            for k in 0..<cols {
+                expected[(n / 64) * 768 + (k / 4) * 256 + (n % 64) * 4 + k % 4] = rowMajor[n * cols + k]
+            }
+        }
+        XCTAssertEqual(packed, expected)
+    }
+
+    func testWeightQuantizationIsSymmetricPerOutputChannel() {
+        let weights: [Float] = [0.5, -1.0, 0.25, 0, 0, 0, 3, 1.5, -0.01]
+        let (q, scales) = PackedInt8Matrix.quantize(weights: weights, rows: 3, cols: 3)
+        XCTAssertEqual(scales, [1.0 / 127, 0, 3.0 / 127])
+        XCTAssertEqual(q, [64, -127, 32, 0, 0, 0, 127, 64, 0])  // 63.5 rounds to even: 64
+    }
+
+    func testInt8LinearEqualsScalarReferenceOnOddShapes() {
+        var random = TestRandom(seed: 1)
+        let workspace = Int8Workspace()  // grows as needed: also checks reuse across shapes
+        for (m, k, n) in shapes {
+            let x = random.floats(m * k, scale: 2)
+            let w = random.floats(n * k, scale: 0.1)
+            let bias = random.floats(n, scale: 1)
+            let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+            let expected = referenceInt8Linear(x: x, m: m, w: w, n: n, k: k, bias: bias)
+            var y = [Float](repeating: .nan, count: m * n)
+            int8Linear(x, m: m, weights: weights, bias: bias, output: &y, workspace: workspace)
+            XCTAssertEqual(maxDifference(y, expected), 0, "m \(m) k \(k) n \(n)")
+
+            let expectedNoBias = referenceInt8Linear(x: x, m: m, w: w, n: n, k: k, bias: nil)
+            int8Linear(x, m: m, weights: weights, bias: nil, output: &y, workspace: workspace)
+            XCTAssertEqual(maxDifference(y, expectedNoBias), 0, "no bias: m \(m) k \(k) n \(n)")
+        }
+    }
+
+    func testColumnBlocksWriteOnlyTheirColumnsAndShareOneQuantization() {
+        var random = TestRandom(seed: 2)
+        let (m, k, n) = (7, 45, 150)
+        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
+        let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+        let expected = referenceInt8Linear(x: x, m: m, w: w, n: n, k: k, bias: bias)
+        let workspace = Int8Workspace()
+        quantizeRows(x, m: m, k: k, into: workspace)
+        var y = [Float](repeating: -7, count: m * n)
+        int8GEMM(workspace, weights: weights, bias: bias, output: &y, columns: 10..<70)
+        for row in 0..<m {
+            for column in 0..<n {
+                let value = y[row * n + column]
+                XCTAssertEqual(value, (10..<70).contains(column) ? expected[row * n + column] : -7, "[\(row), \(column)]")
+            }
+        }
+        for block in [0..<10, 70..<129, 129..<150] {
+            int8GEMM(workspace, weights: weights, bias: bias, output: &y, columns: block)
+        }
+        XCTAssertEqual(maxDifference(y, expected), 0)
+    }
+
+    func testThreadedInt8LinearEqualsSingleThreaded() {
+        var random = TestRandom(seed: 3)
+        let (m, k, n) = (9, 70, 300)
+        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
+        let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+        var single = [Float](repeating: 0, count: m * n), threaded = single
+        int8Linear(x, m: m, weights: weights, bias: bias, output: &single, workspace: Int8Workspace())
+        for threads in [2, 3, 8] {
+            threaded = [Float](repeating: .nan, count: m * n)
+            int8LinearThreaded(x, m: m, weights: weights, bias: bias, output: &threaded, workspace: Int8Workspace(), threads: threads)
+            XCTAssertEqual(threaded, single, "\(threads) threads")
+        }
+    }
+
+    func testZeroRowsAndZeroChannelsGiveTheBias() {
+        let (m, k, n) = (3, 6, 4)
+        var x = [Float](repeating: 0.5, count: m * k)
+        for i in 0..<k { x[k + i] = 0 }  // row 1 is all zero
+        var w = [Float](repeating: 0.25, count: n * k)
+        for i in 0..<k { w[2 * k + i] = 0 }  // channel 2 is all zero
+        let bias: [Float] = [1, 2, 3, 4]
+        var y = [Float](repeating: .nan, count: m * n)
+        int8Linear(x, m: m, weights: PackedInt8Matrix(weights: w, rows: n, cols: k), bias: bias, output: &y, workspace: Int8Workspace())
+        XCTAssertEqual(Array(y[n..<(2 * n)]), bias)
+        XCTAssertEqual([y[2], y[n + 2], y[2 * n + 2]], [3, 3, 3])
+        XCTAssertEqual(y[0], 0.5 * 0.25 * Float(k) + 1, accuracy: 1e-5)
+    }
+
+    func testInt8LinearApproximatesFloatLinear() {
+        var random = TestRandom(seed: 4)
+        let (m, k, n) = (12, 384, 96)
+        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 0.05), bias = random.floats(n, scale: 0.1)
+        let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+        let exact = floatLinear(x: x, m: m, w: w, n: n, k: k, bias: bias)
+        var y = [Float](repeating: 0, count: m * n)
+        int8Linear(x, m: m, weights: weights, bias: bias, output: &y, workspace: Int8Workspace())
+        XCTAssertLessThan(relativeError(y, exact), 0.02)
+        int8WeightOnlyLinear(x, m: m, weights: weights, bias: bias, output: &y)
+        XCTAssertLessThan(relativeError(y, exact), 0.01)
+    }
+
+    func testWeightOnlyLinearMatchesScalarReferenceOnOddShapes() {
+        var random = TestRandom(seed: 5)
+        for (m, k, n) in shapes {
+            let x = random.floats(m * k, scale: 2), w = random.floats(n * k, scale: 0.1), bias = random.floats(n, scale: 1)
+            let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+            let (q, scales) = PackedInt8Matrix.quantize(weights: w, rows: n, cols: k)
+            var expected = [Float](repeating: 0, count: m * n)
+            for row in 0..<m {
+                for column in 0..<n {
+                    var sum: Float = 0
+                    for i in 0..<k { sum += x[row * k + i] * Float(q[column * k + i]) }
+                    expected[row * n + column] = sum * scales[column] + bias[column]
+                }
+            }
+            var y = [Float](repeating: .nan, count: m * n)
+            int8WeightOnlyLinear(x, m: m, weights: weights, bias: bias, output: &y, columns: 0..<n)
+            XCTAssertLessThan(relativeError(y, expected), 1e-5, "m \(m) k \(k) n \(n)")
+            var threaded = [Float](repeating: .nan, count: m * n)
+            int8WeightOnlyLinear(x, m: m, weights: weights, bias: bias, output: &threaded, threads: 3)
+            XCTAssertEqual(threaded, y)
+        }
+    }
+
+    func testWrappingInitUsesTheBytesInPlaceAndValidatesThem() throws {
+        var random = TestRandom(seed: 6)
+        let (m, k, n) = (4, 10, 20)
+        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1)
+        let (q, scales) = PackedInt8Matrix.quantize(weights: w, rows: n, cols: k)
+        let packed = PackedInt8Matrix.packedLayout(int8: q, rows: n, cols: k)
+        let owned = PackedInt8Matrix(weights: w, rows: n, cols: k)
+        var fromOwned = [Float](repeating: 0, count: m * n), fromWrapped = fromOwned
+        int8Linear(x, m: m, weights: owned, bias: nil, output: &fromOwned, workspace: Int8Workspace())
+        try packed.withUnsafeBytes { bytes in
+            try scales.withUnsafeBufferPointer { scaleBuffer in
+                let wrapped = try PackedInt8Matrix(rows: n, cols: k, packed: bytes, scales: scaleBuffer)
+                XCTAssertEqual(wrapped.packed.baseAddress, bytes.baseAddress)
+                int8Linear(x, m: m, weights: wrapped, bias: nil, output: &fromWrapped, workspace: Int8Workspace())
+
+                let short = UnsafeRawBufferPointer(rebasing: bytes.dropLast())
+                XCTAssertThrowsError(try PackedInt8Matrix(rows: n, cols: k, packed: short, scales: scaleBuffer, source: "w.bin")) {
+                    guard case let BertError.invalidWeights(path, reason)? = $0 as? BertError else { return XCTFail("\($0)") }
+                    XCTAssertEqual(path, "w.bin")
+                    XCTAssertTrue(reason.contains("\(bytes.count) bytes"), reason)
+                }
+                let fewerScales = UnsafeBufferPointer(rebasing: scaleBuffer.dropLast())
+                XCTAssertThrowsError(try PackedInt8Matrix(rows: n, cols: k, packed: bytes, scales: fewerScales))
+                XCTAssertThrowsError(try PackedInt8Matrix(rows: 0, cols: k, packed: bytes, scales: scaleBuffer))
+            }
+        }
+        XCTAssertEqual(fromWrapped, fromOwned)
+        var badScales = scales
+        badScales[3] = .nan
+        XCTAssertThrowsError(try packed.withUnsafeBytes { bytes in
+            try badScales.withUnsafeBufferPointer { _ = try PackedInt8Matrix(rows: n, cols: k, packed: bytes, scales: $0) }
+        })
+    }
+
+    // MARK: - References
+
+    /// The quantisation written out plainly: per-row symmetric activations, per-channel
+    /// symmetric weights, Int32 accumulation, y = Float(acc) · (sx · sw) + b.
+    private func referenceInt8Linear(x: [Float], m: Int, w: [Float], n: Int, k: Int, bias: [Float]?) -> [Float] {
+        let (qw, weightScales) = referenceQuantize(w, rows: n, cols: k)
+        let (qx, rowScales) = referenceQuantize(x, rows: m, cols: k)
+        var y = [Float](repeating: 0, count: m * n)
+        for row in 0..<m {
+            for column in 0..<n {
+                var acc: Int32 = 0
+                for i in 0..<k { acc += qx[row * k + i] * qw[column * k + i] }
+                y[row * n + column] = Float(acc) * (rowScales[row] * weightScales[column]) + (bias?[column] ?? 0)
+            }
+        }
+        return y
+    }
+
+    /// q = round-half-even(v · 127 / max|row|), scale = max|row| / 127.
+    private func referenceQuantize(_ values: [Float], rows: Int, cols: Int) -> (q: [Int32], scales: [Float]) {
+        var q = [Int32](repeating: 0, count: values.count), scales = [Float](repeating: 0, count: rows)
+        for row in 0..<rows {
+            let slice = values[(row * cols)..<((row + 1) * cols)]
+            let maxAbs = slice.map { abs($0) }.max()!
+            scales[row] = maxAbs / 127
+            guard maxAbs > 0 else { continue }
+            for (i, v) in zip(slice.indices, slice) { q[i] = Int32((v * (127 / maxAbs)).rounded(.toNearestOrEven)) }
+        }
+        return (q, scales)
+    }
+
+    private func floatLinear(x: [Float], m: Int, w: [Float], n: Int, k: Int, bias: [Float]) -> [Float] {
+        var y = [Float](repeating: 0, count: m * n)
+        for row in 0..<m {
+            for column in 0..<n {
+                var sum: Double = 0
+                for i in 0..<k { sum += Double(x[row * k + i]) * Double(w[column * k + i]) }
+                y[row * n + column] = Float(sum) + bias[column]
+            }
+        }
+        return y
+    }
+
+    private func maxDifference(_ a: [Float], _ b: [Float]) -> Float {
+        zip(a, b).map { abs($0 - $1) }.max() ?? 0
+    }
+
+    private func relativeError(_ a: [Float], _ b: [Float]) -> Float {
+        let difference = zip(a, b).map { ($0 - $1) * ($0 - $1) }.reduce(0, +)
+        let norm = b.map { $0 * $0 }.reduce(0, +)
+        return (difference / norm).squareRoot()
+    }
+}
+
+/// Deterministic uniform floats in [-scale, scale].
+private struct TestRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 | 1 }
+
+    mutating func floats(_ count: Int, scale: Float) -> [Float] {
+        (0..<count).map { _ in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return (Float(state >> 40) / Float(1 << 24) * 2 - 1) * scale
+        }
+    }
+}

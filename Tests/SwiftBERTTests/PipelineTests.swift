@@ -1,0 +1,74 @@
+import XCTest
+@testable import SwiftBERT
+
+/// Text-in pipelines: the tokenizer and the engine together give what sentence-transformers and
+/// transformers give for the same text.
+final class PipelineTests: XCTestCase {
+    func testEmbedderFromTextMatchesSentenceTransformers() throws {
+        let reference = try Reference("all-MiniLM-L6-v2")
+        let embedder = try SentenceEmbedder(folder: convertedModel("all-MiniLM-L6-v2"))
+        let vectors = try embedder.embed(reference.meta.sentences).vectors
+        for (i, v) in vectors.enumerated() {
+            XCTAssertGreaterThanOrEqual(cosine(v, try reference.tensor("sentence_embedding.\(i)")), 0.99999, "sentence \(i)")
+        }
+        let pair = try XCTUnwrap(reference.meta.pair)
+        let e = try embedder.embed(pair.sentences).vectors
+        XCTAssertEqual(cosineSimilarity(e[0], e[1]), 0.7553, accuracy: 0.0005)
+    }
+
+    func testEmbedderResultDoesNotDependOnBatchSize() throws {
+        let embedder = try SentenceEmbedder(folder: convertedModel("all-MiniLM-L6-v2"))
+        let texts = try Reference("all-MiniLM-L6-v2").meta.sentences
+        let big = try embedder.embed(texts, options: .init(batchSize: 64)).vectors
+        let small = try embedder.embed(texts, options: .init(batchSize: 3)).vectors
+        for (a, b) in zip(big, small) { XCTAssertLessThanOrEqual(maxAbsDifference(a, b), 1e-5) }
+    }
+
+    func testEmbedderTruncatesToTheModelLimitAndSaysSo() throws {
+        let embedder = try SentenceEmbedder(folder: convertedModel("all-MiniLM-L6-v2"))
+        let long = Array(repeating: "word", count: 400).joined(separator: " ")
+        let result = try embedder.embed(["short text", long])
+        XCTAssertEqual(result.truncated, [1])
+        XCTAssertEqual(result.vectors[1].count, 384)
+    }
+
+    func testFillMaskFromTextMatchesTransformers() throws {
+        let fills = try XCTUnwrap(try Reference("splade-tiny").meta.fill_mask)
+        let pipeline = try FillMask(folder: convertedModel("splade-tiny"))
+        for fill in fills {
+            let predictions = try pipeline.predict(fill.text, topK: 10)
+            XCTAssertEqual(predictions.map(\.position), fill.mask_positions, fill.text)
+            for (prediction, want) in zip(predictions, fill.top_ids) {
+                XCTAssertEqual(prediction.candidates.map(\.id), want, fill.text)
+            }
+        }
+    }
+
+    func testFillMaskFilters() throws {
+        let pipeline = try FillMask(folder: convertedModel("splade-tiny"))
+        let words = try pipeline.predict("The cat sat on the [MASK].", topK: 20, wordsOnly: true)[0].candidates
+        XCTAssertEqual(words.count, 20)
+        for c in words { XCTAssertTrue(readsAsWord(c.token), c.token) }
+        let prefixed = try pipeline.predict("The cat sat on the [MASK].", topK: 5, prefix: "Ma")[0].candidates
+        XCTAssertFalse(prefixed.isEmpty)
+        for c in prefixed { XCTAssertTrue(c.token.hasPrefix("ma"), c.token) }
+        XCTAssertThrowsError(try pipeline.predict("No mask here.")) { error in
+            XCTAssertEqual((error as? BertError)?.exitStatus, 65)
+        }
+    }
+
+    func testFillMaskNeedsAMaskedLMHead() throws {
+        let folder = try convertedModel("all-MiniLM-L6-v2")
+        XCTAssertThrowsError(try FillMask(folder: folder))
+    }
+
+    func testModelLocatorResolvesNamesAndListsAvailableOnes() throws {
+        let saved = FileManager.default.currentDirectoryPath
+        FileManager.default.changeCurrentDirectoryPath(repositoryRoot.path)
+        defer { FileManager.default.changeCurrentDirectoryPath(saved) }
+        XCTAssertEqual(try ModelLocator.resolve("splade-tiny").lastPathComponent, "splade-tiny")
+        XCTAssertThrowsError(try ModelLocator.resolve("no-such-model")) { error in
+            XCTAssertTrue("\(error)".contains("all-MiniLM-L6-v2"), "\(error)")
+        }
+    }
+}
