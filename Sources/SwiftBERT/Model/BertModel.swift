@@ -7,9 +7,14 @@ public enum Precision: String, CaseIterable, Sendable {
     case fp32
     /// int8 weights (per output channel) and activations (per token), integer GEMM in Swift.
     case int8
+    /// int8 weights, float32 activations: the same file and speed as `int8`, closer to FP32
+    /// (see docs/int8.md), so the one to pick for masked-LM suggestions.
+    case int8Weights = "int8-weights"
 
     /// The weights file of this precision inside a converted model folder.
     public var fileName: String { self == .fp32 ? "model.safetensors" : Quantizer.fileName }
+    /// Whether activations are quantised per token before each Linear layer.
+    var quantizesActivations: Bool { self == .int8 }
 }
 
 /// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
@@ -36,7 +41,7 @@ public final class BertModel: @unchecked Sendable {
         }
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
         let weightsPath = folder.appendingPathComponent(precision.fileName).path
-        if precision == .int8, !FileManager.default.fileExists(atPath: weightsPath) {
+        if precision != .fp32, !FileManager.default.fileExists(atPath: weightsPath) {
             throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `bert quantize \(folder.path)`.")
         }
         let weights = try SafeTensorsFile(path: weightsPath)
@@ -72,7 +77,8 @@ public final class BertModel: @unchecked Sendable {
     /// The whole encoder, top to bottom. `hidden` receives [T × H] for the packed tokens.
     func forward(ids: [Int32], typeIds: [Int32], sequences: PackedSequences, hidden x: UnsafeMutablePointer<Float>,
                  profile: StageProfile? = nil) {
-        let scratch = Workspace(config: config, sequences: sequences, threads: threads)
+        let scratch = Workspace(config: config, sequences: sequences, threads: threads,
+                                quantizeActivations: precision.quantizesActivations)
         defer { scratch.release() }
         // 1. Embeddings: word + position + token type, LayerNorm.
         profile.measure(.embeddings) { embeddings.forward(ids: ids, typeIds: typeIds, sequences: sequences, into: x) }
@@ -226,15 +232,16 @@ final class Workspace {
     let context: UnsafeMutablePointer<Float>    // [T × H]: attention output before projection
     let projected: UnsafeMutablePointer<Float>  // [T × H]: output of a projection, before the residual
     let scores: [UnsafeMutablePointer<Float>]   // per worker [L × L] attention probabilities
-    let quantized = Int8Workspace()             // INT8 activations of the current Linear layer
+    let quantized: Int8Workspace?               // INT8 activations of the current Linear layer
 
-    init(config: BertConfig, sequences: PackedSequences, threads: Int) {
+    init(config: BertConfig, sequences: PackedSequences, threads: Int, quantizeActivations: Bool = false) {
         let t = sequences.tokenCount, h = config.hiddenSize
         let longest = sequences.lengths.max() ?? 0
         wide = .allocate(capacity: t * max(3 * h, config.intermediateSize))
         context = .allocate(capacity: t * h)
         projected = .allocate(capacity: t * h)
         scores = (0..<threads).map { _ in .allocate(capacity: longest * longest) }
+        quantized = quantizeActivations ? Int8Workspace(rows: t, cols: max(h, config.intermediateSize)) : nil
     }
 
     func release() {
