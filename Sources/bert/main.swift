@@ -10,9 +10,10 @@ struct Bert: ParsableCommand {
         commandName: "bert",
         abstract: "BERT inference in pure Swift: embeddings, masked-word prediction, tokenization, search.",
         discussion: """
-            Texts come from arguments, --input FILE or stdin; results go to stdout (or --output) in
-            formats other programs read. Errors are one line on stderr with a sysexits status:
-            64 usage, 65 bad input data, 66 missing input, 73 cannot create output, 74 write error.
+            Texts come from arguments, --input FILE or stdin; results go to stdout (or --output) in \
+            formats other programs read. Errors are one line on stderr with a sysexits status: \
+            64 usage, 65 bad input data, 66 missing input or model, 73 cannot create output, \
+            74 write error. Reference: docs/cli.md.
 
             Examples:
               bert embed "The cat sat on the mat." | head -c 200
