@@ -1,0 +1,67 @@
+import Foundation
+
+/// A corpus record and its cosine similarity to the query.
+public struct SearchHit: Sendable, Equatable {
+    /// Record index in the corpus, 0-based, and its 1-based line.
+    public let index: Int
+    public let line: Int
+    public let score: Float
+    public let text: String
+}
+
+extension EmbeddingStream {
+    /// The `topK` corpus records most similar to `query`, best first (ties: earlier record first).
+    /// The corpus is embedded a window at a time and only the best `topK` records are kept, so
+    /// memory does not grow with the corpus. With `precomputed`, the vectors are read from an
+    /// .npy file written by `bert embed --format npy` for the same corpus and model instead.
+    public func search(_ query: String, in corpus: TextRecordReader, topK: Int, precomputed: NPYReader? = nil,
+                       progress: ((StreamProgress) -> Void)? = nil) throws -> (hits: [SearchHit], summary: StreamSummary) {
+        guard topK > 0 else { throw BertError.invalidInput(reason: "top-k must be at least 1") }
+        let start = DispatchTime.now()
+        let queryVector = try embedder.embed(query, options: options)
+        if let precomputed, precomputed.columns != queryVector.count {
+            throw StreamError.mismatch(reason: "\(precomputed.path) holds \(precomputed.columns)-dimensional vectors but the model gives \(queryVector.count); embed the corpus with the same model")
+        }
+        var best: [SearchHit] = []
+        var records = 0, truncated = 0
+        while true {
+            let batch = try corpus.next(upTo: window)
+            if batch.isEmpty { break }
+            let vectors: [[Float]]
+            if let precomputed {
+                vectors = try batch.map { record in
+                    guard let row = try precomputed.next() else {
+                        throw StreamError.mismatch(reason: "\(precomputed.path) has \(precomputed.rows) rows but \(corpus.sourceName) has more records; re-embed the corpus")
+                    }
+                    return row
+                }
+            } else {
+                vectors = try embed(batch, truncated: &truncated) { done in
+                    progress?(StreamProgress(records: records + done, bytesRead: corpus.bytesRead(done, of: batch.count),
+                                             totalBytes: corpus.totalBytes, seconds: seconds(since: start)))
+                }
+            }
+            for (record, vector) in zip(batch, vectors) {
+                let hit = SearchHit(index: record.index, line: record.line, score: cosineSimilarity(queryVector, vector), text: record.text)
+                insert(hit, into: &best, keeping: topK)
+            }
+            records += batch.count
+            progress?(StreamProgress(records: records, bytesRead: corpus.bytesRead, totalBytes: corpus.totalBytes,
+                                     seconds: seconds(since: start)))
+        }
+        guard records > 0 else { throw StreamError.emptyInput(source: corpus.sourceName, skipped: corpus.skippedCount) }
+        if let precomputed, precomputed.rows != records {
+            throw StreamError.mismatch(reason: "\(precomputed.path) has \(precomputed.rows) rows but \(corpus.sourceName) has \(records) records; re-embed the corpus")
+        }
+        return (best, StreamSummary(records: records, truncated: truncated, skipped: corpus.skippedCount, seconds: seconds(since: start)))
+    }
+}
+
+/// Keeps `best` sorted by descending score, at most `k` long; a new hit goes after equal scores.
+private func insert(_ hit: SearchHit, into best: inout [SearchHit], keeping k: Int) {
+    if best.count == k, hit.score <= best[k - 1].score { return }
+    var slot = best.count
+    while slot > 0, best[slot - 1].score < hit.score { slot -= 1 }
+    best.insert(hit, at: slot)
+    if best.count > k { best.removeLast() }
+}

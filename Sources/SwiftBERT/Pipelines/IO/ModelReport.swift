@@ -1,0 +1,125 @@
+import Foundation
+
+/// What `bert info` shows about a converted model: its shape, size on disk, what it can run,
+/// and what loading it cost.
+public struct ModelReport: Sendable {
+    public struct File: Sendable { public let name: String; public let bytes: Int }
+
+    public let name: String
+    public let path: String
+    public let architecture: String
+    public let config: BertConfig
+    public let parameters: Int
+    public let files: [File]
+    /// Each precision and whether this build loads the model with it (the reason if not).
+    public let precisions: [(precision: Precision, unavailable: String?)]
+    public let loadSeconds: Double
+    /// Seconds spent reading the vocabulary, when the caller timed it.
+    public let tokenizerLoadSeconds: Double?
+    /// VmRSS right after loading, in bytes (nil off Linux).
+    public let residentBytes: Int?
+
+    /// Describes `model`, loaded with `precision`. Call right after loading it, for a meaningful
+    /// resident size; the precision check then loads the model again, once per other precision.
+    public init(model: BertModel, precision loaded: Precision = .fp32, tokenizerLoadSeconds: Double? = nil) {
+        self.tokenizerLoadSeconds = tokenizerLoadSeconds
+        residentBytes = ProcessMemory.residentBytes()
+        config = model.config
+        name = model.folder.lastPathComponent
+        path = model.folder.path
+        architecture = model.config.hasMaskedLMHead ? "BertForMaskedLM (encoder + masked-LM head)" : "BertModel (encoder)"
+        parameters = model.parameterCount
+        loadSeconds = model.loadSeconds
+        let fm = FileManager.default
+        files = ((try? fm.contentsOfDirectory(atPath: model.folder.path)) ?? []).sorted().compactMap { file in
+            let attributes = try? fm.attributesOfItem(atPath: model.folder.appendingPathComponent(file).path)
+            guard let size = attributes?[.size] as? NSNumber, attributes?[.type] as? FileAttributeType == .typeRegular else { return nil }
+            return File(name: file, bytes: size.intValue)
+        }
+        let folder = model.folder
+        precisions = Precision.allCases.map { precision in
+            if precision == loaded { return (precision, nil) }
+            do { _ = try BertModel(folder: folder, threads: 1, precision: precision); return (precision, nil) }
+            catch { return (precision, "\(error)") }
+        }
+    }
+
+    public var json: OrderedJSON {
+        .object([
+            ("name", .string(name)), ("path", .string(path)), ("architecture", .string(architecture)),
+            ("layers", .int(config.numHiddenLayers)), ("hidden_size", .int(config.hiddenSize)),
+            ("attention_heads", .int(config.numAttentionHeads)), ("intermediate_size", .int(config.intermediateSize)),
+            ("vocabulary_size", .int(config.vocabSize)), ("max_sequence_length", .int(config.maxSequenceLength)),
+            ("max_position_embeddings", .int(config.maxPositionEmbeddings)), ("parameters", .int(parameters)),
+            ("pooling", .string(config.pooling.rawValue)), ("masked_lm_head", .bool(config.hasMaskedLMHead)),
+            ("files", .object(files.map { ($0.name, .int($0.bytes)) })),
+            ("precisions", .array(precisions.filter { $0.unavailable == nil }.map { .string($0.precision.rawValue) })),
+            ("precisions_unavailable", .object(precisions.compactMap { p in p.unavailable.map { (p.precision.rawValue, .string($0)) } })),
+            ("load_seconds", .double(loadSeconds)),
+            ("tokenizer_load_seconds", tokenizerLoadSeconds.map { .double($0) } ?? .null),
+            ("resident_bytes", residentBytes.map { .int($0) } ?? .null),
+        ])
+    }
+
+    public var text: String {
+        let available = precisions.filter { $0.unavailable == nil }.map(\.precision.rawValue).joined(separator: ", ")
+        let missing = precisions.filter { $0.unavailable != nil }.map { "\($0.precision.rawValue) not available in this build" }
+        let millions = String(format: "%.1f", Double(parameters) / 1e6)
+        var loadTime = String(format: "%.1f ms weights", loadSeconds * 1000)
+        if let tokenizerLoadSeconds { loadTime += String(format: ", %.1f ms tokenizer", tokenizerLoadSeconds * 1000) }
+        var rows: [(String, String)] = [
+            ("model", name), ("path", path), ("architecture", architecture),
+            ("layers", "\(config.numHiddenLayers)"), ("hidden size", "\(config.hiddenSize)"),
+            ("attention heads", "\(config.numAttentionHeads) (head size \(config.headDim))"),
+            ("intermediate size", "\(config.intermediateSize)"),
+            ("vocabulary", "\(config.vocabSize) tokens"),
+            ("max tokens", "\(config.maxSequenceLength) (position table \(config.maxPositionEmbeddings))"),
+            ("parameters", "\(parameters.formatted(separator: ",")) (\(millions) M)"),
+            ("pooling", config.pooling.rawValue),
+            ("precisions", missing.isEmpty ? available : "\(available) (\(missing.joined(separator: "; ")))"),
+        ]
+        rows += files.map { ("file", "\($0.name)  \(byteCount($0.bytes))") }
+        rows.append(("load time", loadTime))
+        rows.append(("resident memory", residentBytes.map { byteCount($0) + " (VmRSS after load)" } ?? "unknown"))
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { $0.0.rightPadded(to: width) + "  " + $0.1 + "\n" }.joined()
+    }
+}
+
+/// This process's memory, from /proc/self/status (Linux).
+public enum ProcessMemory {
+    /// VmRSS: resident set size now, in bytes.
+    public static func residentBytes() -> Int? { statusField("VmRSS") }
+    /// VmHWM: the peak resident set size, in bytes.
+    public static func peakResidentBytes() -> Int? { statusField("VmHWM") }
+
+    static func statusField(_ name: String) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, let kilobytes = Int(fields[1]) else { return nil }
+            return kilobytes * 1024
+        }
+        return nil
+    }
+}
+
+/// "86.1 MiB".
+public func byteCount(_ bytes: Int) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    var value = Double(bytes), unit = 0
+    while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }
+    return unit == 0 ? "\(bytes) B" : String(format: "%.1f ", value) + units[unit]
+}
+
+extension Int {
+    func formatted(separator: String) -> String {
+        let digits = String(magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0, (digits.count - i) % 3 == 0 { out += separator }
+            out.append(c)
+        }
+        return (self < 0 ? "-" : "") + out
+    }
+}

@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Failures of the streaming readers and writers that `BertError` has no case for. Each says what
+/// went wrong and what to do; `exitStatus` follows sysexits(3) like `BertError.exitStatus`.
+public enum StreamError: Error, Equatable, CustomStringConvertible {
+    /// A line is not UTF-8. `byte` is the 1-based offset of the first bad byte in the line.
+    case invalidUTF8(source: String, line: Int, byte: Int)
+    /// A JSON Lines record is not a JSON string or an object with a string "text" field.
+    case invalidJSONLine(source: String, line: Int, reason: String)
+    /// One record is larger than the reader's limit (it would defeat bounded memory).
+    case recordTooLong(source: String, line: Int, limit: Int)
+    /// The input holds no records at all.
+    case emptyInput(source: String, skipped: Int)
+    /// The input exists but cannot be read (a directory, an I/O error).
+    case unreadable(path: String, reason: String)
+    /// The output file cannot be created (missing folder, permissions).
+    case cannotCreate(path: String, reason: String)
+    /// The reader of our output went away (EPIPE): not a failure, the consumer has had enough.
+    case outputClosed(path: String)
+    /// Two inputs that must line up do not (a corpus and its precomputed embeddings).
+    case mismatch(reason: String)
+
+    public var description: String {
+        switch self {
+        case let .invalidUTF8(source, line, byte):
+            return "\(source): line \(line) is not valid UTF-8 (bad byte at offset \(byte)); convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        case let .invalidJSONLine(source, line, reason):
+            return "\(source): line \(line) is not a JSON string or an object with a \"text\" string: \(reason)"
+        case let .recordTooLong(source, line, limit):
+            return "\(source): line \(line) is longer than \(limit >> 20) MiB; split the text (the model reads at most a few hundred tokens anyway)"
+        case let .emptyInput(source, skipped):
+            return skipped > 0
+                ? "\(source): no usable input: all \(skipped) lines were skipped as invalid"
+                : "\(source): the input is empty; give at least one text (arguments, --input FILE, or lines on stdin)"
+        case let .unreadable(path, reason):
+            return "\(path): cannot read input: \(reason)"
+        case let .cannotCreate(path, reason):
+            return "\(path): cannot create output: \(reason); check that the folder exists and is writable"
+        case let .outputClosed(path):
+            return "\(path): the reader closed the output"
+        case let .mismatch(reason):
+            return reason
+        }
+    }
+
+    /// What is wrong with one record, without the advice (for per-line reports).
+    public var reason: String {
+        switch self {
+        case let .invalidUTF8(_, _, byte): return "not valid UTF-8 (bad byte at offset \(byte))"
+        case let .invalidJSONLine(_, _, reason): return "not a JSON string or an object with a \"text\" string: \(reason)"
+        case let .recordTooLong(_, _, limit): return "longer than \(limit >> 20) MiB"
+        default: return description
+        }
+    }
+
+    /// sysexits(3) status. `outputClosed` is 0: a consumer that stops reading (`| head`) is a clean stop.
+    public var exitStatus: Int32 {
+        switch self {
+        case .invalidUTF8, .invalidJSONLine, .recordTooLong, .emptyInput, .mismatch: return 65  // EX_DATAERR
+        case .unreadable: return 66                                                            // EX_NOINPUT
+        case .cannotCreate: return 73                                                          // EX_CANTCREAT
+        case .outputClosed: return 0
+        }
+    }
+}
+
+/// The text of an errno value.
+func errnoDescription(_ code: Int32) -> String {
+    String(cString: strerror(code))
+}

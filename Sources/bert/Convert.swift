@@ -1,0 +1,23 @@
+import ArgumentParser
+import Foundation
+import SwiftBERT
+
+struct Convert: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Convert a Hugging Face BERT folder into SwiftBERT's format.",
+        discussion: "Example: bert convert ~/hf/bert-base-uncased weights/bert-base-uncased")
+    @Argument(help: "Folder with config.json, model.safetensors and vocab.txt or tokenizer.json.") var source: String
+    @Argument(help: "Destination folder.") var destination: String
+
+    func run() throws {
+        let report = try Converter.convert(huggingFaceFolder: URL(fileURLWithPath: source), to: URL(fileURLWithPath: destination))
+        let c = report.config
+        var text = "converted \(source) -> \(destination): \(c.numHiddenLayers) layers, hidden \(c.hiddenSize), \(report.tensorCount) tensors, pooling \(c.pooling.rawValue), masked-LM head \(c.hasMaskedLMHead ? "yes" : "no")\n"
+        if !report.droppedTensors.isEmpty {
+            text += "not used by the engine: \(report.droppedTensors.joined(separator: ", "))\n"
+        }
+        let out = OutputSink.standardOutput()
+        try out.write(text)
+        try out.close()
+    }
+}

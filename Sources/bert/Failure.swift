@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import SwiftBERT
+
+/// Parses and runs a command line, turning every error into one line on stderr and a
+/// sysexits-style status. Never lets an error escape as a trap or a stack trace.
+func runBert(_ arguments: [String]) -> Int32 {
+    do {
+        var command = try Bert.parseAsRoot(Array(arguments.dropFirst()))
+        try command.run()
+        return 0
+    } catch {
+        let (message, status) = describeFailure(error, arguments: arguments)
+        if let message { writeStandardError(message + "\n") }
+        return status
+    }
+}
+
+/// The stderr line (nil for none) and exit status of a failure.
+func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
+    switch error {
+    case let error as BertError:
+        return ("bert: " + oneLine(error.description), error.exitStatus)
+    case StreamError.outputClosed:
+        return (nil, 0)  // the reader stopped reading (`| head`): nothing left to do
+    case let error as StreamError:
+        var message = error.description
+        switch error {
+        case .invalidUTF8, .invalidJSONLine: message += ", or pass --skip-invalid to skip such lines (each is reported)"
+        default: break
+        }
+        return ("bert: " + oneLine(message), error.exitStatus)
+    case let error as CLIError:
+        return ("bert: " + oneLine(error.message), error.status)
+    default:
+        switch Bert.exitCode(for: error) {
+        case .success:
+            // --help: ArgumentParser prints it to stdout and exits 0.
+            Bert.exit(withError: error)
+        case .validationFailure:
+            // A usage error: ArgumentParser's message, pointing at the right help.
+            let command = arguments.dropFirst().first { !$0.hasPrefix("-") }.flatMap { name in
+                Bert.configuration.subcommands.first { $0._commandName == name }.map { _ in name }
+            }
+            return ("bert: \(oneLine(Bert.message(for: error))) (see `bert \(command.map { "\($0) " } ?? "")--help`)", 64)
+        default:
+            // Every library failure is a BertError or StreamError; anything else is a bug in bert.
+            return ("bert: internal error: \(oneLine(String(describing: error))); please report it", 70)  // EX_SOFTWARE
+        }
+    }
+}
+
+/// A failure specific to the command line, with its sysexits status.
+struct CLIError: Error {
+    let message: String
+    let status: Int32
+
+    /// EX_USAGE: the command was used wrongly.
+    static func usage(_ message: String) -> CLIError { CLIError(message: message, status: 64) }
+}
+
+func oneLine(_ text: String) -> String {
+    text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import SwiftBERT
+
+struct Fill: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Predict the words hidden by [MASK], with probabilities.",
+        discussion: """
+            For each [MASK] in TEXT, the --top-k most probable vocabulary entries. Probabilities are \
+            over the whole vocabulary; the filters remove candidates without renormalising. \
+            --prefix is the letter filter of AAC boards: only words starting with the letters typed \
+            so far (it implies --words-only).
+
+            Examples:
+              bert fill "The capital of France is [MASK]."
+              bert fill --prefix dr --top-k 3 "I would like a [MASK] of water."
+              bert fill --json "Paris is the [MASK] of [MASK]." | jq '.masks[0]'
+            """)
+
+    @Argument(help: "Text holding one or more [MASK].")
+    var text: String
+
+    @Option(name: .customLong("top-k"), help: "Candidates per [MASK].")
+    var topK = 5
+
+    @Flag(help: "Only whole words: no ## pieces, punctuation or special tokens.")
+    var wordsOnly = false
+
+    @Option(help: ArgumentHelp("Only words starting with these letters (case-insensitive).", valueName: "letters"))
+    var prefix: String?
+
+    @Flag(help: "JSON: {\"masks\": [{\"position\", \"candidates\": [{\"token\", \"id\", \"probability\"}]}]}.")
+    var json = false
+
+    @Option(help: "Model with a masked-LM head: a name under weights/ or a path.")
+    var model = ModelLocator.defaultMaskedLMModel
+
+    @OptionGroup var engine: EngineOptions
+
+    func validate() throws {
+        if topK < 1 { throw ValidationError("--top-k must be at least 1") }
+    }
+
+    func run() throws {
+        let (bert, tokenizer) = try engine.load(model)
+        let predictions = try FillMask(model: bert, tokenizer: tokenizer)
+            .predict(text, topK: topK, wordsOnly: wordsOnly, prefix: prefix)
+        let out = OutputSink.standardOutput()
+        try out.write(json ? FillMaskReport.json(predictions).text + "\n" : FillMaskReport.text(predictions))
+        try out.close()
+    }
+}

@@ -1,0 +1,153 @@
+import ArgumentParser
+import Foundation
+import SwiftBERT
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Precision: ExpressibleByArgument {}
+extension Pooling: ExpressibleByArgument {}
+extension InputFormat: ExpressibleByArgument {}
+extension EmbeddingFormat: ExpressibleByArgument {}
+
+/// How the encoder runs: --precision, --threads.
+struct EngineOptions: ParsableArguments {
+    @Option(help: "Encoder precision: fp32 (exact) or int8 (faster, approximate).")
+    var precision: Precision = .fp32
+
+    @Option(help: "Worker threads for a forward pass (default: one per core).")
+    var threads: Int?
+
+    func validate() throws {
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+    }
+
+    /// The model folder for a name or path, then the encoder and its tokenizer.
+    func load(_ nameOrPath: String) throws -> (BertModel, BertTokenizer) {
+        let folder = try ModelLocator.resolve(nameOrPath)
+        let tokenizer = try BertTokenizer.load(folder: folder)
+        let model = try BertModel(folder: folder, threads: threads, precision: precision)
+        return (model, tokenizer)
+    }
+}
+
+/// Sentence-embedding settings shared by embed, similarity and search.
+struct EmbeddingOptions: ParsableArguments {
+    @Option(help: "Pooling of token vectors: mean or cls (default: the model's own).")
+    var pooling: Pooling?
+
+    @Option(help: "Tokens per input, [CLS] and [SEP] included; longer inputs are truncated (default: the model's limit).")
+    var maxLength: Int?
+
+    @Option(help: "Inputs per forward pass.")
+    var batchSize = 32
+
+    func validate() throws {
+        if let maxLength, maxLength < 2 { throw ValidationError("--max-length must be at least 2 ([CLS] and [SEP])") }
+        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+    }
+
+    func options(normalize: Bool = true) -> SentenceEmbedder.Options {
+        SentenceEmbedder.Options(pooling: pooling, normalize: normalize, maxLength: maxLength, batchSize: batchSize)
+    }
+}
+
+/// Where texts come from: arguments, --input FILE, or stdin.
+struct InputOptions: ParsableArguments {
+    @Argument(help: "Texts to process. With none, texts are read from --input or stdin.")
+    var texts: [String] = []
+
+    @Option(name: [.short, .long], help: ArgumentHelp("Read texts from FILE, one per line; - is stdin.", valueName: "file"))
+    var input: String?
+
+    @Option(help: "lines: one text per line. jsonl: each line a JSON string or an object with a \"text\" field.")
+    var inputFormat: InputFormat = .lines
+
+    @Flag(help: "Skip lines that are not valid UTF-8 (or not valid JSON Lines) instead of stopping; each is reported on stderr.")
+    var skipInvalid = false
+
+    @Flag(name: [.short, .long], help: "No progress bar or summary on stderr (warnings are still shown).")
+    var quiet = false
+
+    func validate() throws {
+        if !texts.isEmpty, input != nil { throw ValidationError("give texts as arguments or with --input, not both") }
+    }
+
+    var plan: InputPlan {
+        let source: TextSource = input.map { .file($0) } ?? (texts.isEmpty ? .standardInput : .texts(texts))
+        return InputPlan(source: source, format: inputFormat, skipInvalid: skipInvalid, quiet: quiet)
+    }
+}
+
+/// Resolved input settings: the reader, the terminal hint and the progress bar that go with them.
+struct InputPlan {
+    let source: TextSource
+    let format: InputFormat
+    let skipInvalid: Bool
+    let quiet: Bool
+
+    /// True when texts are streamed from a file or stdin rather than given as arguments.
+    var isStreamed: Bool {
+        if case .texts = source { return false }
+        return true
+    }
+
+    var readsStandardInput: Bool { source == .standardInput || source == .file("-") }
+
+    /// A reader that reports skipped lines as it meets them.
+    func reader(report: SkipReport) throws -> TextRecordReader {
+        if readsStandardInput, isTerminal(STDIN_FILENO), !quiet {
+            writeStandardError("bert: reading texts from the terminal, one per line; end with Ctrl-D\n")
+        }
+        return try TextRecordReader(source, format: format, skipInvalid: skipInvalid) { report.skipped($0) }
+    }
+
+    /// A progress bar for streamed input when stderr is a terminal (not while typing into stdin).
+    func progressBar() -> ProgressBar {
+        let typing = readsStandardInput && isTerminal(STDIN_FILENO)
+        return ProgressBar(unit: "lines", enabled: isStreamed && !quiet && !typing && isTerminal(STDERR_FILENO))
+    }
+}
+
+/// Reports lines left out by --skip-invalid: each one as it is met, then a count and list.
+final class SkipReport {
+    private(set) var lines: [Int] = []
+    private var count = 0
+    /// Runs before each message, to erase a progress bar.
+    var beforeMessage: () -> Void = {}
+
+    func skipped(_ record: SkippedRecord) {
+        count += 1
+        if lines.count < 20 { lines.append(record.line) }
+        beforeMessage()
+        writeStandardError("bert: skipped line \(record.line): \(record.error.reason)\n")
+    }
+
+    /// "skipped 3 invalid lines of data.txt: 4, 9, 12"; nothing when none were skipped.
+    func summarize(source: String) {
+        guard count > 0 else { return }
+        let list = lines.map(String.init).joined(separator: ", ") + (count > lines.count ? ", …" : "")
+        writeStandardError("bert: skipped \(count) invalid line\(count == 1 ? "" : "s") of \(source): \(list)\n")
+    }
+}
+
+/// The note on inputs cut to the model's limit: the count, on stderr.
+func reportTruncation(_ summary: StreamSummary, limit: Int) {
+    guard summary.truncated > 0 else { return }
+    writeStandardError("bert: \(summary.truncated) of \(summary.records) inputs were longer than \(limit) tokens and were truncated\n")
+}
+
+/// Whether two paths name the same existing file (same device and inode).
+func sameFile(_ a: String, _ b: String) -> Bool {
+    var sa = stat(), sb = stat()
+    guard stat(a, &sa) == 0, stat(b, &sb) == 0 else { return false }
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
+}
+
+extension ProgressBar {
+    /// Runs `body`, then erases the bar, also when `body` throws, so an error starts its own line.
+    func around<T>(_ body: () throws -> T) rethrows -> T {
+        defer { finish() }
+        return try body()
+    }
+}

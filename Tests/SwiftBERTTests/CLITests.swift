@@ -1,0 +1,417 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+
+/// End-to-end tests of the `bert` executable: every command and format, stdin and pipes, and
+/// the failures with their exit statuses. Results are checked against the library in-process.
+class CLITestCase: XCTestCase {
+    /// The built `bert`: $SWIFTBERT_BERT, else beside the test bundle (.build/<triple>/debug/).
+    static let executable: String? = {
+        if let path = ProcessInfo.processInfo.environment["SWIFTBERT_BERT"] { return path }
+        let bundle = Bundle(for: CLITestCase.self).bundleURL
+        let candidates = [bundle.deletingLastPathComponent(), bundle, repositoryRoot.appendingPathComponent(".build/debug")]
+            .map { $0.appendingPathComponent("bert").path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+
+    /// An object file of bert or the library newer than the executable: `swift test` recompiles
+    /// both modules but does not link the executable, so a stale binary would be tested.
+    static let staleObject: String? = {
+        guard ProcessInfo.processInfo.environment["SWIFTBERT_BERT"] == nil, let executable,
+              let built = modificationDate(executable) else { return nil }
+        let folder = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        for module in ["bert.build", "SwiftBERT.build"] {
+            let objects = (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent(module).path)) ?? []
+            if let newer = objects.first(where: {
+                $0.hasSuffix(".o") && (modificationDate(folder.appendingPathComponent("\(module)/\($0)").path) ?? .distantPast) > built
+            }) { return "\(module)/\(newer)" }
+        }
+        return nil
+    }()
+    nonisolated(unsafe) static var reportedStaleness = false
+
+    var bertPath = ""
+
+    override func setUpWithError() throws {
+        guard let path = Self.executable else {
+            XCTFail("the bert executable is not built: run `swift build` (or `swift build --product bert`) before `swift test`; `swift test` alone does not link it. Or set SWIFTBERT_BERT")
+            throw XCTSkip("no bert executable")
+        }
+        if let object = Self.staleObject {
+            if !Self.reportedStaleness {
+                XCTFail("\(path) is older than its \(object): run `swift build` before `swift test` (which does not relink bert)")
+                Self.reportedStaleness = true
+            }
+            throw XCTSkip("stale bert executable")
+        }
+        bertPath = path
+        _ = try convertedModel("all-MiniLM-L6-v2")
+    }
+
+    private static func modificationDate(_ path: String) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+    }
+
+    /// Runs bert from a scratch folder, so models are found by name from anywhere.
+    @discardableResult
+    func bert(_ arguments: String..., stdin: String? = nil, stdinData: Data? = nil) throws -> ProcessResult {
+        try bert(arguments, stdin: stdin, stdinData: stdinData)
+    }
+
+    func bert(_ arguments: [String], stdin: String? = nil, stdinData: Data? = nil) throws -> ProcessResult {
+        let folder = temporaryPath("cwd")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return try runProcess(bertPath, arguments, stdin: stdinData ?? stdin.map { Data($0.utf8) }, currentDirectory: folder)
+    }
+
+    func fixture(_ name: String) -> String {
+        repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/cli/\(name)").path
+    }
+
+    /// The library's vectors for the same texts: what the command must print.
+    func libraryVectors(_ texts: [String], options: SentenceEmbedder.Options = .init()) throws -> [[Float]] {
+        try libraryEmbedder().embed(texts, options: options).vectors
+    }
+
+    func libraryEmbedder() throws -> SentenceEmbedder {
+        SentenceEmbedder(model: try loadModel("all-MiniLM-L6-v2"), tokenizer: try libraryTokenizer("all-MiniLM-L6-v2"))
+    }
+
+    func libraryTokenizer(_ name: String) throws -> BertTokenizer {
+        try BertTokenizer.load(folder: convertedModel(name))
+    }
+
+    /// Vectors from `--format jsonl` output, checking that indices run 0..<n in order.
+    func parseJSONLines(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> [[Float]] {
+        let objects = try text.split(separator: "\n").map {
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        XCTAssertEqual(objects.map { $0["index"] as? Int }, Array(0..<objects.count), file: file, line: line)
+        return try objects.map { try XCTUnwrap($0["embedding"] as? [Double]).map(Float.init) }
+    }
+
+    func assertClose(_ a: [[Float]], _ b: [[Float]], tolerance: Float = 1e-6, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(a.count, b.count, "row count", file: file, line: line)
+        for (x, y) in zip(a, b) { XCTAssertLessThanOrEqual(maxAbsDifference(x, y), tolerance, file: file, line: line) }
+    }
+
+    func assertFailure(_ result: ProcessResult, status: Int32, mentions words: [String],
+                       file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(result.status, status, result.stderr, file: file, line: line)
+        let lines = result.stderr.split(separator: "\n")
+        XCTAssertEqual(lines.count, 1, "one line on stderr: \(result.stderr)", file: file, line: line)
+        XCTAssertTrue(result.stderr.hasPrefix("bert: "), result.stderr, file: file, line: line)
+        for word in words {
+            XCTAssertTrue(result.stderr.contains(word), "stderr should mention '\(word)': \(result.stderr)", file: file, line: line)
+        }
+        XCTAssertFalse(result.stderr.contains("Fatal error"), file: file, line: line)
+    }
+}
+
+final class CLIEmbedTests: CLITestCase {
+    let texts = ["The cat sat on the mat.", "A considerably longer sentence, so that the batch holds different lengths and gets sorted.", "Dogs bark."]
+
+    func testArgumentsToJSONLinesMatchTheLibrary() throws {
+        let result = try bert(["embed"] + texts)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "", "no chatter for texts given as arguments")
+        assertClose(try parseJSONLines(result.stdout), try libraryVectors(texts))
+    }
+
+    func testStdinPipeWithSmallBatchesKeepsInputOrder() throws {
+        let result = try bert("embed", "--batch-size", "2", "--quiet", stdin: texts.joined(separator: "\n") + "\n")
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "")
+        assertClose(try parseJSONLines(result.stdout), try libraryVectors(texts))
+    }
+
+    func testCRLFFileWithAnEmptyLineGivesOneRecordPerLine() throws {
+        let result = try bert("embed", "--input", fixture("crlf.txt"))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = ["first line", "second line is a little longer than the first", "", "fourth, after an empty line"]
+        assertClose(try parseJSONLines(result.stdout), try libraryVectors(lines))
+        XCTAssertTrue(result.stderr.contains("embedded 4 lines"), result.stderr)
+    }
+
+    func testJSONLinesInputWithNewlinesInTexts() throws {
+        let result = try bert("embed", "--input", "-", "--input-format", "jsonl", "--quiet",
+                              stdin: try String(contentsOfFile: fixture("texts.jsonl"), encoding: .utf8))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let expected = ["a plain JSON string", "an object with\na newline inside", "the last record"]
+        assertClose(try parseJSONLines(result.stdout), try libraryVectors(expected))
+    }
+
+    func testJSONFormatIsOneArray() throws {
+        let result = try bert(["embed", "--format", "json"] + texts)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let array = try XCTUnwrap(JSONSerialization.jsonObject(with: result.stdoutData) as? [[String: Any]])
+        XCTAssertEqual(array.map { $0["index"] as? Int }, [0, 1, 2])
+        assertClose(try array.map { try XCTUnwrap($0["embedding"] as? [Double]).map(Float.init) }, try libraryVectors(texts))
+    }
+
+    func testTSVFormat() throws {
+        let result = try bert(["embed", "--format", "tsv"] + texts)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = result.stdout.split(separator: "\n").map { $0.split(separator: "\t").map { Float(String($0))! } }
+        assertClose(rows, try libraryVectors(texts))
+    }
+
+    func testNPYFileReadsBackAsTheLibrarysVectors() throws {
+        let path = temporaryPath("vectors.npy")
+        let result = try bert(["embed", "--format", "npy", "--output", path] + texts)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "")
+        let npy = try NPYReader(path: path)
+        XCTAssertEqual([npy.rows, npy.columns], [3, 384])
+        // Binary output: the very same floats.
+        XCTAssertEqual(try npy.readAll(), try libraryVectors(texts))
+    }
+
+    func testNPYThroughAPipe() throws {
+        let result = try bert(["embed", "--format", "npy", "--input", "-"], stdin: texts.joined(separator: "\n"))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let path = temporaryPath("piped.npy")
+        try result.stdoutData.write(to: URL(fileURLWithPath: path))
+        XCTAssertEqual(try NPYReader(path: path).readAll(), try libraryVectors(texts))
+    }
+
+    func testNumpyLoadsTheOutput() throws {
+                let path = temporaryPath("numpy.npy")
+        XCTAssertEqual(try bert(["embed", "--format", "npy", "-o", path] + texts).status, 0)
+        let check = try runProcess("/usr/bin/env", ["python3", "-c", "import numpy, sys; a = numpy.load(sys.argv[1]); print(a.dtype, a.shape, round(float((a * a).sum(1).min()), 4))", path])
+        if check.status != 0 { throw XCTSkip("python3 with numpy is not available: \(check.stderr)") }
+        XCTAssertEqual(check.stdout, "float32 (3, 384) 1.0\n", check.stderr)
+    }
+
+    func testPoolingNormalizationAndMaxLengthOptions() throws {
+        let result = try bert(["embed", "--pooling", "cls", "--no-normalize", "--max-length", "10"] + texts)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let options = SentenceEmbedder.Options(pooling: .cls, normalize: false, maxLength: 10)
+        assertClose(try parseJSONLines(result.stdout), try libraryVectors(texts, options: options), tolerance: 1e-5)
+        XCTAssertEqual(result.stderr, "bert: 1 of 3 inputs were longer than 10 tokens and were truncated\n")
+    }
+
+    func testSkipInvalidGoesOnAndListsTheSkippedLines() throws {
+        let result = try bert("embed", "--input", fixture("invalid-utf8.txt"), "--skip-invalid", "--quiet")
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let objects = try result.stdout.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        XCTAssertEqual(objects.map { $0["index"] as? Int }, [0, 2], "skipped lines leave a gap in the indices")
+        let stderr = result.stderr.split(separator: "\n")
+        XCTAssertEqual(stderr.count, 3, result.stderr)
+        XCTAssertTrue(stderr[0].contains("line 2") && stderr[1].contains("line 4"), result.stderr)
+        XCTAssertTrue(stderr[2].contains("skipped 2 invalid lines") && stderr[2].hasSuffix(": 2, 4"), result.stderr)
+    }
+}
+
+final class CLICommandTests: CLITestCase {
+    func testTokenizeTableAndJSONMatchTheTokenizer() throws {
+        let tokenizer = try libraryTokenizer("all-MiniLM-L6-v2")
+        let texts = ["Unbelievable, isn't it?", "héllo wörld"]
+        let json = try bert(["tokenize", "--json"] + texts)
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let objects = try json.stdout.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        for (object, text) in zip(objects, texts) {
+            let encoding = tokenizer.encode(text)
+            XCTAssertEqual(object["tokens"] as? [String], encoding.tokens)
+            XCTAssertEqual((object["ids"] as? [Int])?.map(Int32.init), encoding.ids)
+            XCTAssertEqual((object["offsets"] as? [[Int]])?.map { $0[0]..<$0[1] }, encoding.offsets)
+        }
+
+        let table = try bert("tokenize", stdin: "Unbelievable, isn't it?\n")
+        XCTAssertEqual(table.status, 0, table.stderr)
+        let rows = table.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        let encoding = tokenizer.encode(texts[0])
+        XCTAssertEqual(rows.map { String($0[0]) }, encoding.tokens)
+        XCTAssertEqual(rows.map { Int32($0[1])! }, encoding.ids)
+    }
+
+    func testFillTextJSONAndFilters() throws {
+        _ = try convertedModel("splade-tiny")
+        let text = "The capital of France is [MASK]."
+        let json = try bert("fill", "--json", "--top-k", "3", text)
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let masks = try XCTUnwrap((JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any])?["masks"] as? [[String: Any]])
+        let library = try FillMask(model: loadModel("splade-tiny"), tokenizer: libraryTokenizer("splade-tiny")).predict(text, topK: 3)
+        XCTAssertEqual(masks.count, 1)
+        XCTAssertEqual(masks[0]["position"] as? Int, library[0].position)
+        let candidates = try XCTUnwrap(masks[0]["candidates"] as? [[String: Any]])
+        XCTAssertEqual(candidates.map { $0["token"] as? String }, library[0].candidates.map(\.token))
+        XCTAssertEqual(candidates.map { ($0["id"] as? Int).map(Int32.init) }, library[0].candidates.map(\.id))
+
+        let words = try bert("fill", "--json", "--words-only", "--top-k", "20", text)
+        let wordTokens = try tokens(words)
+        XCTAssertEqual(wordTokens.count, 20)
+        XCTAssertFalse(wordTokens.contains { $0.hasPrefix("##") || $0.hasPrefix("[") || $0.allSatisfy(\.isPunctuation) }, "\(wordTokens)")
+
+        let prefixed = try bert("fill", "--json", "--prefix", "Pa", "--top-k", "4", text)
+        let prefixedTokens = try tokens(prefixed)
+        XCTAssertFalse(prefixedTokens.isEmpty)
+        XCTAssertTrue(prefixedTokens.allSatisfy { $0.hasPrefix("pa") }, "\(prefixedTokens)")
+
+        let human = try bert("fill", "Paris is the [MASK] of [MASK].")
+        XCTAssertEqual(human.status, 0, human.stderr)
+        XCTAssertTrue(human.stdout.hasPrefix("[MASK] 1 of 2"), human.stdout)
+        XCTAssertTrue(human.stdout.contains("[MASK] 2 of 2"), human.stdout)
+    }
+
+    private func tokens(_ result: ProcessResult) throws -> [String] {
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: result.stdoutData) as? [String: Any])
+        let masks = try XCTUnwrap(object["masks"] as? [[String: Any]])
+        return try XCTUnwrap(masks[0]["candidates"] as? [[String: Any]]).compactMap { $0["token"] as? String }
+    }
+
+    func testSimilarityMatrix() throws {
+        let texts = ["A man is eating food.", "A man is eating pasta.", "The sky is blue."]
+        let result = try bert(["similarity", "--json"] + texts)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: result.stdoutData) as? [String: Any])
+        XCTAssertEqual(object["texts"] as? [String], texts)
+        let matrix = try XCTUnwrap(object["matrix"] as? [[Double]]).map { $0.map(Float.init) }
+        let vectors = try libraryVectors(texts)
+        assertClose(matrix, vectors.map { a in vectors.map { b in cosineSimilarity(a, b) } })
+        XCTAssertGreaterThan(matrix[0][1], matrix[0][2])
+
+        let table = try bert(["similarity"] + texts)
+        XCTAssertEqual(table.stdout.split(separator: "\n").count, 4, table.stdout)
+        XCTAssertEqual(try bert("similarity", "only one").status, 64)
+    }
+
+    func testSearchStreamsTheCorpusAndMatchesPrecomputedVectors() throws {
+        let corpus = fixture("corpus.txt")
+        let result = try bert("search", "--corpus", corpus, "--top-k", "2", "--json", "--quiet", "a sleepy cat")
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let hits = try XCTUnwrap((JSONSerialization.jsonObject(with: result.stdoutData) as? [String: Any])?["results"] as? [[String: Any]])
+        XCTAssertEqual(hits.map { $0["line"] as? Int }, [4, 1])
+        let lines = try String(contentsOfFile: corpus, encoding: .utf8).split(separator: "\n").map(String.init)
+        let expected = try libraryVectors(["a sleepy cat", lines[3]])
+        XCTAssertEqual(Float(hits[0]["score"] as! Double), cosineSimilarity(expected[0], expected[1]), accuracy: 1e-5)
+        XCTAssertEqual(hits[0]["text"] as? String, lines[3])
+
+        let npy = temporaryPath("corpus.npy")
+        XCTAssertEqual(try bert("embed", "--input", corpus, "--format", "npy", "--output", npy, "--quiet").status, 0)
+        let precomputed = try bert("search", "--corpus", corpus, "--embeddings", npy, "--top-k", "2", "--json", "--quiet", "a sleepy cat")
+        XCTAssertEqual(precomputed.stdout, result.stdout)
+
+        let text = try bert("search", "--corpus", corpus, "--top-k", "3", "bread")
+        let rows = text.stdout.split(separator: "\n").map { $0.split(separator: "\t") }
+        XCTAssertEqual(rows.count, 3)
+        XCTAssertEqual(rows[0][1], "3")
+        XCTAssertTrue(text.stderr.contains("searched 10 lines"), text.stderr)
+
+        let other = temporaryPath("short.npy")
+        XCTAssertEqual(try bert("embed", "--format", "npy", "--output", other, "one", "two").status, 0)
+        assertFailure(try bert("search", "--corpus", corpus, "--embeddings", other, "--quiet", "x"), status: 65, mentions: ["re-embed"])
+    }
+
+    func testInfo() throws {
+        let text = try bert("info")
+        XCTAssertEqual(text.status, 0, text.stderr)
+        for field in ["layers", "hidden size", "attention heads", "vocabulary", "parameters", "model.safetensors", "precisions", "pooling", "load time", "resident memory"] {
+            XCTAssertTrue(text.stdout.contains(field), "info shows \(field)")
+        }
+        let json = try bert("info", "--json", "--model", "splade-tiny")
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any])
+        let model = try loadModel("splade-tiny")
+        XCTAssertEqual(object["layers"] as? Int, model.config.numHiddenLayers)
+        XCTAssertEqual(object["parameters"] as? Int, model.parameterCount)
+        XCTAssertEqual(object["masked_lm_head"] as? Bool, true)
+        XCTAssertGreaterThan(object["resident_bytes"] as? Int ?? 0, 1 << 20)
+        XCTAssertEqual((object["precisions"] as? [String])?.first, "fp32")
+    }
+
+    func testEveryCommandHasHelpWithAnExample() throws {
+        for command in ["embed", "fill", "tokenize", "similarity", "search", "info", "convert"] {
+            let result = try bert(command, "--help")
+            XCTAssertEqual(result.status, 0, command)
+            XCTAssertTrue(result.stdout.contains("Example"), "\(command) --help has an example")
+        }
+        XCTAssertTrue(try bert("--help").stdout.contains("embed"))
+    }
+}
+
+final class CLIFailureTests: CLITestCase {
+    func testUnknownModelListsTheAvailableOnes() throws {
+        assertFailure(try bert("embed", "--model", "no-such-model", "x"), status: 66, mentions: ["no-such-model", "all-MiniLM-L6-v2", "splade-tiny"])
+    }
+
+    func testMissingAndCorruptWeights() throws {
+        let folder = temporaryPath("broken-model")
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let source = try convertedModel("all-MiniLM-L6-v2")
+        for file in ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json"]
+        where FileManager.default.fileExists(atPath: source.appendingPathComponent(file).path) {
+            try FileManager.default.copyItem(atPath: source.appendingPathComponent(file).path, toPath: folder + "/" + file)
+        }
+        assertFailure(try bert("embed", "--model", folder, "x"), status: 66, mentions: ["model.safetensors"])
+        try Data("this is not safetensors".utf8).write(to: URL(fileURLWithPath: folder + "/model.safetensors"))
+        assertFailure(try bert("embed", "--model", folder, "x"), status: 65, mentions: ["model.safetensors"])
+        assertFailure(try bert("embed", "--model", "/nonexistent/model", "x"), status: 66, mentions: ["/nonexistent/model"])
+    }
+
+    func testFillWithoutMask() throws {
+        _ = try convertedModel("splade-tiny")
+        assertFailure(try bert("fill", "There is nothing to predict here."), status: 65, mentions: ["[MASK]"])
+    }
+
+    func testInvalidUTF8SaysWhichLine() throws {
+        let result = try bert("embed", "--input", fixture("invalid-utf8.txt"))
+        assertFailure(result, status: 65, mentions: ["line 2", "UTF-8", "--skip-invalid"])
+        // From stdin too, and for tokenize.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: fixture("invalid-utf8.txt")))
+        assertFailure(try bert(["tokenize"], stdinData: bytes), status: 65, mentions: ["stdin", "line 2"])
+    }
+
+    func testBadJSONLine() throws {
+        assertFailure(try bert("embed", "--input-format", "jsonl", stdin: "\"ok\"\n{\"body\": 1}\n"), status: 65, mentions: ["line 2", "text"])
+    }
+
+    func testEmptyInput() throws {
+        assertFailure(try bert("embed", stdin: ""), status: 65, mentions: ["empty"])
+        let empty = try temporaryFile("")
+        assertFailure(try bert("tokenize", "--input", empty), status: 65, mentions: [empty, "empty"])
+        // Nothing left once invalid lines are skipped: each skip reported, then the failure.
+        let allSkipped = try bert("embed", "--input", fixture("invalid-utf8.txt"), "--skip-invalid", "--input-format", "jsonl")
+        XCTAssertEqual(allSkipped.status, 65)
+        XCTAssertEqual(allSkipped.stderr.split(separator: "\n").count, 5, allSkipped.stderr)
+        XCTAssertTrue(allSkipped.stderr.hasSuffix("all 4 lines were skipped as invalid\n"), allSkipped.stderr)
+    }
+
+    func testMissingInputAndUncreatableOutput() throws {
+        assertFailure(try bert("embed", "--input", "/nonexistent/input.txt"), status: 66, mentions: ["/nonexistent/input.txt"])
+        assertFailure(try bert("search", "--corpus", "/nonexistent/corpus.txt", "q"), status: 66, mentions: ["corpus.txt"])
+        assertFailure(try bert("embed", "--output", "/nonexistent/dir/out.jsonl", "x"), status: 73, mentions: ["out.jsonl"])
+    }
+
+    func testFullDiskIsAnIOError() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { throw XCTSkip("no /dev/full") }
+        assertFailure(try bert("embed", "--output", "/dev/full", "x"), status: 74, mentions: ["No space left"])
+    }
+
+    func testClosedPipeIsACleanStop() throws {
+        // The reader of stdout is gone before bert writes: EPIPE, no message, status 0.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: bertPath)
+        process.arguments = ["embed", "one", "two"]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try out.fileHandleForReading.close()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .exit, "not killed by SIGPIPE")
+        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertEqual(String(decoding: stderr, as: UTF8.self), "")
+    }
+
+    func testUsageErrors() throws {
+        assertFailure(try bert("embed", "--input", fixture("corpus.txt"), "also a text"), status: 64, mentions: ["not both"])
+        assertFailure(try bert("embed", "--format", "xml", "x"), status: 64, mentions: ["xml", "bert embed --help"])
+        assertFailure(try bert("fill"), status: 64, mentions: ["text"])
+        assertFailure(try bert("embed", "--batch-size", "0", "x"), status: 64, mentions: ["batch-size"])
+        assertFailure(try bert("no-such-command"), status: 64, mentions: ["no-such-command"])
+    }
+}
