@@ -6,9 +6,10 @@ BERT = .build/release/bert
 setup:
 	@tools/setup.sh
 
-# The main job on the default models: embed a sentence, fill a mask.
+# The main job on the default models: embed sentences, compare them, fill a mask.
 demo: setup
 	$(BERT) embed --format tsv "SwiftBERT embeds text in pure Swift."
+	$(BERT) similarity "A man is eating food." "A man is eating a piece of bread." "The girl is carrying a baby."
 	$(BERT) fill "The capital of France is [MASK]."
 
 # Release mode: the SIMD and INT8 kernels are 50x slower unoptimised; -enable-testing keeps

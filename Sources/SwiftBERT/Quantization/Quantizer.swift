@@ -51,7 +51,7 @@ public enum Quantizer {
                                                         "layout": "panels of \(Int8PanelLayout.panelWidth) channels x \(Int8PanelLayout.kGroup) k"],
                                     to: destination.path)
         let size = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int) ?? 0
-        return Report(quantizedTensors: matrices.count, fp32Bytes: source.fileSize, int8Bytes: size ?? 0)
+        return Report(quantizedTensors: matrices.count, fp32Bytes: source.fileSize, int8Bytes: size)
     }
 }
 
