@@ -31,8 +31,9 @@ public final class FillMask: @unchecked Sendable {
         }
     }
 
-    public convenience init(folder: URL, threads: Int? = nil) throws {
-        try self.init(model: BertModel(folder: folder, threads: threads), tokenizer: BertTokenizer.load(folder: folder))
+    public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
+        try self.init(model: BertModel(folder: folder, threads: threads, precision: precision),
+                      tokenizer: BertTokenizer.load(folder: folder))
     }
 
     /// Whether a vocabulary id is a whole word (the `wordsOnly` filter).

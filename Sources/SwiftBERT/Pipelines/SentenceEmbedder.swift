@@ -30,8 +30,8 @@ public final class SentenceEmbedder: @unchecked Sendable {
     }
 
     /// Loads a converted model folder (see `ModelLocator.resolve` for names).
-    public convenience init(folder: URL, threads: Int? = nil) throws {
-        let model = try BertModel(folder: folder, threads: threads)
+    public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
+        let model = try BertModel(folder: folder, threads: threads, precision: precision)
         self.init(model: model, tokenizer: try BertTokenizer.load(folder: folder))
     }
 
