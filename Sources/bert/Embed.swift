@@ -16,9 +16,15 @@ struct Embed: ParsableCommand {
             Formats: jsonl (default) {"index": i, "embedding": [...]} per line; json, an array of the \
             same objects; npy, an (N, D) float32 array for numpy.load; tsv, one vector per line.
 
+            Ctrl-C (SIGINT) or SIGTERM stops at the next batch and leaves a valid output holding the \
+            first records of the input, each complete (exit status 130 or 143); the same command \
+            with --resume continues it without repeating or missing a record. A second signal \
+            stops at once.
+
             Examples:
               bert embed "The cat sat on the mat." "A dog slept."
               bert embed --input corpus.txt --format npy --output corpus.npy
+              bert embed --input corpus.txt --format npy --output corpus.npy --resume
               jq -c '{text: .body}' posts.json | bert embed --input-format jsonl
             """)
 
@@ -36,8 +42,15 @@ struct Embed: ParsableCommand {
     @Flag(help: "Keep vectors as pooled, without L2 normalisation.")
     var noNormalize = false
 
+    @Flag(help: "Continue an interrupted run: keep the complete records already in --output and embed the rest of the same input (a missing output starts afresh).")
+    var resume = false
+
     @OptionGroup var embedding: EmbeddingOptions
     @OptionGroup var engine: EngineOptions
+
+    func validate() throws {
+        if resume, output == "-" { throw ValidationError("--resume needs --output FILE: the output of the run to continue") }
+    }
 
     func run() throws {
         if format == .npy, output == "-", isTerminal(STDOUT_FILENO) {
@@ -54,15 +67,26 @@ struct Embed: ParsableCommand {
             throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
         }
         let (bert, tokenizer) = try engine.load(model)
-        let stream = EmbeddingStream(embedder: SentenceEmbedder(model: bert, tokenizer: tokenizer),
+        var stream = EmbeddingStream(embedder: SentenceEmbedder(model: bert, tokenizer: tokenizer),
                                      options: embedding.options(normalize: !noNormalize))
-        let sink = try OutputSink.open(output)
-        let writer = try EmbeddingWriter(format: format, sink: sink, dimension: bert.config.hiddenSize)
+        // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
+        Interruption.installSignalHandlers()
+        defer { Interruption.removeSignalHandlers() }
+        stream.interruption = .process
+        let writer: EmbeddingWriter
+        if resume {
+            (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: bert.config.hiddenSize)
+            if stream.resumeAfter > 0, !input.quiet {
+                writeStandardError("bert: \(output) holds \(stream.resumeAfter) records; resuming with record \(stream.resumeAfter + 1) of the input\n")
+            }
+        } else {
+            writer = try EmbeddingWriter(format: format, sink: OutputSink.open(output), dimension: bert.config.hiddenSize)
+        }
 
         let bar = plan.progressBar()
         skips.beforeMessage = bar.finish
         let summary = try bar.around { try stream.embed(reader, into: writer, progress: bar.update) }
-        try sink.close()
+        try writer.sink.close()
 
         skips.summarize(source: reader.sourceName)
         reportTruncation(summary, limit: effectiveLimit(embedding.maxLength, bert.config))

@@ -27,6 +27,10 @@ func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
         var message = error.description
         switch error {
         case .invalidUTF8, .invalidJSONLine: message += ", or pass --skip-invalid to skip such lines (each is reported)"
+        case let .interrupted(_, _, output):
+            message += output == "stdout"
+                ? "; to continue long runs later, write them with --output FILE and rerun with --resume"
+                : "; to continue, run the same command with --resume"
         default: break
         }
         return ("bert: " + oneLine(message), error.exitStatus)

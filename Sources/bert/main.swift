@@ -29,7 +29,7 @@ struct Bert: ParsableCommand {
             Info.self,
             Convert.self,
             Quantize.self,
-            // BENCH: `Bench.self` (Sources/bert/Bench.swift) is registered here by its author.
+            Bench.self,
         ])
 }
 

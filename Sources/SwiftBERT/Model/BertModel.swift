@@ -32,8 +32,10 @@ public final class BertModel: @unchecked Sendable {
     let layers: [BertLayer]
     let maskedLMHead: BertMaskedLMHead?
 
-    /// Loads `folder/config.json` and memory-maps `folder/model.safetensors`, checking every tensor.
-    public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
+    /// Loads `folder/config.json` and memory-maps `folder/model.safetensors`, checking every
+    /// tensor: its presence, dtype and shape against the config, and (unless
+    /// `checksFiniteWeights` is false) that it holds no NaN or infinity.
+    public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
         self.folder = folder
         guard FileManager.default.fileExists(atPath: folder.path) else {
@@ -49,6 +51,10 @@ public final class BertModel: @unchecked Sendable {
         layers = try (0..<config.numHiddenLayers).map { try BertLayer(weights, "encoder.layer.\($0)", config) }
         maskedLMHead = config.hasMaskedLMHead
             ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+        // A NaN or infinity in any float32 tensor would turn every output into NaN without a
+        // word: one vectorised pass over the weights refuses them here (docs/robustness.md has
+        // its cost, a few ms per 100 MB once the file is in the page cache).
+        if checksFiniteWeights { try weights.checkFinite() }
         (self.config, self.weights, self.embeddings) = (config, weights, embeddings)
         self.threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
         self.precision = precision

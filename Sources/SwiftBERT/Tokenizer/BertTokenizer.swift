@@ -63,15 +63,25 @@ public final class BertTokenizer: @unchecked Sendable {
 
     init(configuration c: TokenizerConfiguration, path: String) throws {
         func fail(_ reason: String) -> BertError { .invalidTokenizer(path: path, reason: reason) }
+        guard !c.vocabulary.isEmpty else {
+            throw fail("the vocabulary is empty; give the tokenizer.json or vocab.txt the model was trained with")
+        }
         guard let unknownId = c.vocabulary[c.unknownToken] else {
-            throw fail("the unknown token \(c.unknownToken) is not in the vocabulary")
+            throw fail("the unknown token \(printable(c.unknownToken)) is not in the vocabulary; give the tokenizer.json or vocab.txt the model was trained with")
         }
         let maxId = max(c.vocabulary.values.max() ?? 0, c.addedTokens.map(\.id).max() ?? 0)
         guard maxId < 16 * (c.vocabulary.count + c.addedTokens.count) + 1024 else {
-            throw fail("ids are too sparse (largest \(maxId) for \(c.vocabulary.count) tokens)")
+            throw fail("ids are too sparse (largest \(maxId) for \(c.vocabulary.count) tokens); the file is damaged: give the model's own tokenizer")
         }
         var strings = [String](repeating: "", count: Int(maxId) + 1)
-        for (token, id) in c.vocabulary { strings[Int(id)] = token }
+        for (token, id) in c.vocabulary {
+            // Two tokens with one id: HF keeps either (hash order); keep the first in code-point
+            // order, so decode is the same from run to run.
+            let slot = Int(id)
+            if strings[slot].isEmpty || token.unicodeScalars.lexicographicallyPrecedes(strings[slot].unicodeScalars) {
+                strings[slot] = token
+            }
+        }
         tokenStrings = strings
         vocabularySize = Int(maxId) + 1
 
@@ -88,7 +98,7 @@ public final class BertTokenizer: @unchecked Sendable {
         guard let wordPiece = WordPiece(vocabulary: c.vocabulary, unknownId: unknownId,
                                         continuationPrefix: c.continuationPrefix,
                                         maxInputCharsPerWord: c.maxInputCharsPerWord) else {
-            throw fail("the vocabulary is too large (\(c.vocabulary.count) tokens)")
+            throw fail("the vocabulary is too large (\(c.vocabulary.count) tokens); SwiftBERT reads WordPiece vocabularies of up to about a million tokens")
         }
         self.wordPiece = wordPiece
         normalizer = c.normalizer
@@ -106,7 +116,7 @@ public final class BertTokenizer: @unchecked Sendable {
 
         guard let cls = ids["[CLS]"] ?? c.template.framingIds?.first,
               let sep = ids["[SEP]"] ?? c.template.framingIds?.last else {
-            throw fail("no [CLS] or [SEP] token")
+            throw fail("no [CLS] or [SEP] token; give the tokenizer of a BERT model")
         }
         clsId = cls
         sepId = sep
@@ -114,7 +124,7 @@ public final class BertTokenizer: @unchecked Sendable {
         maskId = ids["[MASK]"] ?? -1
         padId = c.padId ?? ids[c.padToken ?? "[PAD]"] ?? 0
         padTypeId = c.padTypeId
-        padToken = c.padToken ?? (Int(padId) < strings.count ? strings[Int(padId)] : "[PAD]")
+        padToken = c.padToken ?? (padId >= 0 && Int(padId) < strings.count ? strings[Int(padId)] : "[PAD]")
         padsLeft = c.padsLeft
         UnicodeData.prepare()
     }
@@ -269,14 +279,24 @@ public final class BertTokenizer: @unchecked Sendable {
 
     // MARK: - Helpers
 
+    /// Largest tokenizer file read: twenty times the largest real WordPiece tokenizer.json.
+    static let maximumFileSize = 256 << 20
+
     private static func read(_ url: URL) throws -> Data {
-        guard FileManager.default.fileExists(atPath: url.path) else {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
             throw BertError.fileNotFound(path: url.path, hint: "For the default models run tools/fetch_models.sh.")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw BertError.invalidTokenizer(path: url.path, reason: "not a regular file; give the model's tokenizer.json or vocab.txt")
+        }
+        guard Int(info.st_size) <= maximumFileSize else {
+            throw BertError.invalidTokenizer(path: url.path, reason: "\(info.st_size) bytes is far too large for a tokenizer (at most \(maximumFileSize >> 20) MiB); give the model's tokenizer.json or vocab.txt")
         }
         do {
             return try Data(contentsOf: url)
         } catch {
-            throw BertError.invalidTokenizer(path: url.path, reason: "cannot be read: \(error.localizedDescription)")
+            throw BertError.invalidTokenizer(path: url.path, reason: "cannot be read (\(singleLine(error.localizedDescription))); check its permissions")
         }
     }
 

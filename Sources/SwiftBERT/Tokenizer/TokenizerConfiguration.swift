@@ -75,15 +75,15 @@ extension TokenizerConfiguration {
         do {
             file = try JSONDecoder().decode(TokenizerFile.self, from: data)
         } catch {
-            throw fail("not a tokenizer.json (\(error))")
+            throw fail("not a tokenizer.json (\(SwiftBERT.describe(error))); give the model's own tokenizer.json")
         }
         guard file.model.type == "WordPiece" else {
-            let kind = file.model.type ?? "of unknown type"
-            throw fail("its model is \(kind); SwiftBERT implements WordPiece (BERT) tokenizers only")
+            let kind = file.model.type.map { printable($0) } ?? "of unknown type"
+            throw fail("its model is \(kind); SwiftBERT implements WordPiece (BERT) tokenizers only: use a BERT model's tokenizer")
         }
-        guard let vocab = file.model.vocab else { throw fail("the WordPiece model has no vocab") }
+        guard let vocab = file.model.vocab else { throw fail("the WordPiece model has no vocab; give the model's own tokenizer.json") }
         for (token, id) in vocab {
-            guard id >= 0, id <= Int(Int32.max) else { throw fail("bad id \(id) for token \(token)") }
+            guard id >= 0, id <= Int(Int32.max) else { throw fail("bad id \(id) for token \(printable(token)); the file is damaged: give the model's own tokenizer.json") }
             vocabulary[token] = Int32(id)
         }
         unknownToken = file.model.unk_token ?? "[UNK]"
@@ -94,7 +94,7 @@ extension TokenizerConfiguration {
         switch file.pre_tokenizer?.typeName {
         case nil: splitsWords = false
         case "BertPreTokenizer": splitsWords = true
-        case let other?: throw fail("pre-tokenizer \(other) is not supported (only BertPreTokenizer)")
+        case let other?: throw fail("pre-tokenizer \(printable(other)) is not supported (only BertPreTokenizer); use a BERT model's tokenizer")
         }
         addedTokens = Self.assignIds(file.added_tokens ?? [], vocabulary: vocabulary)
         template = try PostProcessingTemplate(json: file.post_processor ?? .null, idOf: { [vocabulary, addedTokens] token in
@@ -105,7 +105,7 @@ extension TokenizerConfiguration {
         case "WordPiece":
             decoder = WordPieceDecoder(prefix: file.decoder?["prefix"]?.string ?? "##",
                                        cleanup: file.decoder?["cleanup"]?.bool ?? true)
-        case let other?: throw fail("decoder \(other) is not supported (only WordPiece)")
+        case let other?: throw fail("decoder \(printable(other)) is not supported (only WordPiece); use a BERT model's tokenizer")
         }
         if let truncation = file.truncation, !truncation.isNull {
             maxLength = truncation["max_length"]?.int
@@ -134,7 +134,8 @@ extension TokenizerConfiguration {
             if let known = idsByContent[entry.content] ?? vocabulary[entry.content] {
                 token.id = known
             } else if let largest = largestAddedId, largest >= vocabularySize || vocabularySize == 0 {
-                token.id = largest + 1
+                // A hostile vocabulary may already use Int32.max; the sparse-id check rejects the result.
+                token.id = largest == .max ? largest : largest + 1
             } else {
                 token.id = vocabularySize
             }
@@ -149,7 +150,7 @@ extension TokenizerConfiguration {
     private static func normalizer(_ json: JSONValue, _ fail: (String) -> BertError) throws -> BertNormalizer? {
         guard let kind = json.typeName else { return nil }
         guard kind == "BertNormalizer" else {
-            throw fail("normalizer \(describe(json)) is not supported (only BertNormalizer)")
+            throw fail("normalizer \(printable(describe(json))) is not supported (only BertNormalizer); use a BERT model's tokenizer")
         }
         let lowercase = json["lowercase"]?.bool ?? true
         return BertNormalizer(
@@ -173,7 +174,7 @@ extension TokenizerConfiguration {
     /// A vocab.txt with BertTokenizer's defaults: one token per line, the line number is its id.
     init(vocabTXT data: Data, path: String, lowercase: Bool) throws {
         guard let text = String(data: data, encoding: .utf8) else {
-            throw BertError.invalidTokenizer(path: path, reason: "vocab.txt is not UTF-8")
+            throw BertError.invalidTokenizer(path: path, reason: "vocab.txt is not UTF-8 (bad byte at offset \(firstInvalidUTF8Byte(ArraySlice(data)) - 1)); give the model's own vocab.txt")
         }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if lines.last?.isEmpty == true { lines.removeLast() }  // the newline ending the last line
@@ -189,7 +190,7 @@ extension TokenizerConfiguration {
             vocabulary[token].map { AddedToken(id: $0, content: token) }
         }
         guard let cls = vocabulary["[CLS]"], let sep = vocabulary["[SEP]"] else {
-            throw BertError.invalidTokenizer(path: path, reason: "vocab.txt has no [CLS] or no [SEP] token")
+            throw BertError.invalidTokenizer(path: path, reason: vocabulary.isEmpty ? "the vocabulary is empty; give the model's own vocab.txt" : "vocab.txt has no [CLS] or no [SEP] token; give the vocab.txt of a BERT model")
         }
         template = .bert(cls: (cls, "[CLS]"), sep: (sep, "[SEP]"))
         decoder = WordPieceDecoder()

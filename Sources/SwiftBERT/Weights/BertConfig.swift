@@ -37,37 +37,73 @@ public struct BertConfig: Codable, Sendable, Equatable {
 
     public var headDim: Int { hiddenSize / numAttentionHeads }
 
+    /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
+    /// low enough that no product of two sizes overflows and no table is sized before the
+    /// weights file is checked to hold it.
+    public static let maximumSize = 1 << 24
+
     /// Rejects values that would make the engine misbehave, before any weight is touched.
     public func validate(path: String) throws {
         func fail(_ reason: String) -> BertError { .invalidConfig(path: path, reason: reason) }
+        let fix = "fix config.json or convert the checkpoint again with `bert convert`"
         let sizes = [("vocab_size", vocabSize), ("hidden_size", hiddenSize), ("num_hidden_layers", numHiddenLayers),
                      ("num_attention_heads", numAttentionHeads), ("intermediate_size", intermediateSize),
                      ("max_position_embeddings", maxPositionEmbeddings), ("type_vocab_size", typeVocabSize),
                      ("max_seq_length", maxSequenceLength)]
-        for (name, value) in sizes where value <= 0 || value > 1 << 24 {
-            throw fail("\(name) is \(value); it must be a positive size")
+        for (name, value) in sizes where value <= 0 {
+            throw fail("\(name) is \(value); it must be a positive integer: \(fix)")
+        }
+        for (name, value) in sizes where value > Self.maximumSize {
+            throw fail("\(name) is \(value), above SwiftBERT's limit of \(Self.maximumSize); the config is damaged: \(fix)")
         }
         guard hiddenSize % numAttentionHeads == 0 else {
-            throw fail("hidden_size \(hiddenSize) is not divisible by num_attention_heads \(numAttentionHeads)")
+            throw fail("hidden_size \(hiddenSize) is not divisible by num_attention_heads \(numAttentionHeads): \(fix)")
         }
         guard hiddenAct == "gelu" else {
-            throw fail("hidden_act '\(hiddenAct)' is not supported; SwiftBERT implements BERT's exact erf GELU ('gelu')")
+            throw fail("hidden_act '\(printable(hiddenAct))' is not supported; SwiftBERT implements BERT's exact erf GELU ('gelu'): use a checkpoint trained with it")
         }
-        guard layerNormEps > 0, layerNormEps.isFinite else { throw fail("layer_norm_eps must be a positive number") }
+        guard layerNormEps > 0, layerNormEps.isFinite else { throw fail("layer_norm_eps is \(layerNormEps); it must be a positive number: \(fix)") }
         guard maxSequenceLength <= maxPositionEmbeddings else {
-            throw fail("max_seq_length \(maxSequenceLength) exceeds max_position_embeddings \(maxPositionEmbeddings)")
+            throw fail("max_seq_length \(maxSequenceLength) exceeds max_position_embeddings \(maxPositionEmbeddings): \(fix)")
         }
     }
 
     public static func load(from url: URL) throws -> BertConfig {
-        guard let data = try? Data(contentsOf: url) else {
+        let data: Data
+        do {
+            data = try readBoundedFile(url, limit: 1 << 20, what: "config.json")
+        } catch CocoaError.fileReadNoSuchFile {
             throw BertError.fileNotFound(path: url.path, hint: "A converted model folder holds config.json; convert one with `bert convert`.")
         }
+        return try decode(data, path: url.path)
+    }
+
+    /// Decodes and validates a converted model's config.json (the loader's path, and the fuzzer's).
+    static func decode(_ data: Data, path: String) throws -> BertConfig {
         let config: BertConfig
         do { config = try JSONDecoder().decode(BertConfig.self, from: data) }
-        catch { throw BertError.invalidConfig(path: url.path, reason: "\(describe(error)); re-convert the model with `bert convert`") }
-        try config.validate(path: url.path)
+        catch {
+            throw BertError.invalidConfig(path: path, reason: "\(diagnose(data) ?? describe(error)); fix config.json or convert the model again with `bert convert`")
+        }
+        try config.validate(path: path)
         return config
+    }
+
+    /// Which field is wrong when JSONDecoder only says "not valid JSON" (it does for 2.5 or 1e30
+    /// where an integer belongs): nil if the document itself is not JSON.
+    static func diagnose(_ data: Data) -> String? {
+        guard case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        let integers: [CodingKeys] = [.vocabSize, .hiddenSize, .numHiddenLayers, .numAttentionHeads, .intermediateSize,
+                                      .maxPositionEmbeddings, .typeVocabSize, .maxSequenceLength]
+        for key in integers {
+            if case let .number(value)? = json[key.rawValue], value != value.rounded() || abs(value) > 9e15 {
+                return "\(key.rawValue) is \(value), not an integer"
+            }
+        }
+        if case let .number(value)? = json[CodingKeys.layerNormEps.rawValue], Float(value).isInfinite {
+            return "layer_norm_eps is \(value), out of range"
+        }
+        return nil
     }
 
     public func write(to url: URL) throws {
@@ -80,11 +116,45 @@ public struct BertConfig: Codable, Sendable, Equatable {
 
 /// A one-line reason for a JSON decoding failure.
 func describe(_ error: Error) -> String {
-    switch error {
-    case DecodingError.keyNotFound(let key, _): return "missing field '\(key.stringValue)'"
-    case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-        return "bad value at '\(context.codingPath.map { $0.stringValue }.joined(separator: "."))': \(context.debugDescription)"
-    case DecodingError.dataCorrupted(let context): return "not valid JSON: \(context.debugDescription)"
-    default: return "\(error)"
+    func at(_ context: DecodingError.Context) -> String {
+        let path = context.codingPath.map { $0.intValue.map { "\($0)" } ?? $0.stringValue }.joined(separator: ".")
+        return path.isEmpty ? "" : " at '\(printable(path))'"
     }
+    switch error {
+    case DecodingError.keyNotFound(let key, _): return "missing field '\(printable(key.stringValue))'"
+    case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+        return "bad value\(at(context)): \(singleLine(context.debugDescription))"
+    case DecodingError.dataCorrupted(let context):
+        return context.codingPath.isEmpty ? "not valid JSON"
+                                          : "bad value\(at(context)): \(singleLine(context.debugDescription))"
+    default:
+        let text = "\(error)"
+        // Foundation's internal parser errors, as thrown inside a nested container.
+        if text.hasPrefix("numberIsNotRepresentableInSwift") { return "a number that is not an integer in range" }
+        return singleLine(text)
+    }
+}
+
+/// Newlines and runs of white space folded, for messages that must stay on one line.
+func singleLine(_ text: String) -> String {
+    printable(text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " "), limit: 300)
+}
+
+/// A small file read whole, refusing one larger than `limit` bytes (a config that is really a
+/// weights file, or a device) before reading it. Throws CocoaError.fileReadNoSuchFile when absent.
+func readBoundedFile(_ url: URL, limit: Int, what: String) throws -> Data {
+    let path = url.path
+    var info = stat()
+    guard stat(path, &info) == 0 else {
+        if errno == ENOENT || errno == ENOTDIR { throw CocoaError(.fileReadNoSuchFile) }
+        throw BertError.invalidConfig(path: path, reason: "cannot be read (\(String(cString: strerror(errno)))); check its permissions")
+    }
+    guard (info.st_mode & S_IFMT) == S_IFREG else {
+        throw BertError.invalidConfig(path: path, reason: "not a regular file; \(what) must be a JSON file")
+    }
+    guard Int(info.st_size) <= limit else {
+        throw BertError.invalidConfig(path: path, reason: "\(info.st_size) bytes is far too large for \(what) (at most \(limit >> 20) MiB); give the model's own \(what)")
+    }
+    do { return try Data(contentsOf: url) }
+    catch { throw BertError.invalidConfig(path: path, reason: "cannot be read (\(singleLine(error.localizedDescription))); check its permissions") }
 }

@@ -120,56 +120,74 @@ public enum Converter {
     /// Hugging Face's config.json, checked to describe a BERT encoder.
     static func readConfig(_ folder: URL) throws -> BertConfig {
         let url = folder.appendingPathComponent("config.json")
-        guard let data = try? Data(contentsOf: url) else {
-            throw BertError.notABertCheckpoint(path: folder.path, reason: "config.json is missing")
+        let data: Data
+        do {
+            data = try readBoundedFile(url, limit: 1 << 20, what: "config.json")
+        } catch CocoaError.fileReadNoSuchFile {
+            throw BertError.notABertCheckpoint(path: folder.path, reason: "config.json is missing; give the folder of a Hugging Face checkpoint")
         }
-        guard let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-            throw BertError.invalidConfig(path: url.path, reason: "not a JSON object")
+        return try readConfig(data, path: url.path, folder: folder.path)
+    }
+
+    /// The same from the file's bytes (the converter's path, and the fuzzer's); validated.
+    static func readConfig(_ data: Data, path: String, folder: String) throws -> BertConfig {
+        guard case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+            throw BertError.invalidConfig(path: path, reason: "not a JSON object; give the checkpoint's own config.json")
         }
-        let modelType = json["model_type"] as? String ?? ""
-        let architectures = json["architectures"] as? [String] ?? []
+        let modelType = json["model_type"]?.string ?? ""
+        let architectures = (json["architectures"]?.array ?? []).compactMap(\.string)
         guard modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
-            throw BertError.notABertCheckpoint(path: folder.path, reason: "model_type is '\(modelType)', architectures \(architectures); SwiftBERT runs BERT encoders only")
+            throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT encoders only")
         }
-        if let kind = json["position_embedding_type"] as? String, kind != "absolute" {
-            throw BertError.invalidConfig(path: url.path, reason: "position_embedding_type '\(kind)' is not supported (absolute only)")
+        if let kind = json["position_embedding_type"]?.string, kind != "absolute" {
+            throw BertError.invalidConfig(path: path, reason: "position_embedding_type '\(printable(kind))' is not supported (absolute only); use a BERT checkpoint with absolute positions")
         }
         func int(_ key: String, _ fallback: Int? = nil) throws -> Int {
-            if let v = json[key] as? NSNumber { return v.intValue }
-            if let fallback { return fallback }
-            throw BertError.invalidConfig(path: url.path, reason: "missing field '\(key)'")
+            switch json[key] {
+            case nil, .null?:
+                if let fallback { return fallback }
+                throw BertError.invalidConfig(path: path, reason: "missing field '\(key)'; give the checkpoint's own config.json")
+            case let .number(value)? where value == value.rounded() && abs(value) <= 1e15:
+                return Int(value)
+            case let other?:
+                throw BertError.invalidConfig(path: path, reason: "\(key) is \(printable("\(other)")), not an integer; fix config.json")
+            }
         }
         let maxPositions = try int("max_position_embeddings")
-        return BertConfig(
+        var eps: Float = 1e-12
+        if case let .number(value)? = json["layer_norm_eps"] { eps = Float(value) }
+        let config = BertConfig(
             vocabSize: try int("vocab_size"), hiddenSize: try int("hidden_size"),
             numHiddenLayers: try int("num_hidden_layers"), numAttentionHeads: try int("num_attention_heads"),
             intermediateSize: try int("intermediate_size"), maxPositionEmbeddings: maxPositions,
             typeVocabSize: try int("type_vocab_size", 2),
-            layerNormEps: (json["layer_norm_eps"] as? NSNumber)?.floatValue ?? 1e-12,
-            hiddenAct: json["hidden_act"] as? String ?? "gelu",
+            layerNormEps: eps,
+            hiddenAct: json["hidden_act"]?.string ?? "gelu",
             pooling: .mean, maxSequenceLength: maxPositions,
             hasMaskedLMHead: false, hasUntiedDecoder: false)
+        // Before any tensor is looked at: sizes drive loops and the shapes checked against the file.
+        try config.validate(path: path)
+        return config
     }
 
     /// sentence-transformers' modules.json, 1_Pooling/config.json and sentence_bert_config.json, when present.
     static func readSentenceTransformersSettings(_ folder: URL, into config: inout BertConfig) throws {
-        func json(_ path: String) -> [String: Any]? {
-            guard let data = try? Data(contentsOf: folder.appendingPathComponent(path)) else { return nil }
-            return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        func json(_ path: String) -> JSONValue? {
+            guard let data = try? readBoundedFile(folder.appendingPathComponent(path), limit: 1 << 20, what: path) else { return nil }
+            return try? JSONDecoder().decode(JSONValue.self, from: data)
         }
-        if let length = json("sentence_bert_config.json")?["max_seq_length"] as? NSNumber {
-            config.maxSequenceLength = min(length.intValue, config.maxPositionEmbeddings)
+        if case let .number(length)? = json("sentence_bert_config.json")?["max_seq_length"], length >= 1, length <= 1e9 {
+            config.maxSequenceLength = min(Int(length), config.maxPositionEmbeddings)
         }
-        let modulesData = try? Data(contentsOf: folder.appendingPathComponent("modules.json"))
-        let modules = modulesData.flatMap { (try? JSONSerialization.jsonObject(with: $0)) as? [[String: Any]] } ?? []
-        guard let pooling = modules.first(where: { ($0["type"] as? String)?.hasSuffix("Pooling") == true }),
-              let path = pooling["path"] as? String, let settings = json(path + "/config.json") else { return }
-        if settings["pooling_mode_cls_token"] as? Bool == true {
+        let modules = json("modules.json")?.array ?? []
+        guard let pooling = modules.first(where: { $0["type"]?.string?.hasSuffix("Pooling") == true }),
+              let path = pooling["path"]?.string, let settings = json(path + "/config.json") else { return }
+        if settings["pooling_mode_cls_token"]?.bool == true {
             config.pooling = .cls
-        } else if settings["pooling_mode_mean_tokens"] as? Bool == true {
+        } else if settings["pooling_mode_mean_tokens"]?.bool == true {
             config.pooling = .mean
         } else {
-            throw BertError.notABertCheckpoint(path: folder.path, reason: "\(path)/config.json asks for a pooling mode SwiftBERT does not implement (mean and cls only)")
+            throw BertError.notABertCheckpoint(path: folder.path, reason: "\(printable(path))/config.json asks for a pooling mode SwiftBERT does not implement (mean and cls only); use a model with mean or CLS pooling")
         }
     }
 

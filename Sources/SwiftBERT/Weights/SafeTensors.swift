@@ -3,8 +3,9 @@ import Foundation
 /// A safetensors file, memory-mapped read-only. The header is parsed and every tensor's
 /// byte range checked against the file before any tensor is handed out.
 public final class SafeTensorsFile: @unchecked Sendable {
-    public enum DType: String, Sendable {
+    public enum DType: String, Sendable, CaseIterable {
         case f32 = "F32", f16 = "F16", bf16 = "BF16", i8 = "I8", i32 = "I32", i64 = "I64", u8 = "U8"
+        static var allNames: String { allCases.map(\.rawValue).joined(separator: ", ") }
         public var byteSize: Int {
             switch self {
             case .f32, .i32: return 4
@@ -20,6 +21,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
         public let shape: [Int]
         /// Byte range relative to the start of the data section.
         public let range: Range<Int>
+        /// Elements; the parser has checked that the product neither overflows nor exceeds the file.
         public var count: Int { shape.reduce(1, *) }
     }
 
@@ -30,75 +32,141 @@ public final class SafeTensorsFile: @unchecked Sendable {
     private let mapping: UnsafeMutableRawPointer
     private let dataStart: Int
 
+    /// Largest header accepted, as the reference implementation (safetensors' MAX_HEADER_SIZE):
+    /// a hostile length cannot make the parser read or allocate more than this.
+    static let maxHeaderLength = 100_000_000
+
     public init(path: String) throws {
         self.path = path
-        let fd = open(path, O_RDONLY)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw BertError.fileNotFound(path: path, hint: "Convert a checkpoint with `bert convert` or run the set-up command.")
+            let code = errno
+            if code == ENOENT {
+                throw BertError.fileNotFound(path: path, hint: "Convert a checkpoint with `bert convert` or run the set-up command.")
+            }
+            throw BertError.invalidWeights(path: path, reason: "cannot be opened (\(String(cString: strerror(code)))); check its permissions")
         }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw BertError.invalidWeights(path: path, reason: "cannot stat the file") }
+        guard fstat(fd, &st) == 0 else { throw BertError.invalidWeights(path: path, reason: "cannot stat the file; check that it is readable") }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw BertError.invalidWeights(path: path, reason: "not a regular file; give the model.safetensors file of a converted model")
+        }
         let size = Int(st.st_size)
-        guard size >= 8 else { throw BertError.invalidWeights(path: path, reason: "file is \(size) bytes, shorter than the 8-byte header length") }
+        // Checked before mapping: mmap of an empty file fails, and the header length needs 8 bytes.
+        guard size >= 8 else { throw Self.tooShort(path: path, size: size) }
         guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
-            throw BertError.invalidWeights(path: path, reason: "mmap failed (errno \(errno))")
+            throw BertError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory and ulimit -v")
         }
         // Unmap on any validation failure below.
         var ok = false
         defer { if !ok { munmap(map, size) } }
+        // The file path and the in-memory parser (used by the fuzzer) are one code path.
+        let header = try Self.parseHeader(UnsafeRawBufferPointer(start: map, count: size), path: path)
+        self.tensors = header.tensors
+        self.metadata = header.metadata
+        self.fileSize = size
+        self.mapping = map
+        self.dataStart = header.dataStart
+        ok = true
+    }
 
-        let headerLength = Int(clamping: map.loadUnaligned(as: UInt64.self).littleEndian)
-        guard headerLength <= size - 8 else {
-            throw BertError.invalidWeights(path: path, reason: "header length \(headerLength) runs past the end of the \(size)-byte file (truncated?)")
+    /// A safetensors image held in memory (tests and fuzzing), copied into a private anonymous
+    /// mapping and parsed by the same code as a file.
+    init(image: UnsafeRawBufferPointer, path: String) throws {
+        let size = image.count
+        guard size >= 8 else { throw Self.tooShort(path: path, size: size) }
+        guard let map = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), map != MAP_FAILED else {
+            throw BertError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory")
         }
-        let headerBytes = Data(bytes: map + 8, count: headerLength)
-        guard let header = try? JSONSerialization.jsonObject(with: headerBytes) as? [String: Any] else {
-            throw BertError.invalidWeights(path: path, reason: "header is not a JSON object")
+        map.copyMemory(from: image.baseAddress!, byteCount: size)
+        let header: Header
+        do { header = try Self.parseHeader(UnsafeRawBufferPointer(start: map, count: size), path: path) }
+        catch { munmap(map, size); throw error }
+        self.path = path
+        self.tensors = header.tensors
+        self.metadata = header.metadata
+        self.fileSize = size
+        self.mapping = map
+        self.dataStart = header.dataStart
+    }
+
+    /// What the header of a safetensors image says, every entry checked against the image's size.
+    struct Header {
+        var tensors: [String: TensorInfo]
+        var metadata: [String: String]
+        /// Offset of the data section from the start of the image.
+        var dataStart: Int
+    }
+
+    static func tooShort(path: String, size: Int) -> BertError {
+        .invalidWeights(path: path, reason: "the file is \(size) bytes, too short for a safetensors header; it is truncated or not safetensors: convert the model again with `bert convert`")
+    }
+
+    /// Parses and validates the header and tensor table of a whole safetensors image (the mapped
+    /// file). Nothing is read outside `image`, and nothing is allocated in proportion to a size
+    /// the image claims rather than holds.
+    static func parseHeader(_ image: UnsafeRawBufferPointer, path: String) throws -> Header {
+        func fail(_ reason: String) -> BertError { .invalidWeights(path: path, reason: reason) }
+        let reconvert = "convert the model again with `bert convert`"
+        let size = image.count
+        guard size >= 8, let base = image.baseAddress else { throw tooShort(path: path, size: size) }
+        let declared = base.loadUnaligned(as: UInt64.self).littleEndian
+        guard declared <= UInt64(size - 8) else {
+            throw fail("the header length \(declared) runs past the end of the \(size)-byte file; the file is truncated or not safetensors: \(reconvert)")
+        }
+        let headerLength = Int(declared)
+        guard headerLength <= maxHeaderLength else {
+            throw fail("the header is \(headerLength) bytes, more than the \(maxHeaderLength) safetensors allows; the file is damaged: \(reconvert)")
+        }
+        guard headerLength >= 2, base.load(fromByteOffset: 8, as: UInt8.self) == UInt8(ascii: "{") else {
+            throw fail("the header is not a JSON object; the file is damaged or not safetensors: \(reconvert)")
+        }
+        let headerBytes = Data(bytes: base + 8, count: headerLength)
+        let table: HeaderTable
+        do {
+            table = try JSONDecoder().decode(HeaderTable.self, from: headerBytes)
+        } catch let error as HeaderTable.EntryError {
+            throw fail("tensor '\(error.name)' has a malformed entry (\(error.reason)); the file is damaged: \(reconvert)")
+        } catch {
+            throw fail("the header is not valid JSON (\(describe(error))); the file is damaged or not safetensors: \(reconvert)")
         }
         let dataStart = 8 + headerLength
         let dataSize = size - dataStart
         var tensors: [String: TensorInfo] = [:]
-        var metadata: [String: String] = [:]
-        for (name, value) in header {
-            if name == "__metadata__" {
-                for (k, v) in value as? [String: Any] ?? [:] { metadata[k] = v as? String ?? "\(v)" }
-                continue
+        tensors.reserveCapacity(table.entries.count)
+        for (name, entry) in table.entries {
+            guard let dtype = DType(rawValue: entry.dtype) else {
+                throw fail("tensor '\(printable(name))' has dtype \(printable(entry.dtype)), which SwiftBERT does not read (\(DType.allNames)); \(reconvert)")
             }
-            guard let entry = value as? [String: Any],
-                  let dtypeName = entry["dtype"] as? String,
-                  let shape = (entry["shape"] as? [Any])?.compactMap({ ($0 as? NSNumber)?.intValue }),
-                  let offsets = (entry["data_offsets"] as? [Any])?.compactMap({ ($0 as? NSNumber)?.intValue }),
-                  offsets.count == 2, shape.count == (entry["shape"] as? [Any])?.count
-            else { throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' has a malformed entry") }
-            guard let dtype = DType(rawValue: dtypeName) else {
-                throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' has unsupported dtype \(dtypeName)")
+            guard entry.shape.allSatisfy({ $0 >= 0 }) else {
+                throw fail("tensor '\(printable(name))' has a negative dimension in its shape \(shapeText(entry.shape)); the file is damaged: \(reconvert)")
             }
-            guard shape.allSatisfy({ $0 >= 0 && $0 < 1 << 40 }) else {
-                throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' has an invalid shape \(shape)")
+            var elements = 1, overflow = false
+            for dimension in entry.shape where !overflow {
+                (elements, overflow) = elements.multipliedReportingOverflow(by: dimension)
             }
-            let (count, overflow) = shape.reduce((1, false)) { acc, d in
-                let r = acc.0.multipliedReportingOverflow(by: d); return (r.partialValue, acc.1 || r.overflow)
+            let (byteCount, byteOverflow) = elements.multipliedReportingOverflow(by: dtype.byteSize)
+            guard entry.offsets.count == 2 else {
+                throw fail("tensor '\(printable(name))' has \(entry.offsets.count) data offsets instead of 2; the file is damaged: \(reconvert)")
             }
-            guard !overflow, offsets[0] >= 0, offsets[0] <= offsets[1], offsets[1] <= dataSize else {
-                throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' lies outside the file (offsets \(offsets), data section \(dataSize) bytes; truncated?)")
+            let (begin, end) = (entry.offsets[0], entry.offsets[1])
+            guard begin >= 0, begin <= end, end <= dataSize else {
+                throw fail("tensor '\(printable(name))' lies outside the file (data offsets [\(begin), \(end)], data section \(dataSize) bytes); the file is truncated or damaged: \(reconvert)")
             }
-            guard offsets[1] - offsets[0] == count * dtype.byteSize else {
-                throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' has \(offsets[1] - offsets[0]) bytes for shape \(shape) of \(dtypeName)")
+            guard !overflow, !byteOverflow, end - begin == byteCount else {
+                throw fail("tensor '\(printable(name))' has \(end - begin) bytes for shape \(shapeText(entry.shape)) of \(dtype.rawValue); the file is damaged: \(reconvert)")
             }
-            tensors[name] = TensorInfo(dtype: dtype, shape: shape, range: offsets[0]..<offsets[1])
+            tensors[name] = TensorInfo(dtype: dtype, shape: entry.shape, range: begin..<end)
         }
         // Tensors must not overlap: a hostile file could alias one tensor into another.
-        let sorted = tensors.sorted { $0.value.range.lowerBound < $1.value.range.lowerBound }
-        for (a, b) in zip(sorted, sorted.dropFirst()) where a.value.range.upperBound > b.value.range.lowerBound {
-            throw BertError.invalidWeights(path: path, reason: "tensors '\(a.key)' and '\(b.key)' overlap")
+        let sorted = tensors.filter { !$0.value.range.isEmpty }.sorted {
+            ($0.value.range.lowerBound, $0.key) < ($1.value.range.lowerBound, $1.key)
         }
-        self.tensors = tensors
-        self.metadata = metadata
-        self.fileSize = size
-        self.mapping = map
-        self.dataStart = dataStart
-        ok = true
+        for (a, b) in zip(sorted, sorted.dropFirst()) where a.value.range.upperBound > b.value.range.lowerBound {
+            throw fail("tensors '\(printable(a.key))' and '\(printable(b.key))' overlap in the file; it is damaged: \(reconvert)")
+        }
+        return Header(tensors: tensors, metadata: table.metadata, dataStart: dataStart)
     }
 
     deinit { munmap(mapping, fileSize) }
@@ -106,13 +174,13 @@ public final class SafeTensorsFile: @unchecked Sendable {
     /// Raw bytes of a tensor, after checking its dtype and (optionally) shape.
     public func bytes(_ name: String, dtype: DType, shape: [Int]? = nil) throws -> UnsafeRawBufferPointer {
         guard let info = tensors[name] else {
-            throw BertError.invalidWeights(path: path, reason: "missing tensor '\(name)'")
+            throw BertError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; the file does not hold a complete model: convert the checkpoint again with `bert convert`")
         }
         guard info.dtype == dtype else {
-            throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' is \(info.dtype.rawValue), expected \(dtype.rawValue)")
+            throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), expected \(dtype.rawValue); convert the checkpoint again with `bert convert`")
         }
         if let shape, shape != info.shape {
-            throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' has shape \(info.shape), expected \(shape) from config.json")
+            throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' has shape \(shapeText(info.shape)), but config.json implies \(shapeText(shape)); the config and the weights do not belong together: convert the checkpoint again with `bert convert`")
         }
         return UnsafeRawBufferPointer(start: mapping + dataStart + info.range.lowerBound, count: info.range.count)
     }
@@ -122,20 +190,112 @@ public final class SafeTensorsFile: @unchecked Sendable {
         let raw = try bytes(name, dtype: .f32, shape: shape)
         // safetensors does not promise alignment; every file we write is 64-byte aligned.
         guard Int(bitPattern: raw.baseAddress) % MemoryLayout<Float>.alignment == 0 else {
-            throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' is not 4-byte aligned; re-convert the model with `bert convert`")
+            throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is not 4-byte aligned; convert the model again with `bert convert`")
         }
         return raw.bindMemory(to: Float.self)
     }
 
+    /// The first float32 tensor (in name order) holding a NaN or an infinity, with the index of
+    /// the first such element; nil when all are finite. One vectorised pass over the tensors'
+    /// bytes (see docs/robustness.md for its cost at load).
+    public func firstNonFiniteValue() -> (tensor: String, index: Int, value: Float)? {
+        for name in tensors.keys.sorted() where tensors[name]!.dtype == .f32 {
+            let info = tensors[name]!
+            let words = (mapping + dataStart + info.range.lowerBound).assumingMemoryBound(to: UInt8.self)
+            if let index = firstNonFiniteFloat(UnsafeRawPointer(words), count: info.count) {
+                let value = UnsafeRawPointer(words).loadUnaligned(fromByteOffset: index * 4, as: Float.self)
+                return (name, index, value)
+            }
+        }
+        return nil
+    }
+
+    /// Throws `invalidWeights` naming the first tensor that holds a NaN or an infinity.
+    public func checkFinite() throws {
+        guard let bad = firstNonFiniteValue() else { return }
+        throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(bad.tensor))' holds \(bad.value) at element \(bad.index); the checkpoint is corrupt (a diverged training run or a damaged file): use an intact checkpoint and convert it again")
+    }
+
     /// Any float tensor (F32, F16, BF16) converted to a fresh float32 array; used by the converter.
     public func floatArray(_ name: String) throws -> [Float] {
-        guard let info = tensors[name] else { throw BertError.invalidWeights(path: path, reason: "missing tensor '\(name)'") }
+        guard let info = tensors[name] else {
+            throw BertError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; convert the checkpoint again with `bert convert`")
+        }
         let raw = try bytes(name, dtype: info.dtype)
         switch info.dtype {
         case .f32: return (0..<info.count).map { raw.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) }
         case .f16: return (0..<info.count).map { Float(Float16(bitPattern: raw.loadUnaligned(fromByteOffset: $0 * 2, as: UInt16.self))) }
         case .bf16: return (0..<info.count).map { Float(bitPattern: UInt32(raw.loadUnaligned(fromByteOffset: $0 * 2, as: UInt16.self)) << 16) }
-        default: throw BertError.invalidWeights(path: path, reason: "tensor '\(name)' is \(info.dtype.rawValue), not a float type")
+        default: throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), not a float type; use a checkpoint saved in float32, float16 or bfloat16")
+        }
+    }
+}
+
+/// Index of the first NaN or infinity among `count` float32 values (any alignment), or nil.
+/// Blocks are screened with an integer max of the exponent bits, which vectorises; only a
+/// block that holds one is searched element by element.
+func firstNonFiniteFloat(_ values: UnsafeRawPointer, count: Int) -> Int? {
+    let exponent: UInt32 = 0x7F80_0000
+    let block = 4096
+    var start = 0
+    while start < count {
+        let n = min(block, count - start)
+        var largest: UInt32 = 0
+        let base = values + start * 4
+        for i in 0..<n { largest = max(largest, base.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self) & exponent) }
+        if largest == exponent {
+            for i in 0..<n where base.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self) & exponent == exponent {
+                return start + i
+            }
+        }
+        start += n
+    }
+    return nil
+}
+
+/// A shape for a message: short even when a hostile file gives a million dimensions.
+func shapeText(_ shape: [Int]) -> String {
+    shape.count <= 8 ? "\(shape)" : "[" + shape.prefix(8).map(String.init).joined(separator: ", ") + ", … (\(shape.count) dimensions)]"
+}
+
+/// A safetensors header as JSON: tensor entries by name, and the optional "__metadata__" map.
+/// Numbers are decoded as exact integers (1.5, 1e300 or true are errors, not rounded).
+struct HeaderTable: Decodable {
+    struct Entry: Decodable {
+        var dtype: String
+        var shape: [Int]
+        var offsets: [Int]
+        enum CodingKeys: String, CodingKey { case dtype, shape, offsets = "data_offsets" }
+    }
+    /// A malformed entry, named.
+    struct EntryError: Error {
+        var name: String
+        var reason: String
+    }
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    var entries: [String: Entry] = [:]
+    var metadata: [String: String] = [:]
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        for key in container.allKeys {
+            if key.stringValue == "__metadata__" {
+                // The format says string to string; other values are dropped rather than refused.
+                let values = (try? container.decode([String: JSONValue].self, forKey: key)) ?? [:]
+                for (name, value) in values { if let text = value.string { metadata[name] = text } }
+                continue
+            }
+            do {
+                entries[key.stringValue] = try container.decode(Entry.self, forKey: key)
+            } catch {
+                throw EntryError(name: printable(key.stringValue), reason: describe(error))
+            }
         }
     }
 }

@@ -36,10 +36,13 @@ extension EmbeddingStream {
                     return row
                 }
             } else {
-                vectors = try embed(batch, truncated: &truncated) { done in
+                guard let embedded = try embed(batch, truncated: &truncated, embedded: { done in
                     progress?(StreamProgress(records: records + done, bytesRead: corpus.bytesRead(done, of: batch.count),
                                              totalBytes: corpus.totalBytes, seconds: seconds(since: start)))
+                }) else {
+                    throw StreamError.interrupted(signal: interruption?.signal ?? SIGINT, records: records, output: "the search")
                 }
+                vectors = embedded
             }
             for (record, vector) in zip(batch, vectors) {
                 let hit = SearchHit(index: record.index, line: record.line, score: cosineSimilarity(queryVector, vector), text: record.text)

@@ -2,11 +2,18 @@ import Foundation
 
 /// What a stream did: records written, inputs cut to the length limit, records skipped as invalid.
 public struct StreamSummary: Sendable {
+    /// Records embedded and written by this run.
     public let records: Int
     public let truncated: Int
     public let skipped: Int
     public let seconds: Double
+    /// Records already in the output before this run (`EmbeddingStream.resumeAfter`), not embedded again.
+    public var resumed: Int = 0
     public var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
+
+    init(records: Int, truncated: Int, skipped: Int, seconds: Double, resumed: Int = 0) {
+        (self.records, self.truncated, self.skipped, self.seconds, self.resumed) = (records, truncated, skipped, seconds, resumed)
+    }
 }
 
 /// Embeds a stream of texts of any length in bounded memory: records are read a window at a
@@ -14,11 +21,23 @@ public struct StreamSummary: Sendable {
 /// engine packs without padding; similar lengths balance the attention work across threads and
 /// bound each pass's scratch memory), and written back in input order before the next window
 /// is read. One output per input record, always in input order.
+///
+/// Long jobs can be stopped and continued: when `interruption` is requested the stream stops at
+/// the next batch, drops the window in progress, completes the output with the windows written
+/// so far (whole records only: a valid document) and throws `StreamError.interrupted`. A run
+/// with `resumeAfter` set to that record count (see `EmbeddingWriter.resuming`) skips those
+/// records of the same input and appends the rest: nothing is duplicated or lost, and because
+/// windows start at the same records, every batch, and so every vector, is the same as in an
+/// uninterrupted run.
 public struct EmbeddingStream {
     public let embedder: SentenceEmbedder
     public var options: SentenceEmbedder.Options
     /// Records read and length-sorted together; memory grows with it, batch balance too.
     public var window: Int
+    /// Polled between batches; nil: the stream runs to the end.
+    public var interruption: Interruption?
+    /// Records at the start of the input that the output already holds (an interrupted run's).
+    public var resumeAfter = 0
 
     public init(embedder: SentenceEmbedder, options: SentenceEmbedder.Options = .init(), window: Int? = nil) {
         self.embedder = embedder
@@ -27,42 +46,74 @@ public struct EmbeddingStream {
     }
 
     /// Embeds every record of `reader` into `writer`, then finishes the writer. Throws
-    /// `StreamError.emptyInput` when there is no record. `progress` runs after every batch.
+    /// `StreamError.emptyInput` when there is no record, `StreamError.interrupted` (after
+    /// finishing the writer) when `interruption` asks for a stop. `progress` runs after every batch.
     @discardableResult
     public func embed(_ reader: TextRecordReader, into writer: EmbeddingWriter,
                       progress: ((StreamProgress) -> Void)? = nil) throws -> StreamSummary {
         let start = DispatchTime.now()
         var records = 0, truncated = 0
-        while true {
-            let window = try reader.next(upTo: self.window)
-            if window.isEmpty { break }
-            let vectors = try embed(window, truncated: &truncated) { done in
-                progress?(StreamProgress(records: records + done, bytesRead: reader.bytesRead(done, of: window.count),
-                                         totalBytes: reader.totalBytes, seconds: seconds(since: start)))
-            }
-            for (record, vector) in zip(window, vectors) {
-                try writer.write(index: record.index, vector: vector)
-            }
-            records += window.count
+        reader.interruption = interruption
+        defer { reader.interruption = nil }
+        func stop(_ signal: Int32) throws -> Never {
+            try writer.finish()
+            throw StreamError.interrupted(signal: signal, records: resumeAfter + records, output: writer.sink.name)
         }
-        guard records > 0 else { throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount) }
+        do {
+            try skipResumed(reader, writer: writer)
+            while true {
+                if let signal = interruption?.signal { try stop(signal) }
+                let window = try reader.next(upTo: self.window)
+                if window.isEmpty { break }
+                guard let vectors = try embed(window, truncated: &truncated, embedded: { done in
+                    progress?(StreamProgress(records: resumeAfter + records + done, bytesRead: reader.bytesRead(done, of: window.count),
+                                             totalBytes: reader.totalBytes, seconds: seconds(since: start)))
+                }) else { try stop(interruption?.signal ?? SIGINT) }
+                for (record, vector) in zip(window, vectors) {
+                    try writer.write(index: record.index, vector: vector)
+                }
+                // Whole windows reach the file as they are done: a hard kill loses at most one.
+                try writer.sink.flush()
+                records += window.count
+            }
+        } catch let error as ReadInterrupted {
+            try stop(error.signal)
+        }
+        guard records + resumeAfter > 0 else { throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount) }
         try writer.finish()
-        return StreamSummary(records: records, truncated: truncated, skipped: reader.skippedCount, seconds: seconds(since: start))
+        return StreamSummary(records: records, truncated: truncated, skipped: reader.skippedCount,
+                             seconds: seconds(since: start), resumed: resumeAfter)
     }
 
-    /// Vectors of one window, in its order. The window is cut into batches of similar length
-    /// (text length stands in for token count); `embedded` gets the running count after each.
-    func embed(_ window: [TextRecord], truncated: inout Int, embedded: (Int) -> Void) throws -> [[Float]] {
+    /// Reads past the `resumeAfter` records the output already holds, checking the input has them.
+    private func skipResumed(_ reader: TextRecordReader, writer: EmbeddingWriter) throws {
+        var left = resumeAfter
+        while left > 0 {
+            let skipped = try reader.next(upTo: min(left, 4096)).count
+            if skipped == 0 {
+                throw StreamError.mismatch(reason: "\(writer.sink.name) holds \(resumeAfter) records but \(reader.sourceName) has only \(resumeAfter - left); it was written from another input: give the same input to resume, or another --output to start afresh")
+            }
+            left -= skipped
+        }
+    }
+
+    /// Vectors of one window, in its order; nil when `interruption` asked for a stop between two
+    /// batches. The window is cut into batches of similar length (text length stands in for token
+    /// count); `embedded` gets the running count after each.
+    func embed(_ window: [TextRecord], truncated: inout Int, embedded: (Int) -> Void) throws -> [[Float]]? {
         var vectors = [[Float]](repeating: [], count: window.count)
         let order = window.indices.sorted { window[$0].text.utf8.count < window[$1].text.utf8.count }
         let size = max(1, options.batchSize)
+        var windowTruncated = 0
         for start in stride(from: 0, to: order.count, by: size) {
+            if interruption?.isRequested == true { return nil }
             let batch = order[start..<min(start + size, order.count)]
             let result = try embedder.embed(batch.map { window[$0].text }, options: options)
             for (i, vector) in zip(batch, result.vectors) { vectors[i] = vector }
-            truncated += result.truncated.count
+            windowTruncated += result.truncated.count
             embedded(start + batch.count)
         }
+        truncated += windowTruncated
         return vectors
     }
 }

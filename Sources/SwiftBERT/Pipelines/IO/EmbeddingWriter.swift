@@ -23,6 +23,7 @@ public enum EmbeddingFormat: String, CaseIterable, Sendable {
 public final class EmbeddingWriter {
     public let format: EmbeddingFormat
     public let sink: OutputSink
+    /// Records in the output, those of a resumed run included.
     public private(set) var count = 0
     private var dimension: Int?
     private var line: [UInt8] = []
@@ -36,6 +37,38 @@ public final class EmbeddingWriter {
         case .npy: npy = try NPYRows(sink: sink)
         case .jsonl, .tsv: break
         }
+    }
+
+    /// A writer that continues `sink` after `records` records already in it (see `resuming`).
+    private init(format: EmbeddingFormat, continuing sink: OutputSink, records: Int, dimension: Int) {
+        (self.format, self.sink, self.dimension, self.count) = (format, sink, dimension, records)
+        if format == .npy { npy = NPYRows(continuing: sink, rows: records) }
+    }
+
+    /// Continues the output an interrupted run left at `path`: the complete records it holds are
+    /// kept, anything after them (a half-written record from a hard kill, the closing bracket of
+    /// json, the npy header's count) is cut or rewritten, and the writer appends from there.
+    /// Returns the writer and the number of records kept, which is where the input resumes
+    /// (`EmbeddingStream.resumeAfter`). A missing file is a fresh start (0 records).
+    /// Throws `StreamError.mismatch` when the file is not this format or holds vectors of another
+    /// dimension.
+    public static func resuming(format: EmbeddingFormat, path: String, dimension: Int) throws -> (writer: EmbeddingWriter, records: Int) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            guard errno == ENOENT else { throw StreamError.cannotCreate(path: path, reason: errnoDescription(errno)) }
+            return (try EmbeddingWriter(format: format, sink: OutputSink.open(path), dimension: dimension), 0)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw StreamError.cannotCreate(path: path, reason: "--resume needs a regular file to continue, and this is not one")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StreamError.unreadable(path: path, reason: errnoDescription(errno)) }
+        defer { close(fd) }
+        let (keep, records) = try ResumePoint.find(fd: fd, size: Int(info.st_size), format: format, dimension: dimension, path: path)
+        // Nothing complete yet: start afresh, header included.
+        if records == 0 { return (try EmbeddingWriter(format: format, sink: OutputSink.open(path), dimension: dimension), 0) }
+        let sink = try OutputSink.reopen(path, keeping: Int64(keep))
+        return (EmbeddingWriter(format: format, continuing: sink, records: records, dimension: dimension), records)
     }
 
     public func write(index: Int, vector: [Float]) throws {
@@ -91,6 +124,12 @@ final class NPYRows {
     private var spillFD: Int32 = -1
     private var rows = 0
 
+    /// Rows appended to a file that already holds `rows` of them after a header (resuming).
+    init(continuing sink: OutputSink, rows: Int) {
+        self.sink = sink
+        self.rows = rows
+    }
+
     init(sink: OutputSink) throws {
         self.sink = sink
         if sink.isRewindable {
@@ -129,6 +168,83 @@ final class NPYRows {
         }
         try spill.close()
         self.spill = nil
+    }
+}
+
+/// Where an interrupted output's complete records end, found in one pass over the file.
+enum ResumePoint {
+    /// (bytes to keep, records they hold).
+    static func find(fd: Int32, size: Int, format: EmbeddingFormat, dimension: Int, path: String) throws -> (Int, Int) {
+        func notOurs(_ reason: String) -> Error {
+            StreamError.mismatch(reason: "\(path) is not a \(format.rawValue) output of bert embed (\(reason)); resume with the same --format, or give another --output to start afresh")
+        }
+        func otherDimension(_ found: Int) -> Error {
+            StreamError.mismatch(reason: "\(path) holds \(found)-dimensional vectors but the model gives \(dimension); resume with the same model, or give another --output to start afresh")
+        }
+        if format == .npy {
+            guard size >= npyHeaderSize else { return (0, 0) }  // not even a header: start afresh
+            var header = [UInt8](repeating: 0, count: npyHeaderSize)
+            guard pread(fd, &header, npyHeaderSize, 0) == npyHeaderSize else { throw StreamError.unreadable(path: path, reason: errnoDescription(errno)) }
+            let text = String(decoding: header[10...], as: UTF8.self)
+            guard Array(header[0..<6]) == [0x93] + Array("NUMPY".utf8), header[8] == UInt8(npyHeaderSize - 10),
+                  text.contains("'descr': '<f4'"), let shape = text.range(of: "'shape': ("),
+                  let close = text[shape.upperBound...].firstIndex(of: ")") else {
+                throw notOurs("no 128-byte float32 npy header")
+            }
+            let dims = text[shape.upperBound..<close].split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard dims.count == 2, let columns = dims[1] else { throw notOurs("the shape is not 2-D") }
+            // A run that never finished left (0, 0); a finished or interrupted one, its dimension.
+            guard columns == 0 || columns == dimension else { throw otherDimension(columns) }
+            let rows = (size - npyHeaderSize) / (4 * dimension)
+            return (npyHeaderSize + rows * 4 * dimension, rows)
+        }
+        // Text formats: one pass, counting complete records and their separators.
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = 0, records = 0, keep = 0
+        var previous: UInt8 = 0x0A
+        var separators = 0, lastSeparators = -1
+        let recordStart: UInt8 = format == .tsv ? 0 : UInt8(ascii: "{")
+        while offset < size {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, off_t(offset)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw StreamError.unreadable(path: path, reason: n < 0 ? errnoDescription(errno) : "the file shrank while it was read") }
+            for i in 0..<n {
+                let byte = buffer[i]
+                switch format {
+                case .jsonl, .tsv:
+                    if previous == 0x0A, format == .jsonl, byte != recordStart {
+                        throw notOurs("line \(records + 1) does not start with '{'")
+                    }
+                    if byte == UInt8(ascii: ","), format == .jsonl { separators += 1 }
+                    if byte == 0x09, format == .tsv { separators += 1 }
+                    if byte == 0x0A {
+                        records += 1
+                        keep = offset + i + 1
+                        lastSeparators = separators
+                        separators = 0
+                    }
+                case .json:
+                    if offset + i == 0, byte != UInt8(ascii: "[") { throw notOurs("it does not start with '['") }
+                    if byte == recordStart { separators = 0 }
+                    if byte == UInt8(ascii: ",") { separators += 1 }
+                    if byte == UInt8(ascii: "}"), previous == UInt8(ascii: "]") {
+                        records += 1
+                        keep = offset + i + 1
+                        lastSeparators = separators
+                    }
+                case .npy:
+                    break
+                }
+                previous = byte
+            }
+            offset += n
+        }
+        // {"index":i,"embedding":[v1,...,vD]} holds D commas; a tsv row D - 1 tabs.
+        if lastSeparators >= 0 {
+            let found = format == .tsv ? lastSeparators + 1 : lastSeparators
+            guard found == dimension else { throw otherDimension(found) }
+        }
+        return (keep, records)
     }
 }
 

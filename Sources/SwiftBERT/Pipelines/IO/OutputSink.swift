@@ -33,6 +33,22 @@ public final class OutputSink {
         return OutputSink(fd: fd, name: path, owns: true)
     }
 
+    /// An existing regular file cut to its first `length` bytes and written on from there: the
+    /// output of an interrupted run, continued. Its start stays rewritable (the npy header).
+    static func reopen(_ path: String, keeping length: Int64) throws -> OutputSink {
+        let fd = posixOpen(path, O_WRONLY | O_CLOEXEC, 0)
+        guard fd >= 0 else { throw StreamError.cannotCreate(path: path, reason: errnoDescription(errno)) }
+        guard ftruncate(fd, off_t(length)) == 0 else {
+            let code = errno
+            _ = posixClose(fd)
+            throw BertError.outputFailed(path: path, reason: "cannot cut it to its complete records: \(errnoDescription(code))")
+        }
+        let sink = OutputSink(fd: fd, name: path, owns: true)
+        lseek(fd, off_t(length), SEEK_SET)
+        sink.bytesWritten = length
+        return sink
+    }
+
     init(fd: Int32, name: String, owns: Bool) {
         (self.fd, self.name, self.ownsDescriptor) = (fd, name, owns)
         origin = Int64(lseek(fd, 0, SEEK_CUR))

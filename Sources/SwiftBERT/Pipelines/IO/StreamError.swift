@@ -23,6 +23,9 @@ public enum StreamError: Error, Equatable, CustomStringConvertible {
     case outputClosed(path: String)
     /// Two inputs that must line up do not (a corpus and its precomputed embeddings).
     case mismatch(reason: String)
+    /// A stop was requested (SIGINT, SIGTERM): the output was completed with the first `records`
+    /// records of the input, whole, and can be continued (`EmbeddingWriter.resuming`).
+    case interrupted(signal: Int32, records: Int, output: String)
 
     public var description: String {
         switch self {
@@ -44,6 +47,8 @@ public enum StreamError: Error, Equatable, CustomStringConvertible {
             return "\(path): the reader closed the output"
         case let .mismatch(reason):
             return reason
+        case let .interrupted(signal, records, output):
+            return "stopped by \(Interruption.name(of: signal)): \(output) holds the first \(records) record\(records == 1 ? "" : "s") of the input, each complete"
         }
     }
 
@@ -64,6 +69,7 @@ public enum StreamError: Error, Equatable, CustomStringConvertible {
         case .unreadable: return 66                                                            // EX_NOINPUT
         case .cannotCreate: return 73                                                          // EX_CANTCREAT
         case .outputClosed: return 0
+        case let .interrupted(signal, _, _): return Interruption.exitStatus(for: signal)  // 130 for SIGINT, 143 for SIGTERM
         }
     }
 }

@@ -56,6 +56,12 @@ public final class TextRecordReader {
     /// Records returned so far and records skipped so far.
     public private(set) var recordCount = 0
     public private(set) var skippedCount = 0
+    /// When set, a read blocked on a pipe that a signal interrupts (EINTR) gives up if this
+    /// stop was requested, instead of waiting on; `EmbeddingStream` sets it.
+    public var interruption: Interruption? {
+        get { lines?.interruption }
+        set { lines?.interruption = newValue }
+    }
 
     private var texts: [String]?
     private var lines: LineReader?
@@ -194,6 +200,7 @@ final class LineReader {
     private var atStart = true
     private var lineNumber = 0
     private(set) var bytesRead = 0
+    var interruption: Interruption?
 
     init(fd: Int32, name: String, ownsDescriptor: Bool, limit: Int) {
         (self.fd, self.name, self.ownsDescriptor, self.limit) = (fd, name, ownsDescriptor, limit)
@@ -243,12 +250,20 @@ final class LineReader {
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
         if count < 0 {
             let code = errno
-            if code == EINTR { return }
+            if code == EINTR {
+                if let signal = interruption?.signal { throw ReadInterrupted(signal: signal) }
+                return
+            }
             throw StreamError.unreadable(path: name, reason: errnoDescription(code))
         }
         (start, end) = (0, count)
         if count == 0 { atEOF = true }
     }
+}
+
+/// A read given up because a stop was requested while it waited (see `TextRecordReader.interruption`).
+struct ReadInterrupted: Error {
+    let signal: Int32
 }
 
 /// 1-based offset of the first byte that breaks UTF-8 decoding.

@@ -1,0 +1,242 @@
+import COpenBLAS
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// FP32 against INT8, side by side on the same inputs: latency and throughput per cell (model,
+/// batch x sequence length, threads), load time, file size, resident memory (in child processes,
+/// see `BenchmarkMemoryProbe`) and accuracy against FP32 on real sentences. What `bert bench`
+/// and `SwiftBERTBenchmarks engine` run; `Benchmark.main` is all either front end calls.
+///
+/// Timing: each round runs one forward pass (`encode`) per precision in turn, A B A B ..., so
+/// the noise of a shared machine hits every precision alike; a cell reports the median and
+/// 90th percentile of its rounds' wall times.
+public final class Benchmark {
+    public let plan: BenchmarkPlan
+    /// How to start the memory-measuring child; nil: memory is not measured.
+    public let memoryProbe: BenchmarkMemoryProbe.Launcher?
+    private let progress: (String) -> Void
+
+    /// `progress` receives a line per step (for stderr); the results come back from `run`.
+    public init(plan: BenchmarkPlan, memoryProbe: BenchmarkMemoryProbe.Launcher?, progress: @escaping (String) -> Void = { _ in }) {
+        self.plan = plan
+        self.memoryProbe = memoryProbe
+        self.progress = progress
+    }
+
+    /// Everything a front end does with its parsed flags: answers a memory probe (when this
+    /// process is the child) or runs the plan; returns the text to print on stdout.
+    /// `probeArguments` start this same program in probe mode, e.g. ["bench", "--memory-probe"].
+    public static func main(_ flags: BenchmarkFlags, probeArguments: [String]) throws -> String {
+        if let request = flags.memoryProbe { return try BenchmarkMemoryProbe.respond(to: request) + "\n" }
+        let benchmark = Benchmark(plan: try flags.plan(), memoryProbe: .currentProgram(arguments: probeArguments),
+                                  progress: flags.quiet ? { _ in } : { writeStandardError("bench: \($0)\n") })
+        let report = try benchmark.run()
+        return flags.json ? report.jsonText : report.text
+    }
+
+    public func run() throws -> BenchmarkReport {
+        if let problem = plan.problem { throw BenchmarkError(problem) }
+        let environment = BenchmarkEnvironment.current()
+        progress("OpenBLAS core \(environment.openBLASCore), load average \(environment.loadAverage ?? "?")")
+        let started = monotonicSeconds()
+        let sentences = try loadSentences()
+        let models = try plan.models.map { try measure(model: $0, sentences: sentences) }
+        return BenchmarkReport(plan: plan, environment: environment, models: models,
+                               loadAverageAtEnd: BenchmarkEnvironment.loadAverage(), seconds: monotonicSeconds() - started)
+    }
+
+    private func loadSentences() throws -> [String]? {
+        if let path = plan.sentencesFile { return try BenchmarkSentences.load(URL(fileURLWithPath: path)) }
+        return try BenchmarkSentences.defaultFile().map { try BenchmarkSentences.load($0) }
+    }
+
+    // MARK: - One model
+
+    private func measure(model name: String, sentences: [String]?) throws -> BenchmarkReport.Model {
+        let folder = try ModelLocator.resolve(name)
+        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
+        let tokenizer = try BertTokenizer.load(folder: folder)
+        if let long = plan.shapes.first(where: { $0.sequenceLength > config.maxPositionEmbeddings }) {
+            throw BenchmarkError("--seq \(long.sequenceLength): \(name) takes at most \(config.maxPositionEmbeddings) tokens")
+        }
+        var notes: [String] = []
+        let memory = measureMemory(folder: folder, name: name, notes: &notes)
+
+        // Speed: one instance per precision for each thread count, all loaded at once.
+        let text = (sentences ?? []).flatMap { tokenizer.encode($0, addSpecialTokens: false).ids }
+        var loadSeconds: [Precision: Double] = [:]
+        var cells: [BenchmarkReport.Cell] = []
+        for threads in plan.threads {
+            let models = try plan.precisions.map { try BertModel(folder: folder, threads: threads, precision: $0) }
+            for model in models {
+                loadSeconds[model.precision] = min(loadSeconds[model.precision] ?? .infinity, model.loadSeconds)
+                // Fault the weights in before the first timed pass.
+                _ = try model.encode(inputs(.init(batch: 1, sequenceLength: 16), text: text, tokenizer: tokenizer, vocabulary: config.vocabSize))
+            }
+            for shape in plan.shapes {
+                let batch = inputs(shape, text: text, tokenizer: tokenizer, vocabulary: config.vocabSize)
+                let measured = try measureCell(models, batch: batch, shape: shape, threads: threads)
+                cells += measured
+                progress("\(name) \(shape), \(threads) thread\(threads == 1 ? "" : "s"): "
+                         + measured.map { cell in
+                             String(format: "%@ %.2f ms", cell.precision.rawValue, cell.medianMilliseconds)
+                                 + (cell.speedUp.map { String(format: " (%.2fx)", $0) } ?? "")
+                         }.joined(separator: ", ") + ", \(measured.first?.rounds ?? 0) rounds")
+            }
+        }
+
+        let accuracy = try measureAccuracy(folder: folder, name: name, tokenizer: tokenizer, sentences: sentences, notes: &notes)
+        let precisions = plan.precisions.map { precision in
+            BenchmarkReport.PrecisionFigures(precision: precision, fileBytes: fileSize(folder.appendingPathComponent(precision.fileName)),
+                                             loadSeconds: loadSeconds[precision] ?? .nan, memory: memory[precision],
+                                             accuracy: accuracy[precision])
+        }
+        return BenchmarkReport.Model(name: name, path: folder.path, config: config, precisions: precisions, cells: cells, notes: notes)
+    }
+
+    /// Each precision in its own child process, before this process has loaded anything big.
+    private func measureMemory(folder: URL, name: String, notes: inout [String]) -> [Precision: BenchmarkMemoryProbe.Usage] {
+        guard plan.measuresMemory else { return [:] }
+        guard let probe = memoryProbe else {
+            notes.append("resident memory not measured: no child process to measure it in")
+            return [:]
+        }
+        let largest = plan.shapes.max { $0.tokens < $1.tokens }!
+        var usage: [Precision: BenchmarkMemoryProbe.Usage] = [:]
+        for precision in plan.precisions {
+            progress("\(name) \(precision.rawValue): resident memory, in a child process")
+            do { usage[precision] = try BenchmarkMemoryProbe.run(probe, folder: folder, precision: precision, largest: largest) } catch {
+                notes.append("\(precision.rawValue) resident memory not measured: \(error)")
+            }
+        }
+        return usage
+    }
+
+    private func measureAccuracy(folder: URL, name: String, tokenizer: BertTokenizer, sentences: [String]?,
+                                 notes: inout [String]) throws -> [Precision: BenchmarkAccuracy] {
+        guard plan.accuracySentences != 0, plan.precisions.contains(where: { $0 != .fp32 }) else { return [:] }
+        if BenchmarkPlan.hasRandomWeights(model: name) {
+            notes.append("random weights: outputs are meaningless, so no accuracy figures")
+            return [:]
+        }
+        guard let sentences else {
+            notes.append("no accuracy figures: \(BenchmarkSentences.fixture) not found; pass --sentences FILE")
+            return [:]
+        }
+        let used = Array(sentences.prefix(plan.accuracySentences ?? sentences.count))
+        progress("\(name): accuracy against fp32 over \(used.count) sentences")
+        return try BenchmarkAccuracy.measure(folder: folder, tokenizer: tokenizer, precisions: plan.precisions,
+                                             sentences: used, threads: plan.threads.max() ?? 1)
+    }
+
+    // MARK: - One cell
+
+    /// Rounds of one pass per precision, in turn, until the plan's time or repetitions are spent.
+    private func measureCell(_ models: [BertModel], batch: [[Int32]], shape: BenchmarkPlan.Shape,
+                             threads: Int) throws -> [BenchmarkReport.Cell] {
+        var wall = [[Double]](repeating: [], count: models.count)
+        var cpu = wall
+        var stages = [[StageProfile.Stage: [Double]]](repeating: [:], count: models.count)
+        let start = monotonicSeconds()
+        var rounds = 0
+        while needsAnotherRound(after: rounds, elapsed: monotonicSeconds() - start) {
+            for (i, model) in models.enumerated() {
+                let profile = plan.profile ? StageProfile() : nil
+                let (wall0, cpu0) = (monotonicSeconds(), processCPUSeconds())
+                _ = try model.encode(batch, profile: profile)
+                wall[i].append(monotonicSeconds() - wall0)
+                cpu[i].append(processCPUSeconds() - cpu0)
+                for (stage, seconds) in profile?.seconds ?? [:] { stages[i][stage, default: []].append(seconds) }
+            }
+            rounds += 1
+        }
+        let medians = wall.map { percentile($0, 0.5) }
+        let reference = models.firstIndex { $0.precision == .fp32 }.map { medians[$0] }
+        return models.indices.map { i in
+            BenchmarkReport.Cell(
+                shape: shape, threads: threads, precision: models[i].precision, rounds: rounds,
+                medianMilliseconds: medians[i] * 1e3, p90Milliseconds: percentile(wall[i], 0.9) * 1e3,
+                cpuMedianMilliseconds: percentile(cpu[i], 0.5) * 1e3,
+                speedUp: models[i].precision == .fp32 ? nil : reference.map { $0 / medians[i] },
+                profileMilliseconds: plan.profile ? stages[i].mapValues { percentile($0, 0.5) * 1e3 } : nil)
+        }
+    }
+
+    private func needsAnotherRound(after rounds: Int, elapsed: Double) -> Bool {
+        if let fixed = plan.repetitions { return rounds < fixed }
+        return rounds < plan.minimumRepetitions || (elapsed < plan.seconds && rounds < 100_000)
+    }
+
+    /// `shape.batch` sequences of `shape.sequenceLength` ids: [CLS], consecutive word pieces of the
+    /// benchmark sentences (each sequence starting where the previous one ended), [SEP]. The
+    /// same ids for every precision. Without sentences, deterministic ids from the vocabulary.
+    func inputs(_ shape: BenchmarkPlan.Shape, text: [Int32], tokenizer: BertTokenizer, vocabulary: Int) -> [[Int32]] {
+        let body = shape.sequenceLength - 2
+        return (0..<shape.batch).map { b in
+            let ids = text.isEmpty ? syntheticIDs(body, vocabulary: vocabulary, offset: b * body)
+                                   : (0..<body).map { text[(b * body + $0) % text.count] }
+            return [tokenizer.clsId] + ids + [tokenizer.sepId]
+        }
+    }
+}
+
+/// The machine a benchmark ran on.
+public struct BenchmarkEnvironment: Sendable, Equatable {
+    /// The kernel set OpenBLAS chose at run time ("Haswell", "Cooperlake", ...).
+    public let openBLASCore: String
+    /// OPENBLAS_CORETYPE, which overrides OpenBLAS's choice; nil when unset.
+    public let openBLASCoreType: String?
+    public let processors: Int
+    public let cpuModel: String?
+    /// The 1-minute load average when the run started: how busy the machine was.
+    public let loadAverage: String?
+
+    public static func current() -> BenchmarkEnvironment {
+        let cpuModel = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("model name") }
+            .flatMap { $0.split(separator: ":", maxSplits: 1).last }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        return BenchmarkEnvironment(openBLASCore: openBLASCoreName(),
+                                    openBLASCoreType: ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"],
+                                    processors: ProcessInfo.processInfo.activeProcessorCount, cpuModel: cpuModel,
+                                    loadAverage: loadAverage())
+    }
+
+    /// openblas_get_corename(): the kernels OpenBLAS's sgemm runs on this machine, as chosen.
+    public static func openBLASCoreName() -> String {
+        String(cString: openblas_get_corename()).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func loadAverage() -> String? {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init)
+    }
+}
+
+// MARK: - Helpers
+
+private func monotonicSeconds() -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+}
+
+/// CPU time of the whole process (all threads): with one thread, the pass's time without the
+/// waits for a core that a shared machine adds to wall time.
+private func processCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// The q-quantile with linear interpolation between closest ranks (numpy's default).
+func percentile(_ values: [Double], _ q: Double) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    let position = q * Double(sorted.count - 1)
+    let lower = Int(position.rounded(.down)), upper = min(lower + 1, sorted.count - 1)
+    return sorted[lower] + (sorted[upper] - sorted[lower]) * (position - Double(lower))
+}
+
+private func fileSize(_ url: URL) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0
+}

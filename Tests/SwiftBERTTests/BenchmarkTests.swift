@@ -1,0 +1,158 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+
+/// The benchmark behind `bert bench`: flags, the report's shape, a one-round run on splade-tiny.
+/// Functional only: no timing is asserted.
+final class BenchmarkTests: XCTestCase {
+    static let sentencesFile = repositoryRoot.appendingPathComponent(BenchmarkSentences.fixture).path
+
+    func testFlagsTakeCommaListsAndRepeats() throws {
+        let flags = try BenchmarkFlags(arguments: [
+            "--model", "splade-tiny,all-MiniLM-L6-v2", "--model", "bert-base-random", "--precision", "fp32, int8-weights",
+            "--precision", "int8,fp32", "--batch", "1,4", "--seq", "16", "--threads", "2", "--repetitions", "5", "--profile", "--json",
+        ])
+        let plan = try flags.plan()
+        XCTAssertEqual(plan.models, ["splade-tiny", "all-MiniLM-L6-v2", "bert-base-random"])
+        XCTAssertEqual(plan.precisions, [.fp32, .int8Weights, .int8])
+        XCTAssertEqual(plan.shapes, [.init(batch: 1, sequenceLength: 16), .init(batch: 4, sequenceLength: 16)])
+        XCTAssertEqual(plan.threads, [2])
+        XCTAssertEqual(plan.repetitions, 5)
+        XCTAssertTrue(plan.profile)
+        XCTAssertTrue(flags.json)
+    }
+
+    func testDefaultPlanIsIssue5sCells() throws {
+        let plan = try BenchmarkFlags().plan()
+        XCTAssertEqual(plan.models, ["all-MiniLM-L6-v2", "splade-tiny"])
+        XCTAssertEqual(plan.precisions, [.fp32, .int8])
+        XCTAssertEqual(plan.shapes.map(\.description), ["1x16", "1x128", "32x128"])
+        XCTAssertEqual(plan.threads, [1, 2])
+        XCTAssertEqual(BenchmarkPlan.shapes(batches: [], sequenceLengths: [128]).map(\.description), ["1x128", "32x128"])
+    }
+
+    func testBadFlagsNameTheFlag() {
+        for (arguments, expected) in [
+            (["--precision", "int4"], "--precision int4"), (["--seq", "1"], "--seq 1"), (["--batch", "x"], "--batch x"),
+            (["--threads", "0"], "--threads"), (["--repetitions", "0"], "--repetitions"), (["--frobnicate"], "--frobnicate"),
+            (["--seconds"], "--seconds needs a value"),
+        ] {
+            XCTAssertThrowsError(try BenchmarkFlags(arguments: arguments).plan(), arguments.joined(separator: " ")) { error in
+                XCTAssertTrue("\(error)".contains(expected), "\(error)")
+            }
+        }
+    }
+
+    func testRandomWeightsAreLabelled() {
+        XCTAssertEqual(BenchmarkPlan.label(model: "bert-base-random"), "bert-base-random (random weights, timing only)")
+        XCTAssertEqual(BenchmarkPlan.label(model: "splade-tiny"), "splade-tiny")
+    }
+
+    func testPercentileInterpolates() {
+        XCTAssertEqual(percentile([3, 1, 2], 0.5), 2)
+        XCTAssertEqual(percentile([1, 2, 3, 4], 0.5), 2.5)
+        XCTAssertEqual(percentile(Array(1...11).map(Double.init), 0.9), 10, accuracy: 1e-12)
+        XCTAssertEqual(percentile([7], 0.9), 7)
+    }
+
+    /// The masking rule of Int8AccuracyTests: 281 of the fixture's 300 sentences get a [MASK].
+    func testMaskingRuleMatchesTheAccuracyTests() throws {
+        let tokenizer = try BertTokenizer.load(folder: convertedModel("splade-tiny"))
+        let sentences = try BenchmarkSentences.load(URL(fileURLWithPath: Self.sentencesFile))
+        XCTAssertEqual(sentences.count, 300)
+        let masked = BenchmarkAccuracy.maskedSentences(sentences, tokenizer: tokenizer)
+        XCTAssertEqual(masked.count, 281)
+        XCTAssertTrue(masked.allSatisfy { $0.components(separatedBy: "[MASK]").count == 2 })
+    }
+
+    /// One round on splade-tiny, both precisions, in this process (memory needs a child: off).
+    func testTinyRunReportsEveryCell() throws {
+        var plan = BenchmarkPlan()
+        plan.models = [try convertedModel("splade-tiny").path]
+        plan.shapes = [.init(batch: 1, sequenceLength: 16), .init(batch: 2, sequenceLength: 8)]
+        plan.threads = [1]
+        plan.repetitions = 1
+        plan.profile = true
+        plan.sentencesFile = Self.sentencesFile
+        plan.accuracySentences = 30
+        let report = try Benchmark(plan: plan, memoryProbe: nil).run()
+
+        let model = try XCTUnwrap(report.models.first)
+        XCTAssertEqual(model.cells.map { "\($0.shape) \($0.precision.rawValue)" }, ["1x16 fp32", "1x16 int8", "2x8 fp32", "2x8 int8"])
+        XCTAssertTrue(model.cells.allSatisfy { $0.rounds == 1 && $0.medianMilliseconds > 0 && $0.tokensPerSecond > 0 })
+        XCTAssertTrue(model.cells.allSatisfy { ($0.speedUp == nil) == ($0.precision == .fp32) })
+        XCTAssertEqual(model.cells.first?.profileMilliseconds?.keys.contains(.qkv), true)
+        guard case let .fillMask(top1, top5, count)? = model.figures(.int8)?.accuracy else {
+            return XCTFail("no fill-mask accuracy for int8: \(String(describing: model.figures(.int8)?.accuracy))")
+        }
+        XCTAssertTrue((0...1).contains(top1) && (0...1).contains(top5))
+        XCTAssertGreaterThan(count, 20)
+        XCTAssertNil(model.figures(.fp32)?.accuracy)
+        XCTAssertTrue(model.notes.contains { $0.contains("resident memory not measured") })
+
+        // JSON: a list of rows, each with the documented keys first.
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(report.jsonText.utf8)) as? [[String: Any]])
+        XCTAssertEqual(rows.count, 4)
+        for key in ["model", "label", "precision", "batch", "seq", "threads", "median_ms", "p90_ms", "tokens_per_second",
+                    "speedup_vs_fp32", "file_bytes", "load_ms", "weights_resident_bytes", "peak_resident_bytes", "accuracy",
+                    "profile_ms", "openblas_core"] {
+            XCTAssertTrue(rows.allSatisfy { $0[key] != nil }, key)
+        }
+        XCTAssertEqual(rows.map { $0["precision"] as? String }, ["fp32", "int8", "fp32", "int8"])
+        XCTAssertEqual(rows.map { $0["seq"] as? Int }, [16, 16, 8, 8])
+        XCTAssertTrue(rows[0]["speedup_vs_fp32"] is NSNull)
+        XCTAssertNotNil((rows[1]["accuracy"] as? [String: Any])?["top1_agreement"] as? Double)
+        XCTAssertTrue(report.jsonText.hasPrefix("[\n{\"model\":"))
+
+        // Text: the tables and the OpenBLAS core.
+        XCTAssertTrue(report.text.contains("OpenBLAS core: \(BenchmarkEnvironment.openBLASCoreName())"))
+        XCTAssertTrue(report.text.contains("| batch x seq | threads | precision | median ms |"))
+        XCTAssertTrue(report.text.contains("Profile, "))
+    }
+
+    /// The child's side of the memory protocol, answered in this process.
+    func testMemoryProbeAnswersWithOneJSONLine() throws {
+        let request = #"{"folder":"\#(try convertedModel("splade-tiny").path)","precision":"int8","batch":2,"sequenceLength":16}"#
+        let answer = try BenchmarkMemoryProbe.respond(to: request)
+        XCTAssertFalse(answer.contains("\n"))
+        let usage = try JSONDecoder().decode(BenchmarkMemoryProbe.Usage.self, from: Data(answer.utf8))
+        XCTAssertEqual(usage.batch, 2)
+        XCTAssertGreaterThan(usage.residentBeforeLoad, 0)
+        XCTAssertGreaterThanOrEqual(usage.peakResident, usage.residentAfterFirstPass)
+        XCTAssertThrowsError(try BenchmarkMemoryProbe.respond(to: "{}"))
+    }
+
+    func testSequenceLongerThanTheModelIsRefused() throws {
+        var plan = BenchmarkPlan()
+        plan.models = [try convertedModel("splade-tiny").path]
+        plan.shapes = [.init(batch: 1, sequenceLength: 600)]
+        plan.measuresMemory = false
+        XCTAssertThrowsError(try Benchmark(plan: plan, memoryProbe: nil).run()) { error in
+            XCTAssertTrue("\(error)".contains("--seq 600"), "\(error)")
+        }
+    }
+}
+
+/// `bert bench` end to end, with memory measured in child processes of the built executable.
+final class CLIBenchmarkTests: CLITestCase {
+    func testBenchJSONHasMemoryFromChildProcesses() throws {
+        let result = try bert("bench", "--model", "splade-tiny", "--precision", "fp32,int8-weights", "--batch", "1", "--seq", "16",
+                              "--threads", "1", "--repetitions", "1", "--accuracy-sentences", "10", "--json", "--quiet")
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "")
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: result.stdoutData) as? [[String: Any]])
+        XCTAssertEqual(rows.map { $0["precision"] as? String }, ["fp32", "int8-weights"])
+        for row in rows {
+            XCTAssertEqual(row["model"] as? String, "splade-tiny")
+            XCTAssertGreaterThan(row["weights_resident_bytes"] as? Int ?? 0, 0)
+            XCTAssertGreaterThan(row["peak_resident_bytes"] as? Int ?? 0, 0)
+            XCTAssertNotNil(row["median_ms"] as? Double)
+        }
+    }
+
+    func testBenchRejectsUnknownPrecision() throws {
+        let result = try bert("bench", "--precision", "int4")
+        XCTAssertEqual(result.status, 64)
+        XCTAssertTrue(result.stderr.contains("--precision int4"), result.stderr)
+    }
+}

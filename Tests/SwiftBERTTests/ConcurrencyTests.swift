@@ -1,0 +1,105 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+
+/// One loaded model and tokenizer serve many threads at once: 8 threads embedding at the same
+/// time give exactly the vectors of the same calls made one after another (the forward pass is
+/// deterministic for a given batch, and nothing is shared between calls but read-only weights).
+/// tools/sanitize.sh runs these under ThreadSanitizer.
+final class ConcurrencyTests: XCTestCase {
+    static let threadCount = 8
+
+    /// Eight different workloads, each a few batches of unequal lengths.
+    func workloads() throws -> [[String]] {
+        let url = Bundle.module.url(forResource: "Fixtures/sentences", withExtension: "txt")!
+        let sentences = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map(String.init)
+        return (0..<Self.threadCount).map { t in (0..<6).map { sentences[(t * 37 + $0 * 11) % sentences.count] } }
+    }
+
+    func runConcurrently<T>(_ work: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+        let results = Locked<[Int: Result<T, Error>]>([:])
+        // Real threads, all started before any finishes its work, rather than a pool that may
+        // run them one at a time.
+        let start = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        var threads: [Thread] = []
+        for t in 0..<Self.threadCount {
+            done.enter()
+            let thread = Thread {
+                start.wait()
+                let result = Result { try work(t) }
+                results.update { $0[t] = result }
+                done.leave()
+            }
+            thread.stackSize = 8 << 20
+            threads.append(thread)
+            thread.start()
+        }
+        for _ in threads { start.signal() }
+        done.wait()
+        return try (0..<Self.threadCount).map { try results.value[$0]!.get() }
+    }
+
+    func checkModel(_ model: BertModel, tokenizer: BertTokenizer, file: StaticString = #filePath, line: UInt = #line) throws {
+        let embedder = SentenceEmbedder(model: model, tokenizer: tokenizer)
+        let workloads = try workloads()
+        let options = SentenceEmbedder.Options(batchSize: 3)
+        let sequential = try workloads.map { try embedder.embed($0, options: options).vectors }
+        for round in 0..<2 {
+            let concurrent = try runConcurrently { t in try embedder.embed(workloads[t], options: options).vectors }
+            for t in 0..<Self.threadCount {
+                XCTAssertEqual(concurrent[t], sequential[t], "thread \(t), round \(round): same vectors as sequential use", file: file, line: line)
+            }
+        }
+    }
+
+    func testOneModelFromEightThreadsGivesTheSequentialResults() throws {
+        let folder = try convertedModel("all-MiniLM-L6-v2")
+        // Each forward pass also splits its work over 2 threads of its own: 16 busy threads.
+        try checkModel(BertModel(folder: folder, threads: 2), tokenizer: BertTokenizer.load(folder: folder))
+    }
+
+    func testINT8ModelFromEightThreads() throws {
+        let folder = try convertedModel("splade-tiny")
+        guard FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) else {
+            throw XCTSkip("no INT8 weights for splade-tiny: run make setup")
+        }
+        try checkModel(BertModel(folder: folder, threads: 1, precision: .int8), tokenizer: BertTokenizer.load(folder: folder))
+    }
+
+    func testFillMaskFromEightThreads() throws {
+        let folder = try convertedModel("splade-tiny")
+        let fill = try FillMask(model: BertModel(folder: folder, threads: 1), tokenizer: BertTokenizer.load(folder: folder))
+        let texts = (0..<Self.threadCount).map { "The \(["capital", "river", "king", "city"][$0 % 4]) of France is [MASK]." }
+        let sequential = try texts.map { try fill.predict($0, topK: 5).map { $0.candidates.map(\.id) } }
+        let concurrent = try runConcurrently { t in try fill.predict(texts[t], topK: 5).map { $0.candidates.map(\.id) } }
+        XCTAssertEqual(concurrent, sequential)
+    }
+
+    func testTokenizerFromEightThreads() throws {
+        let tokenizer = try BertTokenizer.load(folder: convertedModel("all-MiniLM-L6-v2"))
+        let texts = try workloads().flatMap { $0 } + ["naïve café 東京 [MASK] un##able", String(repeating: "antidisestablishment ", count: 50)]
+        let sequential = texts.map { tokenizer.encode($0, maxLength: 64) }
+        let concurrent = try runConcurrently { _ in texts.map { tokenizer.encode($0, maxLength: 64) } }
+        for encodings in concurrent {
+            XCTAssertEqual(encodings.map(\.ids), sequential.map(\.ids))
+            XCTAssertEqual(encodings.map(\.offsets), sequential.map(\.offsets))
+        }
+    }
+
+    /// Loading is concurrent-safe too: eight threads load the same folder at once.
+    func testConcurrentLoads() throws {
+        let folder = try convertedModel("splade-tiny")
+        let sizes = try runConcurrently { _ in try BertModel(folder: folder, threads: 1).parameterCount }
+        XCTAssertEqual(Set(sizes).count, 1)
+    }
+}
+
+/// A value behind a lock, for results gathered from several threads.
+final class Locked<Value>: @unchecked Sendable {
+    private var stored: Value
+    private let lock = NSLock()
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.lock(); defer { lock.unlock() }; return stored }
+    func update(_ body: (inout Value) -> Void) { lock.lock(); defer { lock.unlock() }; body(&stored) }
+}
