@@ -625,6 +625,9 @@ def run_model(key, args, swift_binary, lines, results):
             cell["foreign_cores"] = monitor.cores()
             cell["foreign_cores_before"] = before
             log(f"    other processes used {cell['foreign_cores']:.2f} cores during the cell")
+            cell["stats"] = out["workloads"][workload]
+            out["cells"].append(cell)
+            save_results(results)
         # Where SwiftBERT's time goes, per stage, at b1x128 with 1 thread (outside the interleaving).
         if not args.cells or any(c.startswith("b1x128") for c in args.cells):
             for e in engines:
@@ -632,8 +635,6 @@ def run_model(key, args, swift_binary, lines, results):
                     answer = workers[e].request(op="profile", workload="b1x128", threads=1, calls=5, warmup=1)
                     if "stage_ms" in answer:
                         out.setdefault("profiles", {})[e] = answer["stage_ms"]
-            cell["stats"] = out["workloads"][workload]
-            out["cells"].append(cell)
             save_results(results)
     finally:
         for w in workers.values():
