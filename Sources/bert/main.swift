@@ -29,6 +29,7 @@ struct Bert: ParsableCommand {
             Info.self,
             Convert.self,
             Quantize.self,
+            Suggest.self,
             Bench.self,
         ])
 }

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import SwiftBERT
+
+struct Suggest: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Suggest the next word, completions or typo corrections for text being typed.",
+        discussion: """
+            TEXT is what the user has typed so far. Ending in a space (or punctuation, or empty): \
+            the words most likely to come next. Ending in a partial word: words starting with it, \
+            ranked by the masked-LM in context, and corrections within a small edit distance when \
+            the letters fit no likelier word. Only whole words are offered, cased as the user \
+            writes. Each suggestion has its kind (next_word, completion, correction) and score. \
+            Reference: docs/suggest.md.
+
+            Examples:
+              bert suggest "I would like a cup of "
+              bert suggest --top-k 5 "The weather is beau"
+              bert suggest --words names.txt --json "Meet me at Kub"
+            """)
+
+    @Argument(help: "The text typed so far (quote it to keep a trailing space).")
+    var text: String
+
+    @Option(name: .customLong("top-k"), help: "Suggestions to offer.")
+    var topK = 3
+
+    @Option(help: ArgumentHelp("The user's own words (names, jargon) from FILE: one per line, optionally followed by a count.", valueName: "file"))
+    var words: String?
+
+    @Flag(help: "JSON: {\"suggestions\": [{\"word\", \"kind\", \"score\"}]}.")
+    var json = false
+
+    @Option(help: "Model with a masked-LM head: a name under weights/ or a path.")
+    var model = ModelLocator.defaultMaskedLMModel
+
+    @OptionGroup var engine: EngineOptions
+
+    func validate() throws {
+        if topK < 1 { throw ValidationError("--top-k must be at least 1") }
+    }
+
+    func run() throws {
+        let userWords = try words.map { try UserWord.readList(URL(fileURLWithPath: $0)) } ?? []
+        let (bert, tokenizer) = try engine.load(model)
+        let suggestions = try WordSuggester(model: bert, tokenizer: tokenizer, userWords: userWords).suggest(text, topK: topK)
+        let out = OutputSink.standardOutput()
+        try out.write(json ? SuggestionReport.json(suggestions).text + "\n" : SuggestionReport.text(suggestions))
+        try out.close()
+    }
+}
