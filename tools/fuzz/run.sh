@@ -5,13 +5,15 @@
 #
 # TARGET is safetensors (the header and tensor-table parser), loaders (config.json,
 # tokenizer.json, vocab.txt) or tokenizer (the tokenizer and line reader on arbitrary bytes);
-# default: all three. -k keeps binaries already built even if sources changed since (a long
-# run on a snapshot while the tree is being edited). -t is the time per target (default 60 s; the recorded long runs in
-# docs/robustness.md use 600). Each target is the library's sources compiled with swiftc
+# default: all three. -t is the time per target (default 60 s; the recorded long runs in
+# docs/robustness.md use 600). -k keeps binaries already built even if sources changed since
+# (a long run on a snapshot while the tree is being edited). Each target is the library's sources compiled with swiftc
 # together with tools/fuzz/Fuzz<Target>.swift, under -sanitize=fuzzer,address and -O (not the
 # package's -Ounchecked, so overflows and bounds checks trap instead of wrapping silently).
 #
-# The working corpus grows in .build/fuzz/corpus/TARGET (seeded from tools/fuzz/seeds/TARGET);
+# The working corpus grows in .build/fuzz/corpus/TARGET, seeded from tools/fuzz/seeds/TARGET
+# (hand-written) and tools/fuzz/corpus/TARGET (the minimised corpus of the recorded long runs,
+# made with -merge=1; the test suite replays it, see HostileFuzzCorpusTests);
 # crashing inputs land in .build/fuzz/crashes/TARGET/. Turn each into a regression fixture in
 # Tests/SwiftBERTTests/Fixtures/hostile/ (HostileInputTests replays them). The last line per
 # target is a summary: executions, corpus size, crashes. Exit status 1 if any target crashed.
@@ -80,7 +82,7 @@ for target in "${targets[@]}"; do
     # Leak checking is off: LeakSanitizer cannot see pointers Swift keeps in enum payloads with
     # spare-bit tags, so it reports reachable objects (and leaks are not a safety issue here).
     set +e
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$out/fuzz-$target" "$corpus" "tools/fuzz/seeds/$target" \
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$out/fuzz-$target" "$corpus" "tools/fuzz/seeds/$target" "tools/fuzz/corpus/$target" \
         -dict=tools/fuzz/json.dict -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -max_len=65536 -len_control=200 -print_final_stats=1 -detect_leaks=0 \
         -artifact_prefix="$crashes/" >"$log" 2>&1
