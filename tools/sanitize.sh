@@ -32,12 +32,21 @@ for sanitizer in "${sanitizers[@]}"; do
     flags=(-c release --sanitize="$sanitizer" --scratch-path "$scratch" -Xswiftc -enable-testing)
     started=$(date +%s)
     echo "== $sanitizer: building" >&2
-    swift build "${flags[@]}" --build-tests 2>&1 | grep -v -E '^(\[[0-9]+/[0-9]+\]|Compiling|Write|Emitting|Linking|Planning)' >&2 || true
+    set +e
+    swift build "${flags[@]}" --build-tests 2>&1 | grep -v -E '^(\[[0-9]+/[0-9]+\]|Compiling|Write|Emitting|Linking|Planning)' >&2
+    code=${PIPESTATUS[0]}
+    set -e
     built=$(date +%s)
+    if [ "$code" -ne 0 ]; then
+        summary+="$sanitizer: build failed after $((built - started)) s"$'\n'
+        status=1
+        continue
+    fi
     echo "== $sanitizer: testing" >&2
     log=$scratch/test.log
     set +e
-    SWIFTBERT_BERT="$(swift build "${flags[@]}" --show-bin-path)/bert" \
+    # SWIFTBERT_SANITIZER lets timing checks that instrumentation would break stand down.
+    SWIFTBERT_SANITIZER=$sanitizer SWIFTBERT_BERT="$(swift build "${flags[@]}" --show-bin-path)/bert" \
         swift test "${flags[@]}" --skip-build "$@" 2>&1 | tee "$log"
     code=${PIPESTATUS[0]}
     set -e

@@ -77,6 +77,12 @@ final class SuggestIndexTests: XCTestCase {
         XCTAssertNil(index.word(spelled: WordIndex.Word.key("ther")))
     }
 
+    func testFastKeysFoldLikeFoldedWord() {
+        for word in ["Hello", "ABC", "x", "ÉCOLE", "naïve", "Zoë", "O'Brien"] {
+            XCTAssertEqual(WordIndex.Word.key(folding: word), WordIndex.Word.key(foldedWord(word)), word)
+        }
+    }
+
     func testUserWordsMergeWithVocabularyWordsAndKeepTheirSpelling() {
         let vocabulary = WordIndex.Word(key: WordIndex.Word.key("paris"), spelling: "paris", ids: [7], weight: 1,
                                         isUserWord: false, inVocabulary: true)

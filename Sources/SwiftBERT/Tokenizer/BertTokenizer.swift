@@ -279,8 +279,9 @@ public final class BertTokenizer: @unchecked Sendable {
 
     // MARK: - Helpers
 
-    /// Largest tokenizer file read: twenty times the largest real WordPiece tokenizer.json.
-    static let maximumFileSize = 256 << 20
+    /// Largest tokenizer file read: several times the largest real WordPiece tokenizer.json
+    /// (a few MB), small enough that parsing it cannot exhaust memory.
+    static let maximumFileSize = 64 << 20
 
     private static func read(_ url: URL) throws -> Data {
         var info = stat()
@@ -302,7 +303,7 @@ public final class BertTokenizer: @unchecked Sendable {
 
     /// tokenizer_config.json's do_lower_case, which BertTokenizer honours next to a vocab.txt.
     private static func doLowerCase(folder: URL) -> Bool? {
-        guard let data = try? Data(contentsOf: folder.appendingPathComponent("tokenizer_config.json")),
+        guard let data = try? readBoundedFile(folder.appendingPathComponent("tokenizer_config.json"), limit: 4 << 20, what: "tokenizer_config.json"),
               let json = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
         return json["do_lower_case"]?.bool
     }

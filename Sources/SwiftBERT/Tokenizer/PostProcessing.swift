@@ -67,7 +67,11 @@ extension PostProcessingTemplate {
                 return try items.map { item in
                     if let sequence = item["Sequence"] {
                         let typeId = Int32(sequence["type_id"]?.int ?? 0)
-                        return .sequence(isPair: sequence["id"]?.string == "B", typeId: typeId)
+                        switch sequence["id"]?.string {
+                        case "A": return .sequence(isPair: false, typeId: typeId)
+                        case "B": return .sequence(isPair: true, typeId: typeId)
+                        default: throw fail("template sequence without id \"A\" or \"B\"")
+                        }
                     }
                     if let special = item["SpecialToken"], let name = special["id"]?.string {
                         let typeId = Int32(special["type_id"]?.int ?? 0)
@@ -81,6 +85,13 @@ extension PostProcessingTemplate {
                 }
             }
             self.init(single: try pieces("single"), pair: try pieces("pair"))
+            // Truncation and framing count on each text appearing once, where it belongs.
+            func sequences(_ pieces: [Piece]) -> [Bool] {
+                pieces.compactMap { if case let .sequence(isPair, _) = $0 { return isPair } else { return nil } }
+            }
+            guard sequences(single) == [false], sequences(pair).count == 2, Set(sequences(pair)).count == 2 else {
+                throw fail("TemplateProcessing must hold sequence A once in \"single\", and A and B once each in \"pair\"")
+            }
         case let other?:
             throw fail("post-processor \(other) is not supported (only TemplateProcessing and BertProcessing)")
         }

@@ -71,7 +71,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public static func load(from url: URL) throws -> BertConfig {
         let data: Data
         do {
-            data = try readBoundedFile(url, limit: 1 << 20, what: "config.json")
+            data = try readBoundedFile(url, limit: 4 << 20, what: "config.json")
         } catch CocoaError.fileReadNoSuchFile {
             throw BertError.fileNotFound(path: url.path, hint: "A converted model folder holds config.json; convert one with `bert convert`.")
         }

@@ -122,7 +122,7 @@ public enum Converter {
         let url = folder.appendingPathComponent("config.json")
         let data: Data
         do {
-            data = try readBoundedFile(url, limit: 1 << 20, what: "config.json")
+            data = try readBoundedFile(url, limit: 4 << 20, what: "config.json")
         } catch CocoaError.fileReadNoSuchFile {
             throw BertError.notABertCheckpoint(path: folder.path, reason: "config.json is missing; give the folder of a Hugging Face checkpoint")
         }
@@ -173,7 +173,7 @@ public enum Converter {
     /// sentence-transformers' modules.json, 1_Pooling/config.json and sentence_bert_config.json, when present.
     static func readSentenceTransformersSettings(_ folder: URL, into config: inout BertConfig) throws {
         func json(_ path: String) -> JSONValue? {
-            guard let data = try? readBoundedFile(folder.appendingPathComponent(path), limit: 1 << 20, what: path) else { return nil }
+            guard let data = try? readBoundedFile(folder.appendingPathComponent(path), limit: 4 << 20, what: path) else { return nil }
             return try? JSONDecoder().decode(JSONValue.self, from: data)
         }
         if case let .number(length)? = json("sentence_bert_config.json")?["max_seq_length"], length >= 1, length <= 1e9 {

@@ -157,4 +157,11 @@ struct WordIndex {
 
 extension WordIndex.Word {
     static func key(_ folded: String) -> [UInt32] { folded.unicodeScalars.map(\.value) }
+
+    /// The key of any spelling: folded as `foldedWord` does, without building a String for ASCII
+    /// (the recent-word count looks up hundreds of words per context).
+    static func key<S: StringProtocol>(folding word: S) -> [UInt32] {
+        guard word.utf8.allSatisfy({ $0 < 0x80 }) else { return key(foldedWord(word)) }
+        return word.utf8.map { UInt32($0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0) }
+    }
 }

@@ -14,9 +14,10 @@ public struct Suggestion: Sendable, Equatable, Codable {
     /// The word as it should be inserted, cased as the user writes it.
     public let word: String
     public let kind: Kind
-    /// The masked-LM's probability of the word at the cursor, times the likelihood of the typed
-    /// letters when meaning it (1 for next words and completions, `typoFactor`^cost for corrections):
-    /// comparable across the kinds of one list.
+    /// The word's probability at the cursor, times the likelihood of the typed letters when
+    /// meaning it (1 for next words and completions, `typoFactor`^cost for corrections):
+    /// comparable across the kinds of one list. The probability is the masked-LM's, mixed with
+    /// the recent words' and the word list's counts when there are such (see `WordSuggester.Options`).
     public let score: Float
 
     public init(word: String, kind: Kind, score: Float) {
@@ -33,7 +34,13 @@ public struct Suggestion: Sendable, Equatable, Codable {
 /// model's distribution for the current context is kept while the user types the letters of a
 /// word, so a keystroke costs at most one forward pass and usually none.
 ///
-/// Safe to call from several threads (calls are serialised).
+/// A word's probability mixes the model's with two things the model reads poorly: the words
+/// of the user's recent text, and (when the user's word list has counts) how often the user
+/// writes each word. A suggester also remembers the words it offered for the word being typed:
+/// when the next call types on (same context, more letters), those words were passed over and
+/// give their slots to others. docs/suggest.md has the measurements behind each part.
+///
+/// Safe to call from several threads (calls are serialised); one suggester serves one user.
 public final class WordSuggester: @unchecked Sendable {
     public struct Options: Sendable {
         /// Word pieces of context the model reads before the [MASK] (the latest ones, about 25
@@ -49,14 +56,16 @@ public final class WordSuggester: @unchecked Sendable {
         public var pieceFactor: Float = 0.1
         /// Costs of typing errors, and the keyboard layout whose neighbouring keys are cheap slips.
         public var errors = TypingErrorModel()
-        /// Share of the word list's frequencies in a word's score, when the list has counts:
-        /// (1 - w) × the model's probability + w × the word's share of the counts. Counts are the
-        /// user's own typing history (or a text like theirs); they rank words the model knows
-        /// little about, and the model brings the context. Ignored when no word has a count.
+        /// A word's probability is the mixture
+        ///   (1 - f - r) × model + f × (its share of the word list's counts) + r × (its share of the recent words)
+        /// where f is `frequencyWeight` when some user word has a count (else 0). Counts are the
+        /// user's typing history (or text like theirs): they rank words the model knows little
+        /// about. Tuned on held-out text with splade-tiny, a weak masked-LM; a stronger model
+        /// deserves a larger share (lower weights).
         public var frequencyWeight: Float = 0.5
-        /// Share of the recent words in a word's score: the user's last `recentWords` words,
-        /// each counted over `recentWords`. People repeat their words (names, the topic at
-        /// hand), which a masked-LM reading a short window sees only in part.
+        /// r above: the user's last `recentWords` words, each word's count over `recentWords`
+        /// (so a short text gives small shares, not a few huge ones). People repeat their words
+        /// (names, the topic at hand), which a model reading `contextTokens` sees only in part.
         public var recencyWeight: Float = 0.3
         public var recentWords = 300
         /// Words offered for the word being typed and passed over (the user typed on) score
@@ -311,7 +320,7 @@ public final class WordSuggester: @unchecked Sendable {
         var shares: [Float]?
         let unit = 1 / Float(options.recentWords)
         for word in words {
-            guard let w = index.word(spelled: WordIndex.Word.key(foldedWord(word))) else { continue }
+            guard let w = index.word(spelled: WordIndex.Word.key(folding: word)) else { continue }
             if shares == nil { shares = [Float](repeating: 0, count: index.count) }
             shares![Int(w)] += unit
         }
