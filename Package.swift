@@ -11,6 +11,9 @@ let hostISA: [SwiftSetting] = portable ? [] : [
     .unsafeFlags(["-Xcc", "-march=native", "-target-cpu", "native"], .when(configuration: .release)),
 ]
 let fastMath: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+// vpdpbusd (AVX-512 VNNI) for the INT8 kernel, when this host has it and the build is native.
+let hostHasVNNI = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_vnni") ?? false
+let vnni: [SwiftSetting] = portable || !hostHasVNNI ? [] : [.define("SWIFTBERT_VNNI", .when(configuration: .release))]
 
 let package = Package(
     name: "SwiftBERT",
@@ -29,11 +32,16 @@ let package = Package(
             path: "Sources/COpenBLAS",
             providers: [.apt(["libopenblas-dev"])]
         ),
+        // One VNNI instruction for the INT8 kernel; -parse-stdlib reaches LLVM's intrinsic.
+        .target(
+            name: "SwiftBERTVNNI",
+            swiftSettings: hostISA + fastMath + vnni + [.unsafeFlags(["-parse-stdlib"])]
+        ),
         // The engine: tokenizer, weights, kernels, model, quantization, pipelines.
         .target(
             name: "SwiftBERT",
-            dependencies: ["COpenBLAS"],
-            swiftSettings: hostISA + fastMath
+            dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
+            swiftSettings: hostISA + fastMath + vnni
         ),
         // The `bert` command: a thin shell over the library.
         .executableTarget(
