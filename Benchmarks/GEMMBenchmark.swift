@@ -37,8 +37,8 @@ public func runGEMMBenchmark(arguments: [String]) {
     // every column, the ratios less so.
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
     print("Linear y = x·Wᵀ + b, \(threads) thread(s), medians of \(timer.rawValue) time; OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "auto"), load average \(load)")
-    print("| M | K | N | sgemm ms | GFLOP/s | int8 ms | GOP/s | int8 speed-up | w8 ms | w8 speed-up | int8 rel. err | w8 rel. err |")
-    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    print("| M | K | N | sgemm ms | GFLOP/s | packed fp32 ms | GFLOP/s | packed speed-up | int8 ms | GOP/s | int8 speed-up | w8 ms | w8 speed-up | packed rel. err | int8 rel. err | w8 rel. err |")
+    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for m in rowCounts {
         for (k, n) in shapes {
             let row = benchmarkShape(m: m, k: k, n: n, threads: threads, seconds: secondsPerShape, clock: timer)
@@ -55,6 +55,8 @@ private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Doubl
     var yFloat = [Float](repeating: 0, count: m * n)
     var yInt8 = [Float](repeating: 0, count: m * n)
     var yWeightOnly = [Float](repeating: 0, count: m * n)
+    var yPacked = [Float](repeating: 0, count: m * n)
+    let packedFloat = w.withUnsafeBufferPointer { PackedFloatMatrix($0.baseAddress!, rows: n, cols: k) }
     let packed = w.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, rows: n, cols: k) }
     let workspace = Int8Workspace(rows: m, cols: k)
 
@@ -73,6 +75,9 @@ private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Doubl
         {
             int8WeightOnlyLinear(x, m: m, weights: packed, bias: bias, output: &yWeightOnly, threads: threads)
         },
+        {
+            packedSGEMM(x, m: m, weights: packedFloat, bias: bias, output: &yPacked, columns: 0..<n)
+        },
     ]
     var times = [[Double]](repeating: [], count: runs.count)
     for run in runs { run() }  // warm-up: page faults, caches, thread pool
@@ -89,9 +94,10 @@ private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Doubl
     let medians = times.map { $0.sorted()[$0.count / 2] }
     let operations = 2.0 * Double(m) * Double(n) * Double(k)
     func rate(_ ms: Double) -> String { String(format: "%.0f", operations / ms / 1e6) }
-    return String(format: "| %d | %d | %d | %.3f | %@ | %.3f | %@ | %.2fx | %.3f | %.2fx | %.4f | %.4f |",
-                  m, k, n, medians[0], rate(medians[0]), medians[1], rate(medians[1]), medians[0] / medians[1],
-                  medians[2], medians[0] / medians[2], relativeError(yInt8, yFloat), relativeError(yWeightOnly, yFloat))
+    return String(format: "| %d | %d | %d | %.3f | %@ | %.3f | %@ | %.2fx | %.3f | %@ | %.2fx | %.3f | %.2fx | %.1e | %.4f | %.4f |",
+                  m, k, n, medians[0], rate(medians[0]), medians[3], rate(medians[3]), medians[0] / medians[3],
+                  medians[1], rate(medians[1]), medians[0] / medians[1],
+                  medians[2], medians[0] / medians[2], relativeError(yPacked, yFloat), relativeError(yInt8, yFloat), relativeError(yWeightOnly, yFloat))
 }
 
 private enum BenchmarkClock: String {

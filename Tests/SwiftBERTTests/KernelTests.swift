@@ -4,6 +4,40 @@ import XCTest
 
 /// The vectorisable erf and exp against the C library, and the reductions on awkward sizes.
 final class KernelTests: XCTestCase {
+    /// The packed FP32 kernel against a Float64 reference on shapes that leave partial tiles
+    /// and panels, on column blocks that start and end inside panels, and against OpenBLAS.
+    func testPackedSGEMMMatchesReferenceOnOddShapes() {
+        var seed: UInt64 = 42
+        func random() -> Float {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Float(Int64(bitPattern: seed >> 11) % 2001 - 1000) / 1000
+        }
+        for (m, k, n) in [(1, 1, 1), (7, 13, 70), (13, 64, 129), (6, 300, 64), (25, 97, 200)] {
+            let x = (0..<m * k).map { _ in random() }, w = (0..<n * k).map { _ in random() }, bias = (0..<n).map { _ in random() }
+            let packed = PackedFloatMatrix(w, rows: n, cols: k, threads: 2)
+            for columns in [0..<n, (n / 3)..<(n - n / 4)] where !columns.isEmpty {
+                var y = [Float](repeating: .nan, count: m * n)
+                packedSGEMM(x, m: m, weights: packed, bias: bias, output: &y, columns: columns)
+                for r in 0..<m {
+                    for c in 0..<n {
+                        guard columns.contains(c) else { XCTAssertTrue(y[r * n + c].isNaN, "wrote outside its columns"); continue }
+                        var expected = Double(bias[c]), magnitude = abs(Double(bias[c]))
+                        for i in 0..<k {
+                            expected += Double(x[r * k + i]) * Double(w[c * k + i])
+                            magnitude += abs(Double(x[r * k + i]) * Double(w[c * k + i]))
+                        }
+                        // Float32 summation over k terms: error within k·ulp of the magnitude.
+                        XCTAssertEqual(Double(y[r * n + c]), expected, accuracy: magnitude * Double(k + 1) * 1.2e-7,
+                                       "m \(m) k \(k) n \(n) at (\(r), \(c))")
+                    }
+                }
+            }
+            var row = [Float](repeating: 0, count: k)
+            WeightMatrix.packedFloat32(packed).row(n - 1, cols: k, into: &row)
+            XCTAssertEqual(row, Array(w[(n - 1) * k ..< n * k]), "a row read back from the packed layout")
+        }
+    }
+
     func testErfMatchesLibmToFloatPrecision() {
         var worst: Double = 0
         for i in -60000...60000 {

@@ -3,7 +3,8 @@ import Foundation
 
 /// Numeric format of the encoder's Linear layers.
 public enum Precision: String, CaseIterable, Sendable {
-    /// float32 weights and OpenBLAS sgemm: exact against PyTorch.
+    /// float32 weights, repacked at load for the Swift FP32 kernel (`packedSGEMM`): exact
+    /// against PyTorch. Attention and the masked-LM decoder use OpenBLAS sgemm.
     case fp32
     /// int8 weights (per output channel) and activations (per token), integer GEMM in Swift.
     case int8
@@ -47,16 +48,24 @@ public final class BertModel: @unchecked Sendable {
             throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `bert quantize \(folder.path)`.")
         }
         let weights = try SafeTensorsFile(path: weightsPath)
-        let embeddings = try BertEmbeddings(weights, config)
-        layers = try (0..<config.numHiddenLayers).map { try BertLayer(weights, "encoder.layer.\($0)", config) }
-        maskedLMHead = config.hasMaskedLMHead
-            ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         // A NaN or infinity in any float32 tensor would turn every output into NaN without a
         // word: one vectorised pass over the weights refuses them here (docs/robustness.md has
         // its cost, a few ms per 100 MB once the file is in the page cache).
         if checksFiniteWeights { try weights.checkFinite() }
+        let threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+        let embeddings = try BertEmbeddings(weights, config)
+        // FP32 layers repack their weights (PackedFloatMatrix): one layer per thread.
+        var loaded = [Result<BertLayer, Error>?](repeating: nil, count: config.numHiddenLayers)
+        loaded.withUnsafeMutableBufferPointer { slots in
+            parallelFor(slots.count, threads: threads) { index, _ in
+                slots[index] = Result { try BertLayer(weights, "encoder.layer.\(index)", config) }
+            }
+        }
+        layers = try loaded.map { try $0!.get() }
+        maskedLMHead = config.hasMaskedLMHead
+            ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         (self.config, self.weights, self.embeddings) = (config, weights, embeddings)
-        self.threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+        self.threads = threads
         self.precision = precision
         // The engine splits work across its own threads; OpenBLAS's threading would fight it.
         openblas_set_num_threads(1)

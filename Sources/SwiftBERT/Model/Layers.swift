@@ -8,6 +8,8 @@ import Foundation
 /// the converter) or `NAME.weight_packed` + `NAME.weight_scale` (INT8, from the quantizer).
 enum WeightMatrix {
     case float32(UnsafePointer<Float>)
+    /// float32 repacked at load for `packedSGEMM` (the encoder's Linear layers).
+    case packedFloat32(PackedFloatMatrix)
     case int8(PackedInt8Matrix)
 
     init(_ file: SafeTensorsFile, _ name: String, rows: Int, cols: Int) throws {
@@ -25,6 +27,9 @@ enum WeightMatrix {
     func row(_ n: Int, cols: Int, into out: UnsafeMutablePointer<Float>) {
         switch self {
         case .float32(let w): out.update(from: w + n * cols, count: cols)
+        case .packedFloat32(let w):
+            let panel = w.storage + (n / PackedFloatMatrix.panelWidth) * w.panelStride + n % PackedFloatMatrix.panelWidth
+            for k in 0..<cols { out[k] = panel[k * PackedFloatMatrix.panelWidth] }
         case .int8(let w): w.dequantizeRow(n, into: out)
         }
     }
@@ -43,6 +48,8 @@ enum WeightMatrix {
                 let b = bias + columns.lowerBound
                 for c in 0..<columns.count { row[c] += b[c] }
             }
+        case .packedFloat32(let w):
+            packedSGEMM(x, m: m, weights: w, bias: bias, output: y, columns: columns)
         case .int8(let w):
             if let quantized {
                 int8GEMM(quantized, weights: w, bias: bias, output: y, columns: columns)
@@ -53,6 +60,9 @@ enum WeightMatrix {
     }
 
     var isInt8: Bool { if case .int8 = self { return true } else { return false } }
+
+    /// Whether the kernel works on 64-channel panels (thread blocks should not split one).
+    var isPanelled: Bool { if case .float32 = self { return false } else { return true } }
 }
 
 /// y = x·Wᵀ + b with W stored [out, in] as PyTorch stores it.
@@ -63,7 +73,14 @@ struct Linear {
     let outFeatures: Int
 
     init(_ file: SafeTensorsFile, _ prefix: String, in inFeatures: Int, out outFeatures: Int) throws {
-        weight = try WeightMatrix(file, prefix, rows: outFeatures, cols: inFeatures)
+        let stored = try WeightMatrix(file, prefix, rows: outFeatures, cols: inFeatures)
+        if case .float32(let w) = stored {
+            // Repacked once for the FP32 kernel; the mapped original is not read again.
+            weight = .packedFloat32(PackedFloatMatrix(w, rows: outFeatures, cols: inFeatures))
+            file.releasePages(of: prefix + ".weight")
+        } else {
+            weight = stored
+        }
         bias = try file.floats(prefix + ".bias", shape: [outFeatures]).baseAddress!
         self.inFeatures = inFeatures
         self.outFeatures = outFeatures
@@ -79,8 +96,8 @@ struct Linear {
                         quantized: Int8Workspace? = nil,
                         then epilogue: ((UnsafeMutablePointer<Float>, Range<Int>) -> Void)? = nil) {
         if weight.isInt8, let quantized { quantizeRows(x, m: rows, k: inFeatures, into: quantized) }
-        // INT8 kernels work on 64-channel panels; keep thread blocks on panel bounds.
-        let ranges = splitRange(outFeatures, parts: threads, align: weight.isInt8 ? Int8PanelLayout.panelWidth : 16)
+        // The kernels work on 64-channel panels; keep thread blocks on panel bounds.
+        let ranges = splitRange(outFeatures, parts: threads, align: weight.isPanelled ? 64 : 16)
         parallelFor(ranges.count, threads: threads) { part, _ in
             weight.multiply(x, m: rows, rows: outFeatures, cols: inFeatures, bias: bias, into: y,
                             columns: ranges[part], quantized: quantized)

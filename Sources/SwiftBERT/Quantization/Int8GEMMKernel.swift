@@ -1,7 +1,7 @@
 // The INT8 micro-kernel: a tile of up to 5 rows × 64 output channels, accumulated in
 // registers over the whole K, then dequantised and stored in one pass.
 //
-// Why this shape of code: Swift cannot call VNNI intrinsics, and LLVM does not turn
+// Why this shape of code: plain Swift cannot call VNNI intrinsics, and LLVM does not turn
 // byte-wise 4-way dot products written in Swift into vpdpbusd. What it does reliably is
 // lower `acc &+= broadcast(a) &* w` on SIMD16<Int32>, when `a` is known to fit in 16 bits
 // unsigned and `w` in 16 bits signed, to one vpdpwssd (16 multiply-adds per instruction;

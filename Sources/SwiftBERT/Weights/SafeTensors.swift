@@ -31,6 +31,8 @@ public final class SafeTensorsFile: @unchecked Sendable {
     public let fileSize: Int
     private let mapping: UnsafeMutableRawPointer
     private let dataStart: Int
+    /// False for an in-memory image (`init(image:path:)`).
+    private let isFileMapping: Bool
 
     /// Largest header accepted, as the reference implementation (safetensors' MAX_HEADER_SIZE):
     /// a hostile length cannot make the parser read or allocate more than this.
@@ -67,6 +69,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
         self.metadata = header.metadata
         self.fileSize = size
         self.mapping = map
+        self.isFileMapping = true
         self.dataStart = header.dataStart
         ok = true
     }
@@ -88,6 +91,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
         self.metadata = header.metadata
         self.fileSize = size
         self.mapping = map
+        self.isFileMapping = false
         self.dataStart = header.dataStart
     }
 
@@ -170,6 +174,18 @@ public final class SafeTensorsFile: @unchecked Sendable {
     }
 
     deinit { munmap(mapping, fileSize) }
+
+    /// Lets the kernel drop the resident pages of a tensor the model has copied (repacked)
+    /// and will not read again; a later read would fetch them from the file again. Only for
+    /// file mappings: an in-memory image's pages hold the only copy of its bytes.
+    func releasePages(of name: String) {
+        guard isFileMapping, let info = tensors[name] else { return }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = (dataStart + info.range.lowerBound + page - 1) / page * page
+        let end = (dataStart + info.range.upperBound) / page * page
+        guard end > start else { return }
+        madvise(mapping + start, end - start, Int32(MADV_DONTNEED))
+    }
 
     /// Raw bytes of a tensor, after checking its dtype and (optionally) shape.
     public func bytes(_ name: String, dtype: DType, shape: [Int]? = nil) throws -> UnsafeRawBufferPointer {
