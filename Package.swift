@@ -9,6 +9,7 @@ import Foundation
 let portable = ProcessInfo.processInfo.environment["SWIFTBERT_PORTABLE"] == "1"
 let hostISA: [SwiftSetting] = portable ? [] : [
     .unsafeFlags(["-Xcc", "-march=native", "-target-cpu", "native"], .when(configuration: .release)),
+    .define("SWIFTBERT_NATIVE_ISA", .when(configuration: .release)),
 ]
 let fastMath: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
 // vpdpbusd (AVX-512 VNNI) for the INT8 kernel, when this host has it and the build is native.

@@ -74,6 +74,7 @@ struct Linear {
 
     init(_ file: SafeTensorsFile, _ prefix: String, in inFeatures: Int, out outFeatures: Int) throws {
         let stored = try WeightMatrix(file, prefix, rows: outFeatures, cols: inFeatures)
+        #if SWIFTBERT_NATIVE_ISA
         if case .float32(let w) = stored {
             // Repacked once for the FP32 kernel; the mapped original is not read again.
             weight = .packedFloat32(PackedFloatMatrix(w, rows: outFeatures, cols: inFeatures))
@@ -81,6 +82,11 @@ struct Linear {
         } else {
             weight = stored
         }
+        #else
+        // Portable builds (no FMA or AVX-512 known at compile time) leave FP32 to OpenBLAS,
+        // which picks its kernels for the CPU at run time.
+        weight = stored
+        #endif
         bias = try file.floats(prefix + ".bias", shape: [outFeatures]).baseAddress!
         self.inFeatures = inFeatures
         self.outFeatures = outFeatures
