@@ -95,17 +95,7 @@ final class HostileFuzzCorpusTests: XCTestCase {
     // MARK: - Replay and mutation
 
     /// A tiny deterministic generator (SplitMix64): the same mutations on every run.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
-    }
+    typealias Random = TokenizerTestRandom
 
     static let interesting: [[UInt8]] = ["0", "-1", "1e309", "2147483648", "18446744073709551616", "null", "[", "{", "\"", "\\u0000", "F32", "##"].map { Array($0.utf8) }
 
@@ -138,7 +128,7 @@ final class HostileFuzzCorpusTests: XCTestCase {
     func fuzz(_ target: String, seconds: Double, _ body: ([UInt8]) -> Void) throws {
         let corpus = try inputs(target)
         for input in corpus { body(input) }
-        var random = Random(state: 0x5EED_0000 &+ UInt64(target.utf8.count))
+        var random = Random(seed: 0x5EED_0000 &+ UInt64(target.utf8.count))
         let deadline = Date().addingTimeInterval(seconds)
         var executions = corpus.count
         while Date() < deadline {

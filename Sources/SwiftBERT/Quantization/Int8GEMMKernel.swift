@@ -13,7 +13,7 @@
 // Check the assembly when changing anything here: the 5-row loop should be 80 vpdpwssd,
 // 28 shifts, 20 broadcasts and 4 loads per K-quad, with no stack traffic (docs/int8-gemm.md).
 // With AVX-512 VNNI, SwiftBERTVNNI gives the one instruction LLVM will not emit, vpdpbusd,
-// and `int8TileVNNI` below replaces this kernel.
+// and the `int8Tile` compiled under SWIFTBERT_VNNI replaces this kernel.
 
 #if SWIFTBERT_VNNI
 import SwiftBERTVNNI
@@ -72,6 +72,17 @@ struct Int8TileEpilogue {
     let bias: UnsafePointer<Float>?
     let columns: Range<Int>
 
+    /// Stores the first `rows` (1...5) of a tile's accumulators.
+    @inline(__always)
+    func store(_ acc0: Int32TileRow, _ acc1: Int32TileRow, _ acc2: Int32TileRow, _ acc3: Int32TileRow,
+               _ acc4: Int32TileRow, rows: Int) {
+        store(acc0, row: 0)
+        if rows > 1 { store(acc1, row: 1) }
+        if rows > 2 { store(acc2, row: 2) }
+        if rows > 3 { store(acc3, row: 3) }
+        if rows > 4 { store(acc4, row: 4) }
+    }
+
     @inline(__always)
     func store(_ acc: Int32TileRow, row: Int) {
         // From a stack copy, so one plain loop (which LLVM vectorises) converts, scales,
@@ -103,8 +114,38 @@ enum TileRows3: TileRowCount { static var rows: Int { 3 } }
 enum TileRows4: TileRowCount { static var rows: Int { 4 } }
 enum TileRows5: TileRowCount { static var rows: Int { 5 } }
 
+#if SWIFTBERT_VNNI
 /// One tile: `Rows.rows` (1...5) rows of u8 activations (stride `lda`, K padded to whole
-/// quads) times one packed 64-channel panel, then the epilogue.
+/// quads) times one packed 64-channel panel, then the epilogue. With vpdpbusd: a K-quad's 4
+/// activation bytes of a row, broadcast as one Int32, times the quad's 4 signed bytes per
+/// channel, one instruction per 16 channels: 20 vpdpbusd and 5 broadcasts per K-quad.
+@inline(never)
+private func int8Tile<Rows: TileRowCount>(_: Rows.Type, activations a0: UnsafePointer<UInt8>, lda: Int,
+                                          panel: UnsafeRawPointer, kQuads: Int, epilogue: Int8TileEpilogue) {
+    let rows = Rows.rows
+    let a = UnsafeRawPointer(a0)
+    var acc0 = Int32TileRow(), acc1 = Int32TileRow(), acc2 = Int32TileRow()
+    var acc3 = Int32TileRow(), acc4 = Int32TileRow()
+    @inline(__always) func accumulate(_ acc: inout Int32TileRow, _ row: Int, _ quad: Int, _ w: Int32TileRow) {
+        let bytes = SIMD16<Int32>(repeating: a.loadUnaligned(fromByteOffset: row * lda + quad * 4, as: Int32.self))
+        acc.v0 = dotBytes(acc.v0, unsigned: bytes, signed: w.v0)
+        acc.v1 = dotBytes(acc.v1, unsigned: bytes, signed: w.v1)
+        acc.v2 = dotBytes(acc.v2, unsigned: bytes, signed: w.v2)
+        acc.v3 = dotBytes(acc.v3, unsigned: bytes, signed: w.v3)
+    }
+    for quad in 0..<kQuads {
+        let w = Int32TileRow(loadingQuad: panel + quad * Int8PanelLayout.quadBytes)
+        accumulate(&acc0, 0, quad, w)
+        if rows > 1 { accumulate(&acc1, 1, quad, w) }
+        if rows > 2 { accumulate(&acc2, 2, quad, w) }
+        if rows > 3 { accumulate(&acc3, 3, quad, w) }
+        if rows > 4 { accumulate(&acc4, 4, quad, w) }
+    }
+    epilogue.store(acc0, acc1, acc2, acc3, acc4, rows: rows)
+}
+
+#else
+/// One tile, as above, with vpdpwssd (see the top of the file).
 @inline(never)
 private func int8Tile<Rows: TileRowCount>(_: Rows.Type, activations a0: UnsafePointer<UInt8>, lda: Int,
                                           panel: UnsafeRawPointer, kQuads: Int, epilogue: Int8TileEpilogue) {
@@ -125,58 +166,11 @@ private func int8Tile<Rows: TileRowCount>(_: Rows.Type, activations a0: UnsafePo
         }
         step(0); step(1); step(2); step(3)
     }
-    epilogue.store(acc0, row: 0)
-    if rows > 1 { epilogue.store(acc1, row: 1) }
-    if rows > 2 { epilogue.store(acc2, row: 2) }
-    if rows > 3 { epilogue.store(acc3, row: 3) }
-    if rows > 4 { epilogue.store(acc4, row: 4) }
+    epilogue.store(acc0, acc1, acc2, acc3, acc4, rows: rows)
 }
 
-#if SWIFTBERT_VNNI
-/// The same tile with vpdpbusd: a K-quad's 4 activation bytes of a row, broadcast as one
-/// Int32, times the packed quad's 4 signed bytes per channel, in one instruction per 16
-/// channels: 20 vpdpbusd and 5 broadcasts per K-quad instead of 80 vpdpwssd and 28 shifts.
-@inline(never)
-private func int8TileVNNI<Rows: TileRowCount>(_: Rows.Type, activations a0: UnsafePointer<UInt8>, lda: Int,
-                                              panel: UnsafeRawPointer, kQuads: Int, epilogue: Int8TileEpilogue) {
-    let rows = Rows.rows
-    let a = UnsafeRawPointer(a0)
-    var acc0 = Int32TileRow(), acc1 = Int32TileRow(), acc2 = Int32TileRow()
-    var acc3 = Int32TileRow(), acc4 = Int32TileRow()
-    @inline(__always) func accumulate(_ acc: inout Int32TileRow, _ row: Int, _ quad: Int, _ w: Int32TileRow) {
-        let bytes = SIMD16<Int32>(repeating: a.loadUnaligned(fromByteOffset: row * lda + quad * 4, as: Int32.self))
-        acc.v0 = dotBytes(acc.v0, unsigned: bytes, signed: w.v0)
-        acc.v1 = dotBytes(acc.v1, unsigned: bytes, signed: w.v1)
-        acc.v2 = dotBytes(acc.v2, unsigned: bytes, signed: w.v2)
-        acc.v3 = dotBytes(acc.v3, unsigned: bytes, signed: w.v3)
-    }
-    for quad in 0..<kQuads {
-        let w = Int32TileRow(loadingQuad: panel + quad * Int8PanelLayout.quadBytes)
-        accumulate(&acc0, 0, quad, w)
-        if rows > 1 { accumulate(&acc1, 1, quad, w) }
-        if rows > 2 { accumulate(&acc2, 2, quad, w) }
-        if rows > 3 { accumulate(&acc3, 3, quad, w) }
-        if rows > 4 { accumulate(&acc4, 4, quad, w) }
-    }
-    epilogue.store(acc0, row: 0)
-    if rows > 1 { epilogue.store(acc1, row: 1) }
-    if rows > 2 { epilogue.store(acc2, row: 2) }
-    if rows > 3 { epilogue.store(acc3, row: 3) }
-    if rows > 4 { epilogue.store(acc4, row: 4) }
-}
+#endif
 
-/// Runs the tile kernel specialised for `rows` (1...5).
-func int8TileKernel(rows: Int, activations: UnsafePointer<UInt8>, lda: Int,
-                    panel: UnsafeRawPointer, kQuads: Int, epilogue: Int8TileEpilogue) {
-    switch rows {
-    case 5: int8TileVNNI(TileRows5.self, activations: activations, lda: lda, panel: panel, kQuads: kQuads, epilogue: epilogue)
-    case 4: int8TileVNNI(TileRows4.self, activations: activations, lda: lda, panel: panel, kQuads: kQuads, epilogue: epilogue)
-    case 3: int8TileVNNI(TileRows3.self, activations: activations, lda: lda, panel: panel, kQuads: kQuads, epilogue: epilogue)
-    case 2: int8TileVNNI(TileRows2.self, activations: activations, lda: lda, panel: panel, kQuads: kQuads, epilogue: epilogue)
-    default: int8TileVNNI(TileRows1.self, activations: activations, lda: lda, panel: panel, kQuads: kQuads, epilogue: epilogue)
-    }
-}
-#else
 /// Runs the tile kernel specialised for `rows` (1...5).
 func int8TileKernel(rows: Int, activations: UnsafePointer<UInt8>, lda: Int,
                     panel: UnsafeRawPointer, kQuads: Int, epilogue: Int8TileEpilogue) {
@@ -188,4 +182,3 @@ func int8TileKernel(rows: Int, activations: UnsafePointer<UInt8>, lda: Int,
     default: int8Tile(TileRows1.self, activations: activations, lda: lda, panel: panel, kQuads: kQuads, epilogue: epilogue)
     }
 }
-#endif
