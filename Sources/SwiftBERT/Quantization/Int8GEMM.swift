@@ -84,25 +84,16 @@ public func int8GEMM(_ workspace: Int8Workspace, weights: PackedInt8Matrix, bias
     let packed = weights.packed.baseAddress!
     weights.paddedScales.withUnsafeBufferPointer { columnScales in
         weights.shiftCorrections.withUnsafeBufferPointer { corrections in
-            // A block of panels stays in L2 while every row tile, in L1, runs across it.
-            let panels = Int8PanelLayout.panels(holding: columns)
-            let perBlock = Int8PanelLayout.panelsPerCacheBlock(panelStride: weights.panelStride)
-            for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
-                var row = 0
-                while row < m {
-                    let rows = min(int8TileRows, m - row)
-                    for panel in blockStart..<min(blockStart + perBlock, panels.upperBound) {
-                        let first = panel * Int8PanelLayout.panelWidth
-                        let epilogue = Int8TileEpilogue(
-                            y: y + row * weights.rows + first, ldy: weights.rows, rowScales: workspace.rowScales + row,
-                            columnScales: columnScales.baseAddress! + first, corrections: corrections.baseAddress! + first,
-                            bias: bias.map { $0 + first }, columns: Int8PanelLayout.columns(inPanel: panel, within: columns))
-                        int8TileKernel(rows: rows, activations: workspace.quantized + row * workspace.stride,
-                                       lda: workspace.stride, panel: packed + panel * weights.panelStride,
-                                       kQuads: weights.kQuads, epilogue: epilogue)
-                    }
-                    row += rows
-                }
+            forEachPanelTile(rows: m, tileRows: int8TileRows, columns: columns, panelWidth: Int8PanelLayout.panelWidth,
+                             panelBytes: weights.panelStride) { row, rows, panel, inPanel in
+                let first = panel * Int8PanelLayout.panelWidth
+                let epilogue = Int8TileEpilogue(
+                    y: y + row * weights.rows + first, ldy: weights.rows, rowScales: workspace.rowScales + row,
+                    columnScales: columnScales.baseAddress! + first, corrections: corrections.baseAddress! + first,
+                    bias: bias.map { $0 + first }, columns: inPanel)
+                int8TileKernel(rows: rows, activations: workspace.quantized + row * workspace.stride,
+                               lda: workspace.stride, panel: packed + panel * weights.panelStride,
+                               kQuads: weights.kQuads, epilogue: epilogue)
             }
         }
     }
@@ -137,23 +128,6 @@ public func int8LinearThreaded(_ x: UnsafePointer<Float>, m: Int, weights: Packe
 }
 
 extension Int8PanelLayout {
-    /// The panels that hold `columns`.
-    static func panels(holding columns: Range<Int>) -> Range<Int> {
-        (columns.lowerBound / panelWidth)..<((columns.upperBound + panelWidth - 1) / panelWidth)
-    }
-
-    /// Panels per cache block: about 512 KiB of packed weights, half of a Zen L2, so a block
-    /// stays cached while all row tiles stream past it.
-    static func panelsPerCacheBlock(panelStride: Int) -> Int {
-        max(1, (512 * 1024) / panelStride)
-    }
-
-    /// The part of `columns` that lies in `panel`, relative to the panel's first channel.
-    static func columns(inPanel panel: Int, within columns: Range<Int>) -> Range<Int> {
-        let first = panel * panelWidth
-        return (max(columns.lowerBound, first) - first)..<(min(columns.upperBound, first + panelWidth) - first)
-    }
-
     /// How many threads can get at least one whole panel of 0..<rows.
     static func usefulThreads(rows: Int, threads: Int) -> Int {
         max(1, min(threads, panels(rows: rows)))

@@ -117,22 +117,14 @@ public func int8WeightOnlyLinear(_ x: UnsafePointer<Float>, m: Int, weights: Pac
     let k = weights.cols
     let packed = weights.packed.baseAddress!
     weights.paddedScales.withUnsafeBufferPointer { columnScales in
-        let panels = Int8PanelLayout.panels(holding: columns)
-        let perBlock = Int8PanelLayout.panelsPerCacheBlock(panelStride: weights.panelStride)
-        for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
-            var row = 0
-            while row < m {
-                let rows = min(int8TileRows, m - row)
-                for panel in blockStart..<min(blockStart + perBlock, panels.upperBound) {
-                    let first = panel * Int8PanelLayout.panelWidth
-                    let epilogue = WeightOnlyTileEpilogue(
-                        y: y + row * weights.rows + first, ldy: weights.rows, columnScales: columnScales.baseAddress! + first,
-                        bias: bias.map { $0 + first }, columns: Int8PanelLayout.columns(inPanel: panel, within: columns))
-                    weightOnlyTileKernel(rows: rows, x: x + row * k, ldx: k, panel: packed + panel * weights.panelStride,
-                                         k: k, epilogue: epilogue)
-                }
-                row += rows
-            }
+        forEachPanelTile(rows: m, tileRows: int8TileRows, columns: columns, panelWidth: Int8PanelLayout.panelWidth,
+                         panelBytes: weights.panelStride) { row, rows, panel, inPanel in
+            let first = panel * Int8PanelLayout.panelWidth
+            let epilogue = WeightOnlyTileEpilogue(
+                y: y + row * weights.rows + first, ldy: weights.rows, columnScales: columnScales.baseAddress! + first,
+                bias: bias.map { $0 + first }, columns: inPanel)
+            weightOnlyTileKernel(rows: rows, x: x + row * k, ldx: k, panel: packed + panel * weights.panelStride,
+                                 k: k, epilogue: epilogue)
         }
     }
 }

@@ -116,27 +116,17 @@ public func packedSGEMM(_ x: UnsafePointer<Float>, m: Int, weights: PackedFloatM
                  output y: UnsafeMutablePointer<Float>, columns: Range<Int>) {
     guard m > 0, !columns.isEmpty else { return }
     let width = PackedFloatMatrix.panelWidth, k = weights.cols, n = weights.rows
-    let panels = (columns.lowerBound / width)..<((columns.upperBound + width - 1) / width)
-    // A block of panels stays in L2 while every row tile runs across it.
-    let perBlock = max(1, (512 * 1024) / (weights.panelStride * 4))
-    for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
-        var row = 0
-        while row < m {
-            let rows = min(sgemmTileRows, m - row)
-            for panel in blockStart..<min(blockStart + perBlock, panels.upperBound) {
-                let first = panel * width
-                let inPanel = (max(columns.lowerBound, first) - first)..<(min(columns.upperBound, first + width) - first)
-                let (xs, w, b, out) = (x + row * k, weights.storage + panel * weights.panelStride, bias + first, y + row * n + first)
-                switch rows {
-                case 6: sgemmTile(TileRows6.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
-                case 5: sgemmTile(TileRows5.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
-                case 4: sgemmTile(TileRows4.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
-                case 3: sgemmTile(TileRows3.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
-                case 2: sgemmTile(TileRows2.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
-                default: sgemmTile(TileRows1.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
-                }
-            }
-            row += rows
+    forEachPanelTile(rows: m, tileRows: sgemmTileRows, columns: columns, panelWidth: width,
+                     panelBytes: weights.panelStride * 4) { row, rows, panel, inPanel in
+        let first = panel * width
+        let (xs, w, b, out) = (x + row * k, weights.storage + panel * weights.panelStride, bias + first, y + row * n + first)
+        switch rows {
+        case 6: sgemmTile(TileRows6.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
+        case 5: sgemmTile(TileRows5.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
+        case 4: sgemmTile(TileRows4.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
+        case 3: sgemmTile(TileRows3.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
+        case 2: sgemmTile(TileRows2.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
+        default: sgemmTile(TileRows1.self, x: xs, ldx: k, k: k, panel: w, bias: b, y: out, ldy: n, columns: inPanel)
         }
     }
 }
