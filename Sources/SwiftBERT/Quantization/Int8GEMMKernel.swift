@@ -19,6 +19,13 @@
 import SwiftBERTVNNI
 #endif
 
+/// Which INT8 micro-kernel this build runs (for benchmark reports).
+#if SWIFTBERT_VNNI
+public let int8Kernel = "vpdpbusd (AVX-512 VNNI)"
+#else
+public let int8Kernel = "vpdpwssd (plain Swift)"
+#endif
+
 /// Rows of activations per micro-kernel tile.
 let int8TileRows = 5
 
