@@ -4,15 +4,12 @@
 // no x86 intrinsics. This module is compiled with -parse-stdlib, which exposes the compiler's
 // Builtin module and, through it, LLVM's intrinsic by name. It is the engine's only use of
 // Builtin, and it is compiled only when the target CPU has AVX-512 VNNI (see Package.swift);
-// without it, the kernel falls back to vpdpwssd, which plain Swift reaches (half the
+// without it, the kernel falls back to vpdpwssd, which plain Swift reaches (a quarter of the
 // multiply-adds per instruction).
 
 import Swift
 
 #if SWIFTBERT_VNNI
-/// True: `dotBytes` is one vpdpbusd.
-public let hasVNNI = true
-
 /// acc + Σ(t=0..3) u8(a.byte t) · s8(w.byte t), lane by lane over 16 Int32 lanes: each lane of
 /// `unsigned` holds 4 unsigned bytes, each lane of `signed` 4 signed bytes. No saturation.
 @inlinable @inline(__always)
@@ -22,7 +19,4 @@ public func dotBytes(_ acc: SIMD16<Int32>, unsigned: SIMD16<Int32>, signed: SIMD
         acc._storage._value, unsigned._storage._value, signed._storage._value)
     return result
 }
-#else
-/// False: the target CPU lacks AVX-512 VNNI (or the build is portable).
-public let hasVNNI = false
 #endif

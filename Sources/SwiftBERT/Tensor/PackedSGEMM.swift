@@ -28,7 +28,6 @@ public final class PackedFloatMatrix: @unchecked Sendable {
     public let cols: Int
     let storage: UnsafeMutablePointer<Float>
     var panelStride: Int { cols * Self.panelWidth }
-    var panels: Int { (rows + Self.panelWidth - 1) / Self.panelWidth }
 
     /// Packs w [rows × cols], one panel per task of `threads`.
     public init(_ w: UnsafePointer<Float>, rows: Int, cols: Int, threads: Int = 1) {

@@ -38,8 +38,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
     /// a hostile length cannot make the parser read or allocate more than this.
     static let maxHeaderLength = 100_000_000
 
-    public init(path: String) throws {
-        self.path = path
+    public convenience init(path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
@@ -60,29 +59,24 @@ public final class SafeTensorsFile: @unchecked Sendable {
         guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
             throw BertError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory and ulimit -v")
         }
-        // Unmap on any validation failure below.
-        var ok = false
-        defer { if !ok { munmap(map, size) } }
-        // The file path and the in-memory parser (used by the fuzzer) are one code path.
-        let header = try Self.parseHeader(UnsafeRawBufferPointer(start: map, count: size), path: path)
-        self.tensors = header.tensors
-        self.metadata = header.metadata
-        self.fileSize = size
-        self.mapping = map
-        self.isFileMapping = true
-        self.dataStart = header.dataStart
-        ok = true
+        try self.init(mapping: map, size: size, path: path, isFileMapping: true)
     }
 
     /// A safetensors image held in memory (tests and fuzzing), copied into a private anonymous
     /// mapping and parsed by the same code as a file.
-    init(image: UnsafeRawBufferPointer, path: String) throws {
+    convenience init(image: UnsafeRawBufferPointer, path: String) throws {
         let size = image.count
         guard size >= 8 else { throw Self.tooShort(path: path, size: size) }
         guard let map = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), map != MAP_FAILED else {
             throw BertError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory")
         }
         map.copyMemory(from: image.baseAddress!, byteCount: size)
+        try self.init(mapping: map, size: size, path: path, isFileMapping: false)
+    }
+
+    /// Takes over a mapping of `size` bytes and parses its header; unmaps it if that fails.
+    /// The file path and the in-memory path (used by the fuzzer) are one code path from here.
+    private init(mapping map: UnsafeMutableRawPointer, size: Int, path: String, isFileMapping: Bool) throws {
         let header: Header
         do { header = try Self.parseHeader(UnsafeRawBufferPointer(start: map, count: size), path: path) }
         catch { munmap(map, size); throw error }
@@ -91,7 +85,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
         self.metadata = header.metadata
         self.fileSize = size
         self.mapping = map
-        self.isFileMapping = false
+        self.isFileMapping = isFileMapping
         self.dataStart = header.dataStart
     }
 
