@@ -5,9 +5,9 @@ import SwiftBERT
 /// `SwiftBERTBenchmarks gemm [--threads T] [--seconds S] [--m 16,128,4096] [--clock cpu|wall]`
 ///
 /// Times, side by side in one run, a Linear layer y = x·Wᵀ + b at BERT shapes three ways:
-/// OpenBLAS cblas_sgemm (FP32), `int8Linear` (INT8 weights and activations, including the
-/// per-call activation quantisation and the bias) and `int8WeightOnlyLinear` (INT8 weights,
-/// FP32 activations). The three run in turn, repeatedly, so machine noise hits them alike;
+/// OpenBLAS cblas_sgemm (FP32), and the engine's own Linear path (`LinearLayer`) in FP32 (the
+/// packed kernel), INT8 (weights and activations, including the per-call activation
+/// quantisation and the bias) and INT8 weight-only (FP32 activations). The three run in turn, repeatedly, so machine noise hits them alike;
 /// medians are reported, with each INT8 result's relative error against FP32.
 /// With one thread the default clock is the thread's CPU time: on a shared machine it leaves
 /// out the time the process waits for a core, which wall time does not (all three run on the
@@ -56,28 +56,19 @@ private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Doubl
     var yInt8 = [Float](repeating: 0, count: m * n)
     var yWeightOnly = [Float](repeating: 0, count: m * n)
     var yPacked = [Float](repeating: 0, count: m * n)
-    let packedFloat = w.withUnsafeBufferPointer { PackedFloatMatrix($0.baseAddress!, rows: n, cols: k) }
-    let packed = w.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, rows: n, cols: k) }
-    let workspace = Int8Workspace(rows: m, cols: k)
+    func layer(_ precision: Precision) -> LinearLayer {
+        try! LinearLayer(weights: w, bias: bias, n: n, k: k, precision: precision)  // shapes are valid by construction
+    }
+    let (packedFloat, int8, weightOnly) = (layer(.fp32), layer(.int8), layer(.int8Weights))
 
     let runs: [() -> Void] = [
         {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(n), Int32(k),
                         1, x, Int32(k), w, Int32(k), 0, &yFloat, Int32(n))
         },
-        {
-            if threads == 1 {
-                int8Linear(x, m: m, weights: packed, bias: bias, output: &yInt8, workspace: workspace)
-            } else {
-                int8LinearThreaded(x, m: m, weights: packed, bias: bias, output: &yInt8, workspace: workspace, threads: threads)
-            }
-        },
-        {
-            int8WeightOnlyLinear(x, m: m, weights: packed, bias: bias, output: &yWeightOnly, threads: threads)
-        },
-        {
-            packedSGEMM(x, m: m, weights: packedFloat, bias: bias, output: &yPacked, columns: 0..<n)
-        },
+        { int8(x, m: m, into: &yInt8, threads: threads) },
+        { weightOnly(x, m: m, into: &yWeightOnly, threads: threads) },
+        { packedFloat(x, m: m, into: &yPacked, threads: threads) },
     ]
     var times = [[Double]](repeating: [], count: runs.count)
     for run in runs { run() }  // warm-up: page faults, caches, thread pool

@@ -27,12 +27,12 @@ import SwiftBERT
 ///                                                              → {"ms":[…],"cpu_ms":[…],"linear_flops":F,"attention_flops":A}
 ///     {"op":"quit"}
 ///
-/// `sgemm` times only the encoder's Linear layers as OpenBLAS sgemm calls (fused QKV, attention
-/// output, FFN in, FFN out; every layer its own weights, M = the workload's token count), the
-/// way the engine issues them: `split: "engine"` cuts the output columns across T threads that
-/// each run single-threaded sgemm (what the engine does), `split: "openblas"` lets OpenBLAS
-/// thread one call with `openblas_set_num_threads(T)`. FLOPs / time is the sgemm rate at the
-/// model's shapes, in this process's OpenBLAS configuration (OPENBLAS_CORETYPE included).
+/// `sgemm` times only the encoder's Linear layers (fused QKV, attention output, FFN in, FFN out;
+/// every layer its own weights, M = the workload's token count): `split: "engine"` runs them
+/// through the engine's own Linear path (`LinearLayer`, FP32: the packed kernel in native
+/// builds, column blocks on T threads), `split: "openblas"` as OpenBLAS sgemm calls threaded by
+/// OpenBLAS (`openblas_set_num_threads(T)`). FLOPs / time is the GEMM rate at the model's
+/// shapes, in this process's configuration (OPENBLAS_CORETYPE included).
 public func runPeerBenchmark(arguments: [String]) throws {
     var modelPath: String?
     var inputPath: String?
@@ -222,7 +222,8 @@ private final class SgemmModelBuffers {
     let shapes: [(k: Int, n: Int)]
     let layers: Int
     let hidden: Int
-    let weights: [[UnsafeMutablePointer<Float>]]
+    /// Per layer and shape: the raw weights (for sgemm) and the same as the engine's Linear layer.
+    let weights: [[(raw: UnsafeMutablePointer<Float>, layer: LinearLayer)]]
     var x: UnsafeMutablePointer<Float>?
     var y: UnsafeMutablePointer<Float>?
     var rows = 0
@@ -241,7 +242,9 @@ private final class SgemmModelBuffers {
                     state = state &* 1664525 &+ 1013904223
                     w[i] = (Float(state >> 8) / Float(1 << 24) - 0.5) * 0.05
                 }
-                return w
+                let layer = try! LinearLayer(weights: Array(UnsafeBufferPointer(start: w, count: shape.k * shape.n)),
+                                             bias: [Float](repeating: 0, count: shape.n), n: shape.n, k: shape.k, precision: .fp32)
+                return (w, layer)
             }
         }
     }
@@ -278,18 +281,11 @@ private final class SgemmModelBuffers {
             for m in counts {
                 for layer in weights {
                     for (shape, w) in zip(shapes, layer) {
-                        if openBLASThreads || threads == 1 {
+                        if openBLASThreads {
                             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(shape.n), Int32(shape.k),
-                                        1, x, Int32(shape.k), w, Int32(shape.k), 0, y, Int32(shape.n))
+                                        1, x, Int32(shape.k), w.raw, Int32(shape.k), 0, y, Int32(shape.n))
                         } else {
-                            // The engine's split: contiguous column blocks on multiples of 16.
-                            let ranges = columnRanges(shape.n, parts: threads)
-                            DispatchQueue.concurrentPerform(iterations: ranges.count) { part in
-                                let r = ranges[part]
-                                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(r.count), Int32(shape.k),
-                                            1, x, Int32(shape.k), w + r.lowerBound * shape.k, Int32(shape.k), 0,
-                                            y + r.lowerBound, Int32(shape.n))
-                            }
+                            w.layer(x, m: m, into: y, threads: threads)
                         }
                     }
                 }
@@ -305,11 +301,5 @@ private final class SgemmModelBuffers {
             cpu.append(processCPUMilliseconds() - cpuStart)
         }
         return (wall, cpu)
-    }
-
-    private func columnRanges(_ n: Int, parts: Int, align: Int = 16) -> [Range<Int>] {
-        let parts = max(1, min(parts, (n + align - 1) / align))
-        let chunk = ((n + parts - 1) / parts + align - 1) / align * align
-        return stride(from: 0, to: n, by: chunk).map { $0..<min($0 + chunk, n) }
     }
 }

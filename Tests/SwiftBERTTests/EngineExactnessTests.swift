@@ -64,32 +64,36 @@ final class EngineExactnessTests: XCTestCase {
         let h = model.config.hiddenSize
         for i in 0..<4 {
             let ids = reference.meta.input_ids[i]
-            let sequences = PackedSequences(lengths: [ids.count])
-            let scratch = Workspace(config: model.config, sequences: sequences, threads: model.threads)
-            defer { scratch.release() }
+            let context = model.context(for: PackedSequences(lengths: [ids.count]))
             var x = [Float](repeating: 0, count: ids.count * h)
             x.withUnsafeMutableBufferPointer {
-                model.embeddings.forward(ids: ids, typeIds: .init(repeating: 0, count: ids.count), sequences: sequences, into: $0.baseAddress!)
+                model.embeddings(ids: ids, typeIds: .init(repeating: 0, count: ids.count), into: $0.baseAddress!, context)
             }
             XCTAssertLessThanOrEqual(maxAbsDifference(x, try reference.tensor("hidden_states.0.\(i)")), 1e-5, "\(name) embeddings, sentence \(i)")
 
             x = try reference.tensor("hidden_states.0.\(i)")
-            x.withUnsafeMutableBufferPointer { model.attentionBlock(model.layers[0].attention, $0.baseAddress!, sequences: sequences, scratch: scratch) }
+            x.withUnsafeMutableBufferPointer { model.layers[0].attention($0.baseAddress!, context) }
             XCTAssertLessThanOrEqual(maxAbsDifference(x, try reference.tensor("layer0_attention.\(i)")), 1e-5, "\(name) layer 0 attention, sentence \(i)")
 
             x = try reference.tensor("layer0_attention.\(i)")
-            x.withUnsafeMutableBufferPointer { model.feedForwardBlock(model.layers[0], $0.baseAddress!, rows: ids.count, scratch: scratch) }
+            x.withUnsafeMutableBufferPointer { feedForward(model.layers[0], $0.baseAddress!, context) }
             XCTAssertLessThanOrEqual(maxAbsDifference(x, try reference.tensor("hidden_states.1.\(i)")), 1e-5, "\(name) layer 0 feed-forward, sentence \(i)")
 
             for l in 1..<model.layers.count {
                 x = try reference.tensor("hidden_states.\(l).\(i)")
                 x.withUnsafeMutableBufferPointer {
-                    model.attentionBlock(model.layers[l].attention, $0.baseAddress!, sequences: sequences, scratch: scratch)
-                    model.feedForwardBlock(model.layers[l], $0.baseAddress!, rows: ids.count, scratch: scratch)
+                    model.layers[l].attention($0.baseAddress!, context)
+                    feedForward(model.layers[l], $0.baseAddress!, context)
                 }
                 XCTAssertLessThanOrEqual(maxAbsDifference(x, try reference.tensor("hidden_states.\(l + 1).\(i)")), 1e-4, "\(name) layer \(l), sentence \(i)")
             }
         }
+    }
+
+    /// Hugging Face's feed_forward_chunk: intermediate (dense, GELU), then output (dense, residual, LayerNorm).
+    private func feedForward(_ layer: BertLayer, _ x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        layer.intermediate(x, into: context.wide, context)
+        layer.output(context.wide, residual: x, context)
     }
 
     func testMiniLMLayerByLayer() throws { try checkLayers("all-MiniLM-L6-v2") }

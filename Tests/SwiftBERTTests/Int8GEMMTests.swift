@@ -14,7 +14,7 @@ final class Int8GEMMTests: XCTestCase {
     func testPackedLayoutPutsEveryWeightAtItsDocumentedOffsetAndPadsWithZeros() {
         let rows = 70, cols = 9
         let rowMajor = (0..<(rows * cols)).map { Int8(truncatingIfNeeded: $0 % 255 - 127) }
-        let packed = PackedInt8Matrix.packedLayout(int8: rowMajor, rows: rows, cols: cols)
+        let packed = PackedInt8Matrix.packedLayout(int8: rowMajor, n: rows, k: cols)
         XCTAssertEqual(packed.count, 2 * 3 * 256)  // 2 panels × 3 K-quads × 256 bytes
         var expected = [Int8](repeating: 0, count: packed.count)
         for n in 0..<rows {
@@ -27,26 +27,26 @@ final class Int8GEMMTests: XCTestCase {
 
     func testWeightQuantizationIsSymmetricPerOutputChannel() {
         let weights: [Float] = [0.5, -1.0, 0.25, 0, 0, 0, 3, 1.5, -0.01]
-        let (q, scales) = PackedInt8Matrix.quantize(weights: weights, rows: 3, cols: 3)
+        let (q, scales) = PackedInt8Matrix.quantize(weights: weights, n: 3, k: 3)
         XCTAssertEqual(scales, [1.0 / 127, 0, 3.0 / 127])
         XCTAssertEqual(q, [64, -127, 32, 0, 0, 0, 127, 64, 0])  // 63.5 rounds to even: 64
     }
 
     func testInt8LinearEqualsScalarReferenceOnOddShapes() {
         var random = TestRandom(seed: 1)
-        let workspace = Int8Workspace()  // grows as needed: also checks reuse across shapes
+        let workspace = Int8Activations()  // grows as needed: also checks reuse across shapes
         for (m, k, n) in shapes {
             let x = random.floats(m * k, scale: 2)
             let w = random.floats(n * k, scale: 0.1)
             let bias = random.floats(n, scale: 1)
-            let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+            let weights = PackedInt8Matrix(weights: w, n: n, k: k)
             let expected = referenceInt8Linear(x: x, m: m, w: w, n: n, k: k, bias: bias)
             var y = [Float](repeating: .nan, count: m * n)
-            int8Linear(x, m: m, weights: weights, bias: bias, output: &y, workspace: workspace)
+            int8Linear(x, m: m, weights: weights, bias: bias, output: &y, activations: workspace)
             XCTAssertEqual(maxDifference(y, expected), 0, "m \(m) k \(k) n \(n)")
 
             let expectedNoBias = referenceInt8Linear(x: x, m: m, w: w, n: n, k: k, bias: nil)
-            int8Linear(x, m: m, weights: weights, bias: nil, output: &y, workspace: workspace)
+            int8Linear(x, m: m, weights: weights, bias: nil, output: &y, activations: workspace)
             XCTAssertEqual(maxDifference(y, expectedNoBias), 0, "no bias: m \(m) k \(k) n \(n)")
         }
     }
@@ -55,12 +55,12 @@ final class Int8GEMMTests: XCTestCase {
         var random = TestRandom(seed: 2)
         let (m, k, n) = (7, 45, 150)
         let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
-        let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+        let weights = PackedInt8Matrix(weights: w, n: n, k: k)
         let expected = referenceInt8Linear(x: x, m: m, w: w, n: n, k: k, bias: bias)
-        let workspace = Int8Workspace()
-        quantizeRows(x, m: m, k: k, into: workspace)
+        let workspace = Int8Activations()
+        workspace.quantize(x, m: m, k: k)
         var y = [Float](repeating: -7, count: m * n)
-        int8GEMM(workspace, weights: weights, bias: bias, output: &y, columns: 10..<70)
+        weights.multiply(workspace, bias: bias, into: &y, columns: 10..<70)
         for row in 0..<m {
             for column in 0..<n {
                 let value = y[row * n + column]
@@ -68,21 +68,20 @@ final class Int8GEMMTests: XCTestCase {
             }
         }
         for block in [0..<10, 70..<129, 129..<150] {
-            int8GEMM(workspace, weights: weights, bias: bias, output: &y, columns: block)
+            weights.multiply(workspace, bias: bias, into: &y, columns: block)
         }
         XCTAssertEqual(maxDifference(y, expected), 0)
     }
 
-    func testThreadedInt8LinearEqualsSingleThreaded() {
+    func testLinearOnThreadsEqualsOneInt8GEMM() {
         var random = TestRandom(seed: 3)
         let (m, k, n) = (9, 70, 300)
         let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
-        let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+        let weights = PackedInt8Matrix(weights: w, n: n, k: k)
         var single = [Float](repeating: 0, count: m * n), threaded = single
-        int8Linear(x, m: m, weights: weights, bias: bias, output: &single, workspace: Int8Workspace())
-        for threads in [2, 3, 8] {
-            threaded = [Float](repeating: .nan, count: m * n)
-            int8LinearThreaded(x, m: m, weights: weights, bias: bias, output: &threaded, workspace: Int8Workspace(), threads: threads)
+        int8Linear(x, m: m, weights: weights, bias: bias, output: &single, activations: Int8Activations())
+        for threads in [1, 2, 3, 8] {
+            threaded = linear(x, m: m, weight: .int8(weights), bias: bias, threads: threads, quantizesActivations: true)
             XCTAssertEqual(threaded, single, "\(threads) threads")
         }
     }
@@ -95,7 +94,7 @@ final class Int8GEMMTests: XCTestCase {
         for i in 0..<k { w[2 * k + i] = 0 }  // channel 2 is all zero
         let bias: [Float] = [1, 2, 3, 4]
         var y = [Float](repeating: .nan, count: m * n)
-        int8Linear(x, m: m, weights: PackedInt8Matrix(weights: w, rows: n, cols: k), bias: bias, output: &y, workspace: Int8Workspace())
+        int8Linear(x, m: m, weights: PackedInt8Matrix(weights: w, n: n, k: k), bias: bias, output: &y, activations: Int8Activations())
         XCTAssertEqual(Array(y[n..<(2 * n)]), bias)
         XCTAssertEqual([y[2], y[n + 2], y[2 * n + 2]], [3, 3, 3])
         XCTAssertEqual(y[0], 0.5 * 0.25 * Float(k) + 1, accuracy: 1e-5)
@@ -105,12 +104,12 @@ final class Int8GEMMTests: XCTestCase {
         var random = TestRandom(seed: 4)
         let (m, k, n) = (12, 384, 96)
         let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 0.05), bias = random.floats(n, scale: 0.1)
-        let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
+        let weights = PackedInt8Matrix(weights: w, n: n, k: k)
         let exact = floatLinear(x: x, m: m, w: w, n: n, k: k, bias: bias)
         var y = [Float](repeating: 0, count: m * n)
-        int8Linear(x, m: m, weights: weights, bias: bias, output: &y, workspace: Int8Workspace())
+        int8Linear(x, m: m, weights: weights, bias: bias, output: &y, activations: Int8Activations())
         XCTAssertLessThan(relativeError(y, exact), 0.02)
-        int8WeightOnlyLinear(x, m: m, weights: weights, bias: bias, output: &y)
+        weights.multiply(x, m: m, bias: bias, into: &y, columns: 0..<n)
         XCTAssertLessThan(relativeError(y, exact), 0.01)
     }
 
@@ -118,8 +117,8 @@ final class Int8GEMMTests: XCTestCase {
         var random = TestRandom(seed: 5)
         for (m, k, n) in shapes {
             let x = random.floats(m * k, scale: 2), w = random.floats(n * k, scale: 0.1), bias = random.floats(n, scale: 1)
-            let weights = PackedInt8Matrix(weights: w, rows: n, cols: k)
-            let (q, scales) = PackedInt8Matrix.quantize(weights: w, rows: n, cols: k)
+            let weights = PackedInt8Matrix(weights: w, n: n, k: k)
+            let (q, scales) = PackedInt8Matrix.quantize(weights: w, n: n, k: k)
             var expected = [Float](repeating: 0, count: m * n)
             for row in 0..<m {
                 for column in 0..<n {
@@ -129,11 +128,12 @@ final class Int8GEMMTests: XCTestCase {
                 }
             }
             var y = [Float](repeating: .nan, count: m * n)
-            int8WeightOnlyLinear(x, m: m, weights: weights, bias: bias, output: &y, columns: 0..<n)
+            weights.multiply(x, m: m, bias: bias, into: &y, columns: 0..<n)
             XCTAssertLessThan(relativeError(y, expected), 1e-5, "m \(m) k \(k) n \(n)")
-            var threaded = [Float](repeating: .nan, count: m * n)
-            int8WeightOnlyLinear(x, m: m, weights: weights, bias: bias, output: &threaded, threads: 3)
-            XCTAssertEqual(threaded, y)
+            for threads in [1, 3] {
+                let threaded = linear(x, m: m, weight: .int8(weights), bias: bias, threads: threads, quantizesActivations: false)
+                XCTAssertEqual(threaded, y, "weight-only Linear, \(threads) threads")
+            }
         }
     }
 
@@ -141,37 +141,44 @@ final class Int8GEMMTests: XCTestCase {
         var random = TestRandom(seed: 6)
         let (m, k, n) = (4, 10, 20)
         let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1)
-        let (q, scales) = PackedInt8Matrix.quantize(weights: w, rows: n, cols: k)
-        let packed = PackedInt8Matrix.packedLayout(int8: q, rows: n, cols: k)
-        let owned = PackedInt8Matrix(weights: w, rows: n, cols: k)
+        let (q, scales) = PackedInt8Matrix.quantize(weights: w, n: n, k: k)
+        let packed = PackedInt8Matrix.packedLayout(int8: q, n: n, k: k)
+        let owned = PackedInt8Matrix(weights: w, n: n, k: k)
         var fromOwned = [Float](repeating: 0, count: m * n), fromWrapped = fromOwned
-        int8Linear(x, m: m, weights: owned, bias: nil, output: &fromOwned, workspace: Int8Workspace())
+        int8Linear(x, m: m, weights: owned, bias: nil, output: &fromOwned, activations: Int8Activations())
         try packed.withUnsafeBytes { bytes in
             try scales.withUnsafeBufferPointer { scaleBuffer in
-                let wrapped = try PackedInt8Matrix(rows: n, cols: k, packed: bytes, scales: scaleBuffer)
+                let wrapped = try PackedInt8Matrix(n: n, k: k, packed: bytes, scales: scaleBuffer)
                 XCTAssertEqual(wrapped.packed.baseAddress, bytes.baseAddress)
-                int8Linear(x, m: m, weights: wrapped, bias: nil, output: &fromWrapped, workspace: Int8Workspace())
+                int8Linear(x, m: m, weights: wrapped, bias: nil, output: &fromWrapped, activations: Int8Activations())
 
                 let short = UnsafeRawBufferPointer(rebasing: bytes.dropLast())
-                XCTAssertThrowsError(try PackedInt8Matrix(rows: n, cols: k, packed: short, scales: scaleBuffer, source: "w.bin")) {
+                XCTAssertThrowsError(try PackedInt8Matrix(n: n, k: k, packed: short, scales: scaleBuffer, source: "w.bin")) {
                     guard case let BertError.invalidWeights(path, reason)? = $0 as? BertError else { return XCTFail("\($0)") }
                     XCTAssertEqual(path, "w.bin")
                     XCTAssertTrue(reason.contains("\(bytes.count) bytes"), reason)
                 }
                 let fewerScales = UnsafeBufferPointer(rebasing: scaleBuffer.dropLast())
-                XCTAssertThrowsError(try PackedInt8Matrix(rows: n, cols: k, packed: bytes, scales: fewerScales))
-                XCTAssertThrowsError(try PackedInt8Matrix(rows: 0, cols: k, packed: bytes, scales: scaleBuffer))
+                XCTAssertThrowsError(try PackedInt8Matrix(n: n, k: k, packed: bytes, scales: fewerScales))
+                XCTAssertThrowsError(try PackedInt8Matrix(n: 0, k: k, packed: bytes, scales: scaleBuffer))
             }
         }
         XCTAssertEqual(fromWrapped, fromOwned)
         var badScales = scales
         badScales[3] = .nan
         XCTAssertThrowsError(try packed.withUnsafeBytes { bytes in
-            try badScales.withUnsafeBufferPointer { _ = try PackedInt8Matrix(rows: n, cols: k, packed: bytes, scales: $0) }
+            try badScales.withUnsafeBufferPointer { _ = try PackedInt8Matrix(n: n, k: k, packed: bytes, scales: $0) }
         })
     }
 
     // MARK: - References
+
+    /// One INT8 GEMM over all columns: activations quantised once, then the kernel.
+    private func int8Linear(_ x: [Float], m: Int, weights: PackedInt8Matrix, bias: [Float]?, output y: inout [Float],
+                            activations: Int8Activations) {
+        activations.quantize(x, m: m, k: weights.k)
+        weights.multiply(activations, bias: bias, into: &y, columns: 0..<weights.n)
+    }
 
     /// The quantisation written out plainly: per-row symmetric activations, per-channel
     /// symmetric weights, Int32 accumulation, y = Float(acc) · (sx · sw) + b.

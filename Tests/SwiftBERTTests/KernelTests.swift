@@ -14,10 +14,10 @@ final class KernelTests: XCTestCase {
         }
         for (m, k, n) in [(1, 1, 1), (7, 13, 70), (13, 64, 129), (6, 300, 64), (25, 97, 200)] {
             let x = (0..<m * k).map { _ in random() }, w = (0..<n * k).map { _ in random() }, bias = (0..<n).map { _ in random() }
-            let packed = PackedFloatMatrix(w, rows: n, cols: k, threads: 2)
+            let packed = PackedFloatMatrix(w, n: n, k: k, threads: 2)
             for columns in [0..<n, (n / 3)..<(n - n / 4)] where !columns.isEmpty {
                 var y = [Float](repeating: .nan, count: m * n)
-                packedSGEMM(x, m: m, weights: packed, bias: bias, output: &y, columns: columns)
+                packed.multiply(x, m: m, bias: bias, into: &y, columns: columns)
                 for r in 0..<m {
                     for c in 0..<n {
                         guard columns.contains(c) else { XCTAssertTrue(y[r * n + c].isNaN, "wrote outside its columns"); continue }
@@ -33,8 +33,22 @@ final class KernelTests: XCTestCase {
                 }
             }
             var row = [Float](repeating: 0, count: k)
-            WeightMatrix.packedFloat32(packed).row(n - 1, cols: k, into: &row)
+            WeightMatrix.packedFloat32(packed).row(n - 1, k: k, into: &row)
             XCTAssertEqual(row, Array(w[(n - 1) * k ..< n * k]), "a row read back from the packed layout")
+        }
+    }
+
+    /// The engine's one GEMM path (Linear: column blocks on threads) gives the single call's result.
+    func testLinearOnThreadsEqualsOnePackedGEMM() {
+        let (m, k, n) = (9, 70, 300)
+        let x = (0..<m * k).map { Float($0 % 13) / 13 - 0.5 }, w = (0..<n * k).map { Float($0 % 7) / 7 - 0.4 }
+        let bias = (0..<n).map { Float($0 % 5) }
+        let packed = PackedFloatMatrix(w, n: n, k: k)
+        var single = [Float](repeating: .nan, count: m * n)
+        packed.multiply(x, m: m, bias: bias, into: &single, columns: 0..<n)
+        for threads in [1, 2, 3, 8] {
+            XCTAssertEqual(linear(x, m: m, weight: .packedFloat32(packed), bias: bias, threads: threads, quantizesActivations: false),
+                           single, "\(threads) threads")
         }
     }
 

@@ -68,3 +68,17 @@ func cosine(_ a: [Float], _ b: [Float]) -> Float {
     for (x, y) in zip(a, b) { dot += x * y; na += x * x; nb += y * y }
     return dot / (na.squareRoot() * nb.squareRoot())
 }
+
+/// What the forward pass runs for one Linear layer: `weight` (with `bias`) applied to x [m × k]
+/// on `threads` threads, INT8 activations quantised when asked.
+func linear(_ x: [Float], m: Int, weight: WeightMatrix, bias: [Float], threads: Int, quantizesActivations: Bool) -> [Float] {
+    let n = bias.count, k = x.count / max(m, 1)
+    var y = [Float](repeating: .nan, count: m * n)
+    bias.withUnsafeBufferPointer { b in
+        let layer = Linear(weight: weight, bias: b.baseAddress!, k: k, n: n)
+        let context = ForwardContext(sequences: PackedSequences(lengths: [m]), threads: threads,
+                                     quantizesActivations: quantizesActivations)
+        layer(x, m: m, into: &y, context)
+    }
+    return y
+}

@@ -1,9 +1,8 @@
-import COpenBLAS
 import Foundation
 
 /// Numeric format of the encoder's Linear layers.
 public enum Precision: String, CaseIterable, Sendable {
-    /// float32 weights, repacked at load for the Swift FP32 kernel (`packedSGEMM`): exact
+    /// float32 weights, repacked at load for the Swift FP32 micro-kernel: exact
     /// against PyTorch. Attention and the masked-LM decoder use OpenBLAS sgemm.
     case fp32
     /// int8 weights (per output channel) and activations (per token), integer GEMM in Swift.
@@ -13,7 +12,7 @@ public enum Precision: String, CaseIterable, Sendable {
     case int8Weights = "int8-weights"
 
     /// The weights file of this precision inside a converted model folder.
-    public var fileName: String { self == .fp32 ? "model.safetensors" : Quantizer.fileName }
+    public var fileName: String { self == .fp32 ? WeightFiles.fp32 : WeightFiles.int8 }
     /// Whether activations are quantised per token before each Linear layer.
     var quantizesActivations: Bool { self == .int8 }
 }
@@ -58,7 +57,7 @@ public final class BertModel: @unchecked Sendable {
         var loaded = [Result<BertLayer, Error>?](repeating: nil, count: config.numHiddenLayers)
         loaded.withUnsafeMutableBufferPointer { slots in
             parallelFor(slots.count, threads: threads) { index, _ in
-                slots[index] = Result { try BertLayer(weights, "encoder.layer.\(index)", config) }
+                slots[index] = Result { try BertLayer(weights, TensorNames.layer(index), config) }
             }
         }
         layers = try loaded.map { try $0!.get() }
@@ -67,8 +66,7 @@ public final class BertModel: @unchecked Sendable {
         (self.config, self.weights, self.embeddings) = (config, weights, embeddings)
         self.threads = threads
         self.precision = precision
-        // The engine splits work across its own threads; OpenBLAS's threading would fight it.
-        openblas_set_num_threads(1)
+        useSingleThreadedBLAS()
         loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     }
 
@@ -85,55 +83,31 @@ public final class BertModel: @unchecked Sendable {
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
         let (ids, types, sequences) = try pack(batch, typeIds: typeIds)
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * config.hiddenSize)
-        forward(ids: ids, typeIds: types, sequences: sequences, hidden: hidden, profile: profile)
+        forward(ids: ids, typeIds: types, hidden: hidden, context(for: sequences, profile: profile))
         return EncoderOutput(owning: hidden, sequences: sequences, hiddenSize: config.hiddenSize)
     }
 
-    /// The whole encoder, top to bottom. `hidden` receives [T × H] for the packed tokens.
-    func forward(ids: [Int32], typeIds: [Int32], sequences: PackedSequences, hidden x: UnsafeMutablePointer<Float>,
-                 profile: StageProfile? = nil) {
-        let scratch = Workspace(config: config, sequences: sequences, threads: threads,
-                                quantizeActivations: precision.quantizesActivations)
-        defer { scratch.release() }
+    /// Threads, scratch and profile for one forward pass over `sequences`.
+    func context(for sequences: PackedSequences, profile: StageProfile? = nil) -> ForwardContext {
+        ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
+                       profile: profile, hidden: config.hiddenSize,
+                       wideColumns: max(3 * config.hiddenSize, config.intermediateSize))
+    }
+
+    /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
+    func forward(ids: [Int32], typeIds: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
         // 1. Embeddings: word + position + token type, LayerNorm.
-        profile.measure(.embeddings) { embeddings.forward(ids: ids, typeIds: typeIds, sequences: sequences, into: x) }
+        context.measure(.embeddings) { embeddings(ids: ids, typeIds: typeIds, into: x, context) }
         for layer in layers {
-            // 2. Self-attention, output projection, residual and LayerNorm.
-            attentionBlock(layer.attention, x, sequences: sequences, scratch: scratch, profile: profile)
-            // 3. Feed-forward (dense, GELU, dense), residual and LayerNorm.
-            feedForwardBlock(layer, x, rows: sequences.tokenCount, scratch: scratch, profile: profile)
+            // 2. Self-attention: Q, K, V in one fused Linear, softmax(QKᵀ/√d)·V per sequence and head.
+            layer.attention.selfAttention(x, into: context.attended, context)
+            // 3. Attention output projection, residual, LayerNorm.
+            layer.attention.output(context.attended, residual: x, context)
+            // 4. Feed-forward in: dense, then exact GELU.
+            layer.intermediate(x, into: context.wide, context)
+            // 5. Feed-forward out: dense, residual, LayerNorm.
+            layer.output(context.wide, residual: x, context)
         }
-    }
-
-    /// x = LayerNorm(x + Wo·Attention(x) + bo), in place.
-    func attentionBlock(_ attention: BertAttention, _ x: UnsafeMutablePointer<Float>, sequences: PackedSequences,
-                        scratch: Workspace, profile: StageProfile? = nil) {
-        let rows = sequences.tokenCount
-        profile.measure(.qkv) { attention.selfAttention.qkv(x, rows: rows, into: scratch.wide, threads: threads, quantized: scratch.quantized) }
-        profile.measure(.attention) {
-            attention.selfAttention.forward(qkv: scratch.wide, sequences: sequences, context: scratch.context,
-                                            scores: scratch.scores, threads: threads)
-        }
-        profile.measure(.attentionOutput) {
-            attention.output(scratch.context, rows: rows, into: scratch.projected, threads: threads, quantized: scratch.quantized)
-        }
-        profile.measure(.layerNorm) { attention.layerNorm(x, residual: scratch.projected, rows: rows) }
-    }
-
-    /// x = LayerNorm(x + W2·GELU(W1·x + b1) + b2), in place.
-    func feedForwardBlock(_ layer: BertLayer, _ x: UnsafeMutablePointer<Float>, rows: Int, scratch: Workspace,
-                          profile: StageProfile? = nil) {
-        let ffn = layer.intermediate.outFeatures
-        profile.measure(.feedForwardIn) {
-            layer.intermediate(x, rows: rows, into: scratch.wide, threads: threads, quantized: scratch.quantized) { y, cols in
-                // GELU on this thread's columns while they are still in cache.
-                for r in 0..<rows { gelu(y + r * ffn + cols.lowerBound, count: cols.count) }
-            }
-        }
-        profile.measure(.feedForwardOut) {
-            layer.output(scratch.wide, rows: rows, into: scratch.projected, threads: threads, quantized: scratch.quantized)
-        }
-        profile.measure(.layerNorm) { layer.layerNorm(x, residual: scratch.projected, rows: rows) }
     }
 
     /// Flattens a batch into one token matrix, checking every id against the model's tables.
@@ -180,7 +154,7 @@ public final class BertModel: @unchecked Sendable {
         var logits = [Float](repeating: 0, count: positions.count * config.vocabSize)
         gathered.withUnsafeBufferPointer { x in
             logits.withUnsafeMutableBufferPointer { out in
-                head.logits(x.baseAddress!, rows: positions.count, into: out.baseAddress!, threads: threads)
+                head(x.baseAddress!, m: positions.count, into: out.baseAddress!, threads: threads)
             }
         }
         return (0..<positions.count).map { Array(logits[$0 * config.vocabSize..<($0 + 1) * config.vocabSize]) }
@@ -238,29 +212,5 @@ public final class EncoderOutput: @unchecked Sendable {
 
     func withRow<R>(sequence: Int, position: Int, _ body: (UnsafePointer<Float>) -> R) -> R {
         body(storage + (starts[sequence] + position) * hiddenSize)
-    }
-}
-
-/// Scratch buffers for one forward pass, sized for its tokens.
-final class Workspace {
-    let wide: UnsafeMutablePointer<Float>       // [T × max(3H, FFN)]: fused QKV, then the FFN activations
-    let context: UnsafeMutablePointer<Float>    // [T × H]: attention output before projection
-    let projected: UnsafeMutablePointer<Float>  // [T × H]: output of a projection, before the residual
-    let scores: [UnsafeMutablePointer<Float>]   // per worker [L × L] attention probabilities
-    let quantized: Int8Workspace?               // INT8 activations of the current Linear layer
-
-    init(config: BertConfig, sequences: PackedSequences, threads: Int, quantizeActivations: Bool = false) {
-        let t = sequences.tokenCount, h = config.hiddenSize
-        let longest = sequences.lengths.max() ?? 0
-        wide = .allocate(capacity: t * max(3 * h, config.intermediateSize))
-        context = .allocate(capacity: t * h)
-        projected = .allocate(capacity: t * h)
-        scores = (0..<threads).map { _ in .allocate(capacity: longest * longest) }
-        quantized = quantizeActivations ? Int8Workspace(rows: t, cols: max(h, config.intermediateSize)) : nil
-    }
-
-    func release() {
-        wide.deallocate(); context.deallocate(); projected.deallocate()
-        scores.forEach { $0.deallocate() }
     }
 }

@@ -5,7 +5,7 @@ import Dispatch
 public final class StageProfile: @unchecked Sendable {
     public enum Stage: String, CaseIterable, Sendable {
         case embeddings, qkv, attention, attentionOutput = "attention output", feedForwardIn = "feed-forward in + GELU"
-        case feedForwardOut = "feed-forward out", layerNorm = "residual + LayerNorm", head = "masked-LM head"
+        case feedForwardOut = "feed-forward out", layerNorm = "residual + LayerNorm"
     }
     public private(set) var seconds: [Stage: Double] = [:]
     public init() {}
@@ -14,14 +14,5 @@ public final class StageProfile: @unchecked Sendable {
         let start = DispatchTime.now().uptimeNanoseconds
         defer { seconds[stage, default: 0] += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
         return try body()
-    }
-}
-
-extension Optional where Wrapped == StageProfile {
-    /// Runs body, timing it only when a profile is attached.
-    @inline(__always)
-    func measure<R>(_ stage: StageProfile.Stage, _ body: () throws -> R) rethrows -> R {
-        guard let profile = self else { return try body() }
-        return try profile.measure(stage, body)
     }
 }

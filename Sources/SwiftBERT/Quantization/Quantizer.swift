@@ -5,7 +5,7 @@ import Foundation
 /// output channel (per row for the table), packed for the kernel; biases, LayerNorm parameters
 /// and the small position/token-type tables stay float32.
 public enum Quantizer {
-    public static let fileName = "model.int8.safetensors"
+    public static let fileName = WeightFiles.int8
 
     public struct Report: Sendable {
         public let quantizedTensors: Int
@@ -13,34 +13,21 @@ public enum Quantizer {
         public let int8Bytes: Int
     }
 
-    /// Names (without `.weight`) of the matrices that become INT8.
-    static func quantizedMatrices(_ config: BertConfig) -> [(name: String, rows: Int, cols: Int)] {
-        let h = config.hiddenSize, ffn = config.intermediateSize
-        var out = [("embeddings.word_embeddings", config.vocabSize, h)]
-        for l in 0..<config.numHiddenLayers {
-            let p = "encoder.layer.\(l)."
-            out += [(p + "attention.self.qkv", 3 * h, h), (p + "attention.output.dense", h, h),
-                    (p + "intermediate.dense", ffn, h), (p + "output.dense", h, ffn)]
-        }
-        if config.hasMaskedLMHead { out.append(("cls.predictions.transform.dense", h, h)) }
-        if config.hasUntiedDecoder { out.append(("cls.predictions.decoder", config.vocabSize, h)) }
-        return out
-    }
-
     @discardableResult
     public static func quantize(folder: URL) throws -> Report {
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-        let source = try SafeTensorsFile(path: folder.appendingPathComponent("model.safetensors").path)
-        let matrices = quantizedMatrices(config)
+        let source = try SafeTensorsFile(path: folder.appendingPathComponent(WeightFiles.fp32).path)
+        let matrices = TensorNames.int8Matrices(config)
         let quantized = Set(matrices.map { $0.name + ".weight" })
         var entries: [SafeTensorsWriter.Entry] = []
-        for (name, rows, cols) in matrices {
-            let weights = try source.floats(name + ".weight", shape: [rows, cols])
-            let (int8, scales) = PackedInt8Matrix.quantize(weights: weights.baseAddress!, rows: rows, cols: cols)
-            let packed = int8.withUnsafeBufferPointer { PackedInt8Matrix.packedLayout(int8: $0.baseAddress!, rows: rows, cols: cols) }
-            entries.append(.init(name: name + ".weight_packed", dtype: .i8, shape: [packed.count],
+        for matrix in matrices {
+            let (n, k) = (matrix.rows, matrix.cols)
+            let weights = try source.floats(matrix.name + ".weight", shape: [n, k])
+            let (int8, scales) = PackedInt8Matrix.quantize(weights: weights.baseAddress!, n: n, k: k)
+            let packed = int8.withUnsafeBufferPointer { PackedInt8Matrix.packedLayout(int8: $0.baseAddress!, n: n, k: k) }
+            entries.append(.init(name: matrix.name + ".weight_packed", dtype: .i8, shape: [packed.count],
                                  data: packed.withUnsafeBytes { Data($0) }))
-            entries.append(.init(name: name + ".weight_scale", shape: [rows], floats: scales))
+            entries.append(.init(name: matrix.name + ".weight_scale", shape: [n], floats: scales))
         }
         for (name, info) in source.tensors where !quantized.contains(name) {
             entries.append(.init(name: name, dtype: info.dtype, shape: info.shape,
@@ -48,20 +35,9 @@ public enum Quantizer {
         }
         let destination = folder.appendingPathComponent(fileName)
         try SafeTensorsWriter.write(entries, metadata: ["format": "swiftbert-int8", "format_version": Converter.formatVersion,
-                                                        "layout": "panels of \(Int8PanelLayout.panelWidth) channels x \(Int8PanelLayout.kGroup) k"],
+                                                        "layout": "panels of \(panelWidth) channels x \(Int8PanelLayout.kGroup) k"],
                                     to: destination.path)
         let size = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int) ?? 0
         return Report(quantizedTensors: matrices.count, fp32Bytes: source.fileSize, int8Bytes: size)
-    }
-}
-
-extension PackedInt8Matrix {
-    /// Row n of the matrix, dequantised: an embedding lookup straight from the packed layout.
-    func dequantizeRow(_ n: Int, into out: UnsafeMutablePointer<Float>) {
-        let base = packed.baseAddress!.assumingMemoryBound(to: Int8.self)
-        let scale = scales[n]
-        for k in 0..<cols {
-            out[k] = Float(base[Int8PanelLayout.offset(row: n, col: k, cols: cols)]) * scale
-        }
     }
 }

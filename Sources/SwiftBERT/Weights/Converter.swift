@@ -19,7 +19,7 @@ public enum Converter {
             throw BertError.fileNotFound(path: source.path, hint: "Give the folder of a Hugging Face BERT checkpoint.")
         }
         let config = try readConfig(source)
-        let weightsURL = source.appendingPathComponent("model.safetensors")
+        let weightsURL = source.appendingPathComponent("model.safetensors")  // Hugging Face's name
         guard fm.fileExists(atPath: weightsURL.path) else {
             let hasBin = fm.fileExists(atPath: source.appendingPathComponent("pytorch_model.bin").path)
             throw BertError.notABertCheckpoint(path: source.path, reason: hasBin
@@ -48,68 +48,55 @@ public enum Converter {
             return try file.floatArray(original)
         }
 
-        let h = config.hiddenSize, ffn = config.intermediateSize
+        var finalConfig = config
+        finalConfig.hasMaskedLMHead = names[TensorNames.join(TensorNames.maskedLMTransform, TensorNames.dense, "weight")] != nil
         var out: [SafeTensorsWriter.Entry] = []
         var used: Set<String> = []
-        func copy(_ name: String, _ shape: [Int]) throws {
-            out.append(.init(name: name, shape: shape, floats: try tensor(name, shape)))
-            used.insert(name)
+        func copy(_ name: String, _ shape: [Int], from original: String? = nil) throws {
+            out.append(.init(name: name, shape: shape, floats: try tensor(original ?? name, shape)))
+            used.insert(original ?? name)
         }
-
-        try copy("embeddings.word_embeddings.weight", [config.vocabSize, h])
-        try copy("embeddings.position_embeddings.weight", [config.maxPositionEmbeddings, h])
-        try copy("embeddings.token_type_embeddings.weight", [config.typeVocabSize, h])
-        try copy("embeddings.LayerNorm.weight", [h])
-        try copy("embeddings.LayerNorm.bias", [h])
-        for l in 0..<config.numHiddenLayers {
-            let p = "encoder.layer.\(l)."
-            // One GEMM for Q, K and V: rows [0,h) are Q, [h,2h) K, [2h,3h) V.
-            var qkvWeight: [Float] = [], qkvBias: [Float] = []
-            for part in ["query", "key", "value"] {
-                qkvWeight += try tensor(p + "attention.self.\(part).weight", [h, h])
-                qkvBias += try tensor(p + "attention.self.\(part).bias", [h])
-                used.insert(p + "attention.self.\(part).weight"); used.insert(p + "attention.self.\(part).bias")
-            }
-            out.append(.init(name: p + "attention.self.qkv.weight", shape: [3 * h, h], floats: qkvWeight))
-            out.append(.init(name: p + "attention.self.qkv.bias", shape: [3 * h], floats: qkvBias))
-            try copy(p + "attention.output.dense.weight", [h, h])
-            try copy(p + "attention.output.dense.bias", [h])
-            try copy(p + "attention.output.LayerNorm.weight", [h])
-            try copy(p + "attention.output.LayerNorm.bias", [h])
-            try copy(p + "intermediate.dense.weight", [ffn, h])
-            try copy(p + "intermediate.dense.bias", [ffn])
-            try copy(p + "output.dense.weight", [h, ffn])
-            try copy(p + "output.dense.bias", [h])
-            try copy(p + "output.LayerNorm.weight", [h])
-            try copy(p + "output.LayerNorm.bias", [h])
+        // A decoder equal to the word embeddings is tied: stored once, as the embeddings.
+        let decoderName = TensorNames.join(TensorNames.maskedLMDecoder, "weight")
+        if finalConfig.hasMaskedLMHead, names[decoderName] != nil {
+            let shape = [config.vocabSize, config.hiddenSize]
+            used.insert(decoderName)
+            finalConfig.hasUntiedDecoder = try tensor(decoderName, shape) != tensor(TensorNames.join(TensorNames.wordEmbeddings, "weight"), shape)
         }
-
-        var finalConfig = config
-        if names["cls.predictions.transform.dense.weight"] != nil {
-            finalConfig.hasMaskedLMHead = true
-            try copy("cls.predictions.transform.dense.weight", [h, h])
-            try copy("cls.predictions.transform.dense.bias", [h])
-            try copy("cls.predictions.transform.LayerNorm.weight", [h])
-            try copy("cls.predictions.transform.LayerNorm.bias", [h])
-            // The output bias is saved as cls.predictions.bias, or (older checkpoints) as decoder.bias.
-            let biasName = names["cls.predictions.bias"] != nil ? "cls.predictions.bias" : "cls.predictions.decoder.bias"
-            out.append(.init(name: "cls.predictions.bias", shape: [config.vocabSize], floats: try tensor(biasName, [config.vocabSize])))
-            used.insert(biasName)
-            // A decoder equal to the word embeddings is tied: store it once.
-            if names["cls.predictions.decoder.weight"] != nil {
-                let decoder = try tensor("cls.predictions.decoder.weight", [config.vocabSize, h])
-                used.insert("cls.predictions.decoder.weight")
-                if decoder != out[0].data.withUnsafeBytes({ Array($0.bindMemory(to: Float.self)) }) {
-                    finalConfig.hasUntiedDecoder = true
-                    out.append(.init(name: "cls.predictions.decoder.weight", shape: [config.vocabSize, h], floats: decoder))
+        for module in TensorNames.modules(finalConfig) {
+            switch module.kind {
+            case .table:
+                try copy(module.name + ".weight", [module.rows, module.cols])
+            case .layerNorm:
+                try copy(module.name + ".weight", [module.cols])
+                try copy(module.name + ".bias", [module.cols])
+            case .linear where module.name.hasSuffix("." + TensorNames.qkv):
+                // One GEMM for Q, K and V: the three projections stacked by output channel.
+                let prefix = String(module.name.dropLast(TensorNames.qkv.count))
+                let h = module.cols
+                var weight: [Float] = [], bias: [Float] = []
+                for part in [TensorNames.query, TensorNames.key, TensorNames.value] {
+                    weight += try tensor(prefix + part + ".weight", [h, h])
+                    bias += try tensor(prefix + part + ".bias", [h])
+                    used.formUnion([prefix + part + ".weight", prefix + part + ".bias"])
                 }
+                out.append(.init(name: module.name + ".weight", shape: [module.rows, h], floats: weight))
+                out.append(.init(name: module.name + ".bias", shape: [module.rows], floats: bias))
+            case .linear:
+                try copy(module.name + ".weight", [module.rows, module.cols])
+                try copy(module.name + ".bias", [module.rows])
             }
+        }
+        if finalConfig.hasMaskedLMHead {
+            // The output bias is saved as cls.predictions.bias, or (older checkpoints) as decoder.bias.
+            let legacy = TensorNames.join(TensorNames.maskedLMDecoder, "bias")
+            try copy(TensorNames.maskedLMBias, [config.vocabSize], from: names[TensorNames.maskedLMBias] != nil ? nil : legacy)
         }
 
         let dropped = names.keys.filter { !used.contains($0) }.sorted().map { names[$0]! }
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
         try SafeTensorsWriter.write(out, metadata: ["format": "swiftbert", "format_version": formatVersion],
-                                    to: destination.appendingPathComponent("model.safetensors").path)
+                                    to: destination.appendingPathComponent(WeightFiles.fp32).path)
         try readSentenceTransformersSettings(source, into: &finalConfig)
         try finalConfig.validate(path: source.appendingPathComponent("config.json").path)
         try finalConfig.write(to: destination.appendingPathComponent("config.json"))

@@ -1,35 +1,6 @@
-import COpenBLAS
-
 // The elementwise kernels of the forward pass. Each is a plain loop over raw pointers
 // that LLVM vectorises for the host ISA; libm's scalar erf/exp would not vectorise and
 // would cost milliseconds per pass.
-
-/// C[m×n] = A[m×k] · B[n×k]ᵀ (+ C if accumulate): the shape of every Linear layer and of QKᵀ.
-/// Leading dimensions let callers address one head inside a fused QKV buffer.
-@inline(__always)
-func matmulTransposedB(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, ldb: Int,
-                       _ c: UnsafeMutablePointer<Float>, ldc: Int, m: Int, n: Int, k: Int,
-                       alpha: Float = 1, accumulate: Bool = false) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(n), Int32(k),
-                alpha, a, Int32(lda), b, Int32(ldb), accumulate ? 1 : 0, c, Int32(ldc))
-}
-
-/// C[m×n] = A[m×k] · B[k×n]: attention probabilities times V.
-@inline(__always)
-func matmul(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, ldb: Int,
-            _ c: UnsafeMutablePointer<Float>, ldc: Int, m: Int, n: Int, k: Int) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k),
-                1, a, Int32(lda), b, Int32(ldb), 0, c, Int32(ldc))
-}
-
-/// y[r, :] += bias for every row.
-@inline(__always)
-func addBias(_ y: UnsafeMutablePointer<Float>, rows: Int, cols: Int, bias: UnsafePointer<Float>) {
-    for r in 0..<rows {
-        let row = y + r * cols
-        for c in 0..<cols { row[c] += bias[c] }
-    }
-}
 
 /// x = LayerNorm(x + residual) row by row, with the two-pass mean/variance PyTorch uses.
 func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, rows: Int, cols: Int,

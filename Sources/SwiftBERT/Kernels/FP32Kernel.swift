@@ -1,0 +1,124 @@
+import Foundation
+
+// FP32 y = x·Wᵀ + b for the encoder's Linear layers, with W repacked once at load.
+//
+// Why not OpenBLAS here: at BERT's row counts (16 to a few hundred tokens) its sgemm packs
+// the weights again on every call, and its speed depends on the kernels it picks for the
+// machine (the `OPENBLAS_CORETYPE=Haswell` these machines set gives 63-75 GFLOP/s at M=16).
+// Weights never change, so they are packed once into the layout the micro-kernel reads
+// front to back (MicroKernel.swift): a tile of up to 6 rows × 64 output channels held in 24
+// zmm accumulators over the whole k, one fused multiply-add per 16 products. Summation runs
+// over k in order, as a dot product does.
+
+/// What runs the FP32 Linear layers in this build (for benchmark reports).
+#if SWIFTBERT_NATIVE_ISA
+public let fp32LinearKernel = "packed FMA kernel"
+#else
+public let fp32LinearKernel = "OpenBLAS sgemm (portable build)"
+#endif
+
+/// A float32 weight matrix W [n × k] (PyTorch's [out, in]) in panels of 64 output channels;
+/// inside a panel, k-major: the 64 channels' weights for k = 0, then k = 1, ... Channels past
+/// n are zero.
+///
+///     float offset of W[c, i] = (c / 64) · k · 64 + i · 64 + c % 64
+final class PackedFloatMatrix: @unchecked Sendable {
+    /// Output channels.
+    let n: Int
+    /// Input features.
+    let k: Int
+    let storage: UnsafeMutablePointer<Float>
+    var panelStride: Int { k * panelWidth }
+
+    /// Packs w [n × k], one panel per task of `threads`.
+    init(_ w: UnsafePointer<Float>, n: Int, k: Int, threads: Int = 1) {
+        (self.n, self.k) = (n, k)
+        let width = panelWidth
+        let panels = (n + width - 1) / width
+        byteCount = max(1, panels * k * width * 4)
+        // Anonymous memory with huge pages where the kernel allows them: a bert-base model is
+        // 100,000 pages of 4 KiB, and faulting them in one by one cost more than the packing.
+        let map = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        precondition(map != MAP_FAILED && map != nil, "out of memory packing a \(n) × \(k) weight matrix")
+        madvise(map, byteCount, Int32(MADV_HUGEPAGE))
+        storage = map!.bindMemory(to: Float.self, capacity: byteCount / 4)
+        let storage = storage
+        parallelFor(panels, threads: threads) { panel, _ in
+            let out = storage + panel * k * width
+            let channels = min(width, n - panel * width)  // the rest stays zero (fresh pages)
+            // 16 k at a time: 64 B read from each row, a 4 KiB block written, both cached.
+            for i0 in stride(from: 0, to: k, by: 16) {
+                let iEnd = min(i0 + 16, k)
+                for j in 0..<channels {
+                    let source = w + (panel * width + j) * k
+                    for i in i0..<iEnd { out[i * width + j] = source[i] }
+                }
+            }
+        }
+    }
+
+    private let byteCount: Int
+
+    deinit { munmap(storage, byteCount) }
+
+    /// Row c (an embedding lookup) read back from the panels.
+    func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
+        let panel = storage + (c / panelWidth) * panelStride + c % panelWidth
+        for i in 0..<k { out[i] = panel[i * panelWidth] }
+    }
+
+    /// y[:, columns] = x[m × k] · Wᵀ[:, columns] + bias[columns], y [m × n] row-major.
+    /// Disjoint column ranges may run on different threads.
+    func multiply(_ x: UnsafePointer<Float>, m: Int, bias: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
+                  columns: Range<Int>) {
+        let (n, k) = (self.n, self.k)
+        panelGEMM(m: m, columns: columns, panelBytes: panelStride * 4,
+                  kernel: { row, panel in FP32Kernel(x: x + row * k, ldx: k, panel: storage + panel * panelStride, k: k) },
+                  epilogue: { row, first, inPanel in
+                      TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)
+                  })
+    }
+}
+
+extension TileRow where Scalar == Float {
+    /// self += a · w lane-wise. `addProduct` is one vfmadd per vector; `+` and `*` on
+    /// SIMD16<Float> are lane loops that LLVM re-vectorised only partly (20× slower). Without
+    /// FMA in the target (portable builds) this becomes libm fmaf calls: correct, but slow.
+    @inline(__always)
+    mutating func accumulate(_ a: Float, _ w: FloatTileRow) {
+        let broadcast = SIMD16<Float>(repeating: a)
+        v0.addProduct(broadcast, w.v0)
+        v1.addProduct(broadcast, w.v1)
+        v2.addProduct(broadcast, w.v2)
+        v3.addProduct(broadcast, w.v3)
+    }
+
+    /// self += a · w for 64 floats at w: the loads fold into the multiply-adds.
+    @inline(__always)
+    mutating func accumulate(_ a: Float, loading w: UnsafePointer<Float>) {
+        let broadcast = SIMD16<Float>(repeating: a)
+        let raw = UnsafeRawPointer(w)
+        v0.addProduct(broadcast, raw.load(fromByteOffset: 0, as: SIMD16<Float>.self))
+        v1.addProduct(broadcast, raw.load(fromByteOffset: 64, as: SIMD16<Float>.self))
+        v2.addProduct(broadcast, raw.load(fromByteOffset: 128, as: SIMD16<Float>.self))
+        v3.addProduct(broadcast, raw.load(fromByteOffset: 192, as: SIMD16<Float>.self))
+    }
+}
+
+/// FP32: one k of the panel per load, one FMA per 16 products.
+private struct FP32Kernel: PanelKernel {
+    static var tileRows: Int { 6 }
+    static var subSteps: Int { 1 }
+    let x: UnsafePointer<Float>
+    let ldx: Int
+    let panel: UnsafePointer<Float>
+    let k: Int
+    var fullLoads: Int { k }
+    var tailSubSteps: Int { 0 }
+
+    @inline(__always) func load(_ index: Int) -> UnsafePointer<Float> { panel + index * panelWidth }
+    @inline(__always) func operand(_ load: UnsafePointer<Float>, subStep: Int) -> UnsafePointer<Float> { load }
+    @inline(__always) func accumulate(_ acc: inout FloatTileRow, row: Int, load: Int, subStep: Int, _ w: UnsafePointer<Float>) {
+        acc.accumulate(x[row * ldx + load], loading: w)
+    }
+}

@@ -1,0 +1,175 @@
+// The micro-kernel framework every precision of the Linear layers plugs into.
+//
+// y[m × n] = x[m × k] · Wᵀ + bias, with W [n × k] (PyTorch's [out, in]) stored once in panels
+// of 64 output channels, laid out so that a panel is read front to back. The output is cut
+// into tiles of up to 6 rows × one panel; a tile keeps its 64 channels per row in registers
+// over the whole k, and an epilogue then scales, adds the bias and stores.
+//
+// What a precision brings is only its inner product (`PanelKernel`): what one load of the
+// panel holds, how it multiplies a row of x, and the accumulator it adds into. The tile loop,
+// the row-count dispatch and the epilogue are written once, here.
+
+/// Output channels per panel: four 16-lane vectors.
+let panelWidth = 64
+
+/// A tile's row count as a type, so that each count gets its own specialised copy of a
+/// kernel: rows a tile does not have then cost nothing (a `rows` argument to an inlined
+/// function was instead merged back into one loop full of branches).
+protocol TileRowCount { static var rows: Int { get } }
+enum TileRows1: TileRowCount { static var rows: Int { 1 } }
+enum TileRows2: TileRowCount { static var rows: Int { 2 } }
+enum TileRows3: TileRowCount { static var rows: Int { 3 } }
+enum TileRows4: TileRowCount { static var rows: Int { 4 } }
+enum TileRows5: TileRowCount { static var rows: Int { 5 } }
+enum TileRows6: TileRowCount { static var rows: Int { 6 } }
+
+/// One row of a tile's accumulators: 64 lanes (four 16-lane vectors) of Float or Int32.
+protocol TileAccumulator { init() }
+
+/// 64 lanes as four 16-lane vectors: a row of a tile's accumulators, or one step of a panel.
+struct TileRow<Scalar: SIMDScalar>: TileAccumulator {
+    var v0 = SIMD16<Scalar>(), v1 = SIMD16<Scalar>(), v2 = SIMD16<Scalar>(), v3 = SIMD16<Scalar>()
+
+    init() {}
+
+    @inline(__always)
+    init(_ v0: SIMD16<Scalar>, _ v1: SIMD16<Scalar>, _ v2: SIMD16<Scalar>, _ v3: SIMD16<Scalar>) {
+        (self.v0, self.v1, self.v2, self.v3) = (v0, v1, v2, v3)
+    }
+}
+typealias FloatTileRow = TileRow<Float>
+typealias Int32TileRow = TileRow<Int32>
+
+/// The inner product of one precision, for one tile: rows of its input (x, or x quantised)
+/// against one packed panel of weights. Values are made per tile and hold plain pointers.
+protocol PanelKernel {
+    associatedtype Accumulator: TileAccumulator
+    /// What one load from the panel gives, shared by every row of the tile.
+    associatedtype Load
+    /// The weights of one sub-step of a load, in the form `accumulate` multiplies.
+    associatedtype Operand
+    /// The most rows a tile can have: accumulators, weights and a broadcast fill the 32 registers.
+    static var tileRows: Int { get }
+    /// Sub-steps per load: 4 when a load holds 4 k per channel that are fed one at a time.
+    static var subSteps: Int { get }
+    /// Full loads over the whole k, then the sub-steps of a last, partial load (0: none).
+    var fullLoads: Int { get }
+    var tailSubSteps: Int { get }
+    func load(_ index: Int) -> Load
+    func operand(_ load: Load, subStep: Int) -> Operand
+    /// acc += (row `row` of the input at this load and sub-step) · w, lane by lane.
+    func accumulate(_ acc: inout Accumulator, row: Int, load: Int, subStep: Int, _ w: Operand)
+}
+
+/// How a tile's accumulators become output floats, for the columns of a panel that are
+/// written. All pointers are at the panel's first channel.
+struct TileEpilogue {
+    enum Scale {
+        /// y = acc + bias (float accumulators: FP32).
+        case none
+        /// y = acc · channel[j] + bias (float accumulators, INT8 weights).
+        case perChannel(UnsafePointer<Float>)
+        /// y = Float(acc − offset[j]) · (token[row] · channel[j]) + bias (Int32 accumulators: INT8
+        /// weights and activations; the offset removes the +128 shift of the activations exactly).
+        case perTokenAndChannel(token: UnsafePointer<Float>, channel: UnsafePointer<Float>, offset: UnsafePointer<Int32>)
+    }
+
+    let y: UnsafeMutablePointer<Float>
+    let ldy: Int
+    let scale: Scale
+    let bias: UnsafePointer<Float>?
+    /// Columns written, relative to the panel's first channel (a partial panel writes fewer).
+    let columns: Range<Int>
+
+    @inline(__always)
+    func store<A: TileAccumulator>(_ acc: A, row: Int) {
+        // From a stack copy, so one plain loop (which LLVM vectorises) converts, scales, adds
+        // the bias and handles a partial panel.
+        withUnsafeBytes(of: acc) { lanes in
+            let out = y + row * ldy
+            @inline(__always) func float(_ j: Int) -> Float { lanes.load(fromByteOffset: j * 4, as: Float.self) }
+            @inline(__always) func int(_ j: Int) -> Int32 { lanes.load(fromByteOffset: j * 4, as: Int32.self) }
+            @inline(__always) func write(_ value: (Int) -> Float) {
+                if let bias {
+                    for j in columns { out[j] = value(j) + bias[j] }
+                } else {
+                    for j in columns { out[j] = value(j) }
+                }
+            }
+            switch scale {
+            case .none: write { float($0) }
+            case .perChannel(let channel): write { float($0) * channel[$0] }
+            case let .perTokenAndChannel(token, channel, offset):
+                let rowScale = token[row]
+                write { Float(int($0) &- offset[$0]) * (rowScale * channel[$0]) }
+            }
+        }
+    }
+}
+
+/// One tile: `Rows.rows` rows of the kernel's input times one panel, then the epilogue.
+@inline(never)
+private func panelTile<K: PanelKernel, Rows: TileRowCount>(_ kernel: K, _: Rows.Type, _ epilogue: TileEpilogue) {
+    let rows = Rows.rows
+    var acc0 = K.Accumulator(), acc1 = K.Accumulator(), acc2 = K.Accumulator()
+    var acc3 = K.Accumulator(), acc4 = K.Accumulator(), acc5 = K.Accumulator()
+    @inline(__always) func run(_ index: Int, subSteps: Int) {
+        let loaded = kernel.load(index)
+        for subStep in 0..<subSteps {
+            let w = kernel.operand(loaded, subStep: subStep)
+            kernel.accumulate(&acc0, row: 0, load: index, subStep: subStep, w)
+            if rows > 1 { kernel.accumulate(&acc1, row: 1, load: index, subStep: subStep, w) }
+            if rows > 2 { kernel.accumulate(&acc2, row: 2, load: index, subStep: subStep, w) }
+            if rows > 3 { kernel.accumulate(&acc3, row: 3, load: index, subStep: subStep, w) }
+            if rows > 4 { kernel.accumulate(&acc4, row: 4, load: index, subStep: subStep, w) }
+            if rows > 5 { kernel.accumulate(&acc5, row: 5, load: index, subStep: subStep, w) }
+        }
+    }
+    for index in 0..<kernel.fullLoads { run(index, subSteps: K.subSteps) }
+    if kernel.tailSubSteps > 0 { run(kernel.fullLoads, subSteps: kernel.tailSubSteps) }
+    epilogue.store(acc0, row: 0)
+    if rows > 1 { epilogue.store(acc1, row: 1) }
+    if rows > 2 { epilogue.store(acc2, row: 2) }
+    if rows > 3 { epilogue.store(acc3, row: 3) }
+    if rows > 4 { epilogue.store(acc4, row: 4) }
+    if rows > 5 { epilogue.store(acc5, row: 5) }
+}
+
+/// Runs the tile specialised for `rows` (1...K.tileRows).
+@inline(__always)
+private func panelTile<K: PanelKernel>(_ kernel: K, rows: Int, _ epilogue: TileEpilogue) {
+    switch rows {
+    case 6: panelTile(kernel, TileRows6.self, epilogue)
+    case 5: panelTile(kernel, TileRows5.self, epilogue)
+    case 4: panelTile(kernel, TileRows4.self, epilogue)
+    case 3: panelTile(kernel, TileRows3.self, epilogue)
+    case 2: panelTile(kernel, TileRows2.self, epilogue)
+    default: panelTile(kernel, TileRows1.self, epilogue)
+    }
+}
+
+/// Covers y[0..<m, columns] tile by tile. Order: blocks of panels of about 512 KiB of packed
+/// weights (half a Zen L2) outermost, so a block stays cached while every row tile runs across
+/// it; then row tiles of up to `K.tileRows`; then the block's panels. `kernel` makes the
+/// kernel for a tile (its first row and its panel); `epilogue` says where and how it stores
+/// (its first row, the panel's first channel, the columns of the panel to write).
+@inline(__always)
+func panelGEMM<K: PanelKernel>(m: Int, columns: Range<Int>, panelBytes: Int,
+                               kernel: (_ row: Int, _ panel: Int) -> K,
+                               epilogue: (_ row: Int, _ firstChannel: Int, _ inPanel: Range<Int>) -> TileEpilogue) {
+    guard m > 0, !columns.isEmpty else { return }
+    let panels = (columns.lowerBound / panelWidth)..<((columns.upperBound + panelWidth - 1) / panelWidth)
+    let perBlock = max(1, (512 * 1024) / panelBytes)
+    for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
+        var row = 0
+        while row < m {
+            let rows = min(K.tileRows, m - row)
+            for panel in blockStart..<min(blockStart + perBlock, panels.upperBound) {
+                let first = panel * panelWidth
+                let inPanel = (max(columns.lowerBound, first) - first)..<(min(columns.upperBound, first + panelWidth) - first)
+                panelTile(kernel(row, panel), rows: rows, epilogue(row, first, inPanel))
+            }
+            row += rows
+        }
+    }
+}

@@ -1,0 +1,72 @@
+/// BertSelfAttention: multi-head scaled dot-product attention, with Q, K and V computed by one
+/// fused Linear (the converter stacks Hugging Face's query, key and value).
+struct BertSelfAttention {
+    let qkv: Linear
+    let heads: Int
+    let headDim: Int
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig) throws {
+        qkv = try Linear(file, TensorNames.join(name, TensorNames.qkv), k: config.hiddenSize, n: 3 * config.hiddenSize)
+        heads = config.numAttentionHeads
+        headDim = config.headDim
+    }
+
+    /// attended[T × H] = softmax(Q·Kᵀ/√d)·V per sequence and head, Q, K, V projected from x.
+    func callAsFunction(_ x: UnsafePointer<Float>, into attended: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let sequences = context.sequences
+        let projections = context.wide  // [T × 3H]: Q | K | V per token
+        context.measure(.qkv) { qkv(x, m: sequences.tokenCount, into: projections, context) }
+        context.measure(.attention) {
+            let h = heads * headDim, ld = 3 * h
+            let scale = 1 / Float(headDim).squareRoot()
+            parallelFor(sequences.lengths.count * heads, threads: context.threads) { task, worker in
+                let s = task / heads, head = task % heads
+                let n = sequences.lengths[s], start = sequences.starts[s]
+                let q = projections + start * ld + head * headDim
+                let k = q + h, v = q + 2 * h
+                let p = context.scores[worker]
+                matmulTransposedB(q, lda: ld, k, ldb: ld, p, ldc: n, m: n, n: n, k: headDim, alpha: scale)
+                softmaxRows(p, rows: n, cols: n, stride: n)
+                matmul(p, lda: n, v, ldb: ld, attended + start * h + head * headDim, ldc: h, m: n, n: headDim, k: n)
+            }
+        }
+    }
+}
+
+/// BertSelfOutput and BertOutput: a projection, then LayerNorm over the residual.
+struct BertProjectionOutput {
+    let dense: Linear
+    let layerNorm: LayerNorm
+    let stage: StageProfile.Stage
+
+    init(_ file: SafeTensorsFile, _ name: String, k: Int, _ config: BertConfig, stage: StageProfile.Stage) throws {
+        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: config.hiddenSize)
+        layerNorm = try LayerNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: config.hiddenSize, eps: config.layerNormEps)
+        self.stage = stage
+    }
+
+    /// x = LayerNorm(x + input·Wᵀ + b), in place.
+    func callAsFunction(_ input: UnsafePointer<Float>, residual x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let m = context.sequences.tokenCount
+        context.measure(stage) { dense(input, m: m, into: context.projected, context) }
+        context.measure(.layerNorm) { layerNorm(x, residual: context.projected, m: m) }
+    }
+}
+
+/// BertAttention: self-attention, then its output projection and LayerNorm over the residual.
+struct BertAttention {
+    let selfAttention: BertSelfAttention
+    let output: BertProjectionOutput
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig) throws {
+        selfAttention = try BertSelfAttention(file, TensorNames.join(name, TensorNames.selfAttention), config)
+        output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), k: config.hiddenSize,
+                                          config, stage: .attentionOutput)
+    }
+
+    /// x = LayerNorm(x + Wo·Attention(x) + bo), in place.
+    func callAsFunction(_ x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        selfAttention(x, into: context.attended, context)
+        output(context.attended, residual: x, context)
+    }
+}

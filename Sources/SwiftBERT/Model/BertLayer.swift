@@ -1,0 +1,34 @@
+/// BertIntermediate: the feed-forward network's first projection and its activation (exact GELU).
+struct BertIntermediate {
+    let dense: Linear
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig) throws {
+        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: config.hiddenSize, n: config.intermediateSize)
+    }
+
+    /// y[T × FFN] = GELU(x·Wᵀ + b).
+    func callAsFunction(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let (m, n) = (context.sequences.tokenCount, dense.n)
+        context.measure(.feedForwardIn) {
+            dense(x, m: m, into: y, context) { y, columns in
+                // GELU on this thread's columns while they are still in cache.
+                for r in 0..<m { gelu(y + r * n + columns.lowerBound, count: columns.count) }
+            }
+        }
+    }
+}
+
+/// BertLayer: the attention block, then the feed-forward block (intermediate, output), each
+/// post-LN with a residual. `BertModel.forward` runs its modules in order.
+struct BertLayer {
+    let attention: BertAttention
+    let intermediate: BertIntermediate
+    let output: BertProjectionOutput
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig) throws {
+        attention = try BertAttention(file, TensorNames.join(name, TensorNames.attention), config)
+        intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), config)
+        output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), k: config.intermediateSize,
+                                          config, stage: .feedForwardOut)
+    }
+}

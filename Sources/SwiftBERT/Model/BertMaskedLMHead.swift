@@ -1,0 +1,35 @@
+/// BertOnlyMLMHead: the transform (dense, GELU, LayerNorm), then the decoder (usually tied to
+/// the word embeddings) plus the output bias.
+struct BertMaskedLMHead {
+    let transform: Linear
+    let layerNorm: LayerNorm
+    /// hidden → vocabulary logits; its weight is usually the word-embedding table.
+    let decoder: Linear
+    let hidden: Int
+
+    init(_ file: SafeTensorsFile, _ config: BertConfig, wordEmbeddings: WeightMatrix) throws {
+        let h = config.hiddenSize, names = TensorNames.self
+        transform = try Linear(file, names.join(names.maskedLMTransform, names.dense), k: h, n: h)
+        layerNorm = try LayerNorm(file, names.join(names.maskedLMTransform, names.layerNorm), size: h, eps: config.layerNormEps)
+        let weight = config.hasUntiedDecoder
+            ? try WeightMatrix(file, names.maskedLMDecoder, n: config.vocabSize, k: h)
+            : wordEmbeddings
+        let bias = try file.floats(names.maskedLMBias, shape: [config.vocabSize]).baseAddress!
+        decoder = Linear(weight: weight, bias: bias, k: h, n: config.vocabSize)
+        hidden = h
+    }
+
+    /// Vocabulary logits [m × V] for hidden rows x [m × H]. The context quantises no
+    /// activations: with INT8 weights the head is weight-only, since a masked-LM's top
+    /// candidates are often a few hundredths of a logit apart, and it runs on the mask
+    /// positions only, so this costs nothing.
+    func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into logits: UnsafeMutablePointer<Float>, threads: Int) {
+        let context = ForwardContext(sequences: PackedSequences(lengths: [m]), threads: threads, quantizesActivations: false,
+                                     hidden: hidden)
+        let t = context.projected
+        transform(x, m: m, into: t, context)
+        gelu(t, count: m * hidden)
+        layerNorm(t, residual: nil, m: m)
+        decoder(t, m: m, into: logits, context)
+    }
+}

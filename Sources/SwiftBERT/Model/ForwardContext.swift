@@ -1,0 +1,59 @@
+/// Where each sequence of a batch lies in the packed token matrix. Sequences are stored back to
+/// back without padding, so no work is spent on pad tokens and padding cannot change a result.
+struct PackedSequences {
+    let lengths: [Int]
+    let starts: [Int]
+    var tokenCount: Int { (starts.last ?? 0) + (lengths.last ?? 0) }
+    var longest: Int { lengths.max() ?? 0 }
+
+    init(lengths: [Int]) {
+        self.lengths = lengths
+        var starts: [Int] = []
+        var offset = 0
+        for length in lengths { starts.append(offset); offset += length }
+        self.starts = starts
+    }
+}
+
+/// What every module's forward needs besides its input, made once per forward pass: the batch
+/// layout, the threads, the optional profile, and scratch buffers sized for the batch.
+final class ForwardContext {
+    let sequences: PackedSequences
+    let threads: Int
+    let profile: StageProfile?
+    /// INT8 activations of the current Linear layer, when the precision quantises activations
+    /// (nil: FP32, or INT8 weights with float activations).
+    let int8Activations: Int8Activations?
+    /// [T × wideColumns]: the fused QKV projections, then the feed-forward activations.
+    let wide: UnsafeMutablePointer<Float>
+    /// [T × H]: attention output before its projection.
+    let attended: UnsafeMutablePointer<Float>
+    /// [T × H]: a projection's output before the residual.
+    let projected: UnsafeMutablePointer<Float>
+    /// Per worker, [L × L] attention probabilities for the longest sequence.
+    let scores: [UnsafeMutablePointer<Float>]
+
+    /// `hidden` and `wideColumns` size the scratch (0 for a context that only runs Linear layers).
+    init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, profile: StageProfile? = nil,
+         hidden: Int = 0, wideColumns: Int = 0) {
+        (self.sequences, self.threads, self.profile) = (sequences, threads, profile)
+        let t = sequences.tokenCount
+        int8Activations = quantizesActivations ? Int8Activations(m: t, k: max(hidden, wideColumns)) : nil
+        wide = .allocate(capacity: t * wideColumns)
+        attended = .allocate(capacity: t * hidden)
+        projected = .allocate(capacity: t * hidden)
+        scores = hidden == 0 ? [] : (0..<threads).map { _ in .allocate(capacity: sequences.longest * sequences.longest) }
+    }
+
+    deinit {
+        wide.deallocate(); attended.deallocate(); projected.deallocate()
+        scores.forEach { $0.deallocate() }
+    }
+
+    /// Runs body, timing it as `stage` when a profile is attached.
+    @inline(__always)
+    func measure<R>(_ stage: StageProfile.Stage, _ body: () throws -> R) rethrows -> R {
+        guard let profile else { return try body() }
+        return try profile.measure(stage, body)
+    }
+}

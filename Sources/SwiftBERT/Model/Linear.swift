@@ -1,0 +1,184 @@
+// The two parameterised building blocks every module is made of. Each loads itself by its
+// checkpoint name; weights are pointers into the memory-mapped file, except FP32 Linear
+// weights, which are repacked once for the micro-kernel.
+
+/// A weight matrix W [n × k] in the precision its file holds: `NAME.weight` (float32, from
+/// the converter) or `NAME.weight_packed` + `NAME.weight_scale` (INT8, from the quantizer).
+enum WeightMatrix {
+    /// float32 as mapped: OpenBLAS sgemm (portable builds) and embedding tables.
+    case float32(UnsafePointer<Float>)
+    /// float32 repacked at load for the FP32 micro-kernel (the encoder's Linear layers).
+    case packedFloat32(PackedFloatMatrix)
+    case int8(PackedInt8Matrix)
+
+    init(_ file: SafeTensorsFile, _ name: String, n: Int, k: Int) throws {
+        if file.tensors[name + ".weight_packed"] != nil {
+            let packed = try file.bytes(name + ".weight_packed", dtype: .i8)
+            let scales = try file.floats(name + ".weight_scale", shape: [n])
+            self = .int8(try PackedInt8Matrix(n: n, k: k, packed: packed, scales: scales, source: "\(file.path): \(name)"))
+        } else {
+            self = .float32(try file.floats(name + ".weight", shape: [n, k]).baseAddress!)
+        }
+    }
+
+    /// Row c as k floats (an embedding lookup).
+    func row(_ c: Int, k: Int, into out: UnsafeMutablePointer<Float>) {
+        switch self {
+        case .float32(let w): out.update(from: w + c * k, count: k)
+        case .packedFloat32(let w): w.row(c, into: out)
+        case .int8(let w): w.row(c, into: out)
+        }
+    }
+
+    /// y[:, columns] = x[m × k] · W[columns]ᵀ + bias[columns], y [m × n] row-major. INT8 with
+    /// `activations` multiplies the INT8 activations quantised there (once per call, shared by
+    /// all column blocks); without them it is weight-only (float activations).
+    func multiply(_ x: UnsafePointer<Float>, m: Int, n: Int, k: Int, bias: UnsafePointer<Float>,
+                  into y: UnsafeMutablePointer<Float>, columns: Range<Int>, activations: Int8Activations?) {
+        switch self {
+        case .float32(let w):
+            matmulTransposedB(x, lda: k, w + columns.lowerBound * k, ldb: k, y + columns.lowerBound, ldc: n,
+                              m: m, n: columns.count, k: k)
+            for r in 0..<m {
+                let row = y + r * n + columns.lowerBound
+                let b = bias + columns.lowerBound
+                for c in 0..<columns.count { row[c] += b[c] }
+            }
+        case .packedFloat32(let w):
+            w.multiply(x, m: m, bias: bias, into: y, columns: columns)
+        case .int8(let w):
+            if let activations {
+                w.multiply(activations, bias: bias, into: y, columns: columns)
+            } else {
+                w.multiply(x, m: m, bias: bias, into: y, columns: columns)
+            }
+        }
+    }
+
+    /// FP32 weights repacked once for the FP32 micro-kernel (then `repacked` runs); others as
+    /// they are. Portable builds (no FMA known at compile time) leave FP32 to OpenBLAS, which
+    /// picks its kernels for the CPU at run time.
+    func forLinearKernels(n: Int, k: Int, repacked: () -> Void = {}) -> WeightMatrix {
+        #if SWIFTBERT_NATIVE_ISA
+        if case .float32(let w) = self {
+            defer { repacked() }
+            return .packedFloat32(PackedFloatMatrix(w, n: n, k: k))
+        }
+        #endif
+        return self
+    }
+
+    var isInt8: Bool { if case .int8 = self { return true } else { return false } }
+
+    /// Whether the kernel works on 64-channel panels (thread blocks should not split one).
+    var isPanelled: Bool { if case .float32 = self { return false } else { return true } }
+}
+
+/// y = x·Wᵀ + b with W stored [n, k] (PyTorch's [out, in]).
+struct Linear {
+    let weight: WeightMatrix
+    let bias: UnsafePointer<Float>
+    /// Input features.
+    let k: Int
+    /// Output features.
+    let n: Int
+
+    /// Loads `name.weight` (or its INT8 form) and `name.bias`.
+    init(_ file: SafeTensorsFile, _ name: String, k: Int, n: Int) throws {
+        weight = try WeightMatrix(file, name, n: n, k: k).forLinearKernels(n: n, k: k) {
+            file.releasePages(of: name + ".weight")  // the mapped original is not read again
+        }
+        bias = try file.floats(name + ".bias", shape: [n]).baseAddress!
+        (self.k, self.n) = (k, n)
+    }
+
+    init(weight: WeightMatrix, bias: UnsafePointer<Float>, k: Int, n: Int) {
+        (self.weight, self.bias, self.k, self.n) = (weight, bias, k, n)
+    }
+
+    /// y[m × n] = x[m × k]·Wᵀ + b: the engine's one GEMM path. INT8 activations are quantised
+    /// once, then the output columns are split across the context's threads on panel bounds;
+    /// `epilogue` runs on each thread's columns right after they are computed (still in cache).
+    func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext,
+                        then epilogue: ((UnsafeMutablePointer<Float>, Range<Int>) -> Void)? = nil) {
+        let activations = weight.isInt8 ? context.int8Activations : nil
+        activations?.quantize(x, m: m, k: k)
+        let ranges = splitRange(n, parts: context.threads, align: weight.isPanelled ? panelWidth : 16)
+        parallelFor(ranges.count, threads: context.threads) { part, _ in
+            weight.multiply(x, m: m, n: n, k: k, bias: bias, into: y, columns: ranges[part], activations: activations)
+            epilogue?(y, ranges[part])
+        }
+    }
+}
+
+/// LayerNorm over the last dimension, with an optional residual added first.
+struct LayerNorm {
+    let gamma: UnsafePointer<Float>
+    let beta: UnsafePointer<Float>
+    let size: Int
+    let eps: Float
+
+    init(_ file: SafeTensorsFile, _ name: String, size: Int, eps: Float) throws {
+        gamma = try file.floats(name + ".weight", shape: [size]).baseAddress!
+        beta = try file.floats(name + ".bias", shape: [size]).baseAddress!
+        self.size = size
+        self.eps = eps
+    }
+
+    /// x[m × size] = LayerNorm(x + residual), in place.
+    func callAsFunction(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, m: Int) {
+        addLayerNorm(x, residual: residual, rows: m, cols: size, gamma: gamma, beta: beta, eps: eps)
+    }
+}
+
+/// A Linear layer y = x·Wᵀ + b built from float weights in memory, in one of the engine's
+/// precisions, run by the engine's own kernels and threading: exactly what each projection
+/// of the encoder runs. For benchmarks and for programs that build their own layers. Serve
+/// one caller at a time (it keeps the INT8 activation buffer between calls).
+public final class LinearLayer: @unchecked Sendable {
+    /// Output features.
+    public let n: Int
+    /// Input features.
+    public let k: Int
+    public let precision: Precision
+    private let linear: Linear
+    private let ownedBias: UnsafeMutablePointer<Float>
+    private let ownedWeights: UnsafeMutablePointer<Float>?
+    private var contexts: [Int: ForwardContext] = [:]
+
+    /// W is [n × k] row-major (PyTorch's [out, in]); both arrays are copied or repacked.
+    public init(weights: [Float], bias: [Float], n: Int, k: Int, precision: Precision) throws {
+        guard n > 0, k > 0, weights.count == n * k, bias.count == n else {
+            throw BertError.invalidInput(reason: "a Linear layer [\(n) × \(k)] needs \(n * k) weights and \(n) biases, got \(weights.count) and \(bias.count)")
+        }
+        (self.n, self.k, self.precision) = (n, k, precision)
+        ownedBias = .allocate(capacity: n)
+        ownedBias.initialize(from: bias, count: n)
+        let weight: WeightMatrix
+        switch precision {
+        case .fp32:
+            let copy = UnsafeMutablePointer<Float>.allocate(capacity: n * k)
+            copy.initialize(from: weights, count: n * k)
+            weight = WeightMatrix.float32(copy).forLinearKernels(n: n, k: k)
+            ownedWeights = copy
+        case .int8, .int8Weights:
+            weight = .int8(weights.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, n: n, k: k) })
+            ownedWeights = nil
+        }
+        linear = Linear(weight: weight, bias: ownedBias, k: k, n: n)
+    }
+
+    deinit {
+        ownedBias.deallocate()
+        ownedWeights?.deallocate()
+    }
+
+    /// y[m × n] = x[m × k]·Wᵀ + b on `threads` threads.
+    public func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into y: UnsafeMutablePointer<Float>, threads: Int) {
+        let threads = max(1, threads)
+        let context = contexts[threads] ?? ForwardContext(sequences: PackedSequences(lengths: [m]), threads: threads,
+                                                         quantizesActivations: precision.quantizesActivations)
+        contexts[threads] = context
+        linear(x, m: m, into: y, context)
+    }
+}

@@ -1,0 +1,87 @@
+/// The converted checkpoint's tensors, in one table: the converter writes them, the quantizer
+/// picks its matrices from them, and each module of the model loads itself by the same names.
+/// Names are Hugging Face's BertModel/BertForMaskedLM names without the `bert.` prefix, with
+/// LayerNorm `weight`/`bias`, and with Q, K and V fused into `attention.self.qkv`.
+enum TensorNames {
+    // Embeddings
+    static let wordEmbeddings = "embeddings.word_embeddings"
+    static let positionEmbeddings = "embeddings.position_embeddings"
+    static let tokenTypeEmbeddings = "embeddings.token_type_embeddings"
+    static let embeddingsLayerNorm = "embeddings.LayerNorm"
+
+    /// Encoder layer `index`: its modules are `attention` (`self`, `output`), `intermediate`
+    /// and `output`.
+    static func layer(_ index: Int) -> String { "encoder.layer.\(index)" }
+    static let attention = "attention", selfAttention = "self", intermediate = "intermediate", output = "output"
+    /// Inside `self`: Hugging Face's three projections, and the converter's fused one (rows
+    /// [0, h) are Q, [h, 2h) K, [2h, 3h) V).
+    static let query = "query", key = "key", value = "value", qkv = "qkv"
+    /// Inside a module with a projection and a LayerNorm (attention.output, output, the
+    /// masked-LM transform).
+    static let dense = "dense", layerNorm = "LayerNorm"
+
+    // Masked-LM head
+    static let maskedLMTransform = "cls.predictions.transform"
+    static let maskedLMDecoder = "cls.predictions.decoder"
+    static let maskedLMBias = "cls.predictions.bias"
+
+    static func join(_ parts: String...) -> String { parts.joined(separator: ".") }
+
+    /// One module's parameters: `NAME.weight` [rows × cols] and, for Linear and LayerNorm,
+    /// `NAME.bias` [rows] (a LayerNorm's weight and bias are both [cols]).
+    struct Module {
+        enum Kind { case linear, layerNorm, table }
+        let name: String
+        let kind: Kind
+        let rows: Int
+        let cols: Int
+    }
+
+    /// Every module of a converted checkpoint with this config, in file order. The masked-LM
+    /// output bias and an untied decoder are listed by `maskedLMHead`.
+    static func modules(_ config: BertConfig) -> [Module] {
+        let h = config.hiddenSize, ffn = config.intermediateSize
+        var modules: [Module] = [
+            Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),
+            Module(name: positionEmbeddings, kind: .table, rows: config.maxPositionEmbeddings, cols: h),
+            Module(name: tokenTypeEmbeddings, kind: .table, rows: config.typeVocabSize, cols: h),
+            Module(name: embeddingsLayerNorm, kind: .layerNorm, rows: 1, cols: h),
+        ]
+        for l in 0..<config.numHiddenLayers {
+            let p = layer(l)
+            modules += [
+                Module(name: join(p, attention, selfAttention, qkv), kind: .linear, rows: 3 * h, cols: h),
+                Module(name: join(p, attention, output, dense), kind: .linear, rows: h, cols: h),
+                Module(name: join(p, attention, output, layerNorm), kind: .layerNorm, rows: 1, cols: h),
+                Module(name: join(p, intermediate, dense), kind: .linear, rows: ffn, cols: h),
+                Module(name: join(p, output, dense), kind: .linear, rows: h, cols: ffn),
+                Module(name: join(p, output, layerNorm), kind: .layerNorm, rows: 1, cols: h),
+            ]
+        }
+        if config.hasMaskedLMHead {
+            modules += [
+                Module(name: join(maskedLMTransform, dense), kind: .linear, rows: h, cols: h),
+                Module(name: join(maskedLMTransform, layerNorm), kind: .layerNorm, rows: 1, cols: h),
+            ]
+            if config.hasUntiedDecoder {
+                modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.vocabSize, cols: h))
+            }
+        }
+        return modules
+    }
+
+    /// The matrices the quantizer turns into INT8 (per output channel; per row for the
+    /// embedding table, which is also the tied decoder): every Linear, the word embeddings and
+    /// an untied decoder. Position and token-type tables and all vectors stay float32.
+    static func int8Matrices(_ config: BertConfig) -> [Module] {
+        modules(config).filter { $0.kind == .linear || $0.name == wordEmbeddings || $0.name == maskedLMDecoder }
+    }
+}
+
+/// The weights files of a converted model folder.
+enum WeightFiles {
+    /// float32, written by the converter.
+    static let fp32 = "model.safetensors"
+    /// INT8 (packed), written beside it by the quantizer.
+    static let int8 = "model.int8.safetensors"
+}
