@@ -44,24 +44,36 @@ let package = Package(
             dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
             swiftSettings: hostISA + fastMath + vnni
         ),
+        // The benchmark and typing-simulation harness: what `bert bench` and Benchmarks/ run.
+        // Not part of the library product, which holds the engine only.
+        .target(
+            name: "SwiftBERTBench",
+            dependencies: [
+                "SwiftBERT",
+                "COpenBLAS",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: hostISA
+        ),
         // The `bert` command: a thin shell over the library.
         .executableTarget(
             name: "bert",
             dependencies: [
                 "SwiftBERT",
+                "SwiftBERTBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: hostISA
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
-            dependencies: ["SwiftBERT"],
+            dependencies: ["SwiftBERT", "SwiftBERTBench"],
             path: "Benchmarks",
             swiftSettings: hostISA + fastMath
         ),
         .testTarget(
             name: "SwiftBERTTests",
-            dependencies: ["SwiftBERT"],
+            dependencies: ["SwiftBERT", "SwiftBERTBench"],
             resources: [.copy("Fixtures")]
         ),
     ],

@@ -1,16 +1,19 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTBench
 
-/// FP32 against INT8, side by side: the same library benchmark as `bert bench`, with the same
-/// flags (see `BenchmarkFlags.usage`; a bare word is a model).
+/// FP32 against INT8, side by side: the harness benchmark behind `bert bench`, with the same
+/// options (`BenchmarkOptions`, parsed here as `bert bench` parses them).
 ///
 ///     swift run -c release SwiftBERTBenchmarks engine [--model all-MiniLM-L6-v2] [--precision fp32,int8] ...
-func runEngineBenchmark(arguments: [String]) throws {
+func runEngineBenchmark(arguments: [String]) {
+    let options: BenchmarkOptions
+    do { options = try BenchmarkOptions.parse(arguments) } catch { BenchmarkOptions.exit(withError: error) }
     do {
-        let output = try Benchmark.main(try BenchmarkFlags(arguments: arguments), probeArguments: ["engine", "--memory-probe"])
+        let output = try Benchmark.main(options, probeArguments: ["engine", "--memory-probe"])
         FileHandle.standardOutput.write(Data(output.utf8))
-    } catch let error as BenchmarkError {
-        writeStandardError("engine: \(error.message)\nusage: engine \(BenchmarkFlags.usage)\n")
-        exit(64)
+    } catch {
+        writeStandardError("engine: \(error)\n")
+        exit(error is BenchmarkError ? 64 : 1)
     }
 }

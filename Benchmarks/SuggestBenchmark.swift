@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTBench
 #if canImport(Glibc)
 import Glibc
 #endif

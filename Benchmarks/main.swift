@@ -8,5 +8,5 @@ case "tokenizer": try runTokenizerBenchmark(arguments: Array(arguments.dropFirst
 case "gemm": runGEMMBenchmark(arguments: Array(arguments.dropFirst()))
 case "suggest": try runSuggestBenchmark(arguments: Array(arguments.dropFirst()))
 case "peer": try runPeerBenchmark(arguments: Array(arguments.dropFirst()))
-default: try runEngineBenchmark(arguments: arguments.first == "engine" ? Array(arguments.dropFirst()) : arguments)
+default: runEngineBenchmark(arguments: arguments.first == "engine" ? Array(arguments.dropFirst()) : arguments)
 }

@@ -40,21 +40,3 @@ public enum BertError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
-
-/// A string taken from a file (a tensor name, a token) made safe for a one-line message:
-/// control characters escaped, and at most `limit` characters kept.
-func printable(_ text: String, limit: Int = 80) -> String {
-    var out = ""
-    var kept = 0
-    for scalar in text.unicodeScalars {
-        if kept == limit { out += "…"; break }
-        kept += 1
-        switch scalar.properties.generalCategory {
-        case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .unassigned, .privateUse:
-            out += scalar.escaped(asASCII: true)
-        default:
-            out.unicodeScalars.append(scalar)
-        }
-    }
-    return out
-}

@@ -16,8 +16,6 @@ struct Convert: ParsableCommand {
         if !report.droppedTensors.isEmpty {
             text += "not used by the engine: \(report.droppedTensors.joined(separator: ", "))\n"
         }
-        let out = OutputSink.standardOutput()
-        try out.write(text)
-        try out.close()
+        try writeResult(text)
     }
 }

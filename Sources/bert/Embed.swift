@@ -76,7 +76,7 @@ struct Embed: ParsableCommand {
         let writer: EmbeddingWriter
         if resume {
             (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: bert.config.hiddenSize)
-            if stream.resumeAfter > 0, !input.quiet {
+            if stream.resumeAfter > 0, !plan.quiet {
                 writeStandardError("bert: \(output) holds \(stream.resumeAfter) records; resuming with record \(stream.resumeAfter + 1) of the input\n")
             }
         } else {

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SwiftBERT
 
-struct Fill: ParsableCommand {
+struct Fill: ParsableCommand, TopKCommand {
     static let configuration = CommandConfiguration(
         abstract: "Predict the words hidden by [MASK], with probabilities.",
         discussion: """
@@ -32,21 +32,12 @@ struct Fill: ParsableCommand {
     @Flag(help: "JSON: {\"masks\": [{\"position\", \"candidates\": [{\"token\", \"id\", \"probability\"}]}]}.")
     var json = false
 
-    @Option(help: "Model with a masked-LM head: a name under weights/ or a path.")
-    var model = ModelLocator.defaultMaskedLMModel
-
-    @OptionGroup var engine: EngineOptions
-
-    func validate() throws {
-        if topK < 1 { throw ValidationError("--top-k must be at least 1") }
-    }
+    @OptionGroup var model: MaskedLMModelOptions
 
     func run() throws {
-        let (bert, tokenizer) = try engine.load(model)
+        let (bert, tokenizer) = try model.load()
         let predictions = try FillMask(model: bert, tokenizer: tokenizer)
             .predict(text, topK: topK, wordsOnly: wordsOnly, prefix: prefix)
-        let out = OutputSink.standardOutput()
-        try out.write(json ? FillMaskReport.json(predictions).text + "\n" : FillMaskReport.text(predictions))
-        try out.close()
+        try writeResult(json ? FillMaskReport.json(predictions).text + "\n" : FillMaskReport.text(predictions))
     }
 }

@@ -29,8 +29,6 @@ struct Info: ParsableCommand {
         let tokenizerSeconds = Date().timeIntervalSince(start)
         let bert = try BertModel(folder: folder, threads: engine.threads, precision: engine.precision)
         let report = ModelReport(model: bert, precision: engine.precision, tokenizerLoadSeconds: tokenizerSeconds)
-        let out = OutputSink.standardOutput()
-        try out.write(json ? report.json.text + "\n" : report.text)
-        try out.close()
+        try writeResult(json ? report.json.text + "\n" : report.text)
     }
 }

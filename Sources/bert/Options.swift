@@ -52,6 +52,43 @@ struct EmbeddingOptions: ParsableArguments {
     }
 }
 
+/// A command that prints its best `--top-k` results: its `validate` checks the count.
+protocol TopKCommand: ParsableArguments {
+    var topK: Int { get }
+}
+
+extension TopKCommand {
+    func validate() throws {
+        if topK < 1 { throw ValidationError("--top-k must be at least 1") }
+    }
+}
+
+/// The model a masked-LM command uses and how it runs (fill, suggest).
+struct MaskedLMModelOptions: ParsableArguments {
+    @Option(help: "Model with a masked-LM head: a name under weights/ or a path.")
+    var model = ModelLocator.defaultMaskedLMModel
+
+    @OptionGroup var engine: EngineOptions
+
+    func load() throws -> (BertModel, BertTokenizer) { try engine.load(model) }
+}
+
+/// The model a sentence-embedding command uses, its embedding settings and how it runs
+/// (similarity, search).
+struct EmbeddingModelOptions: ParsableArguments {
+    @Option(help: "Model name (a folder under weights/) or path to a converted model.")
+    var model = ModelLocator.defaultEmbeddingModel
+
+    @OptionGroup var embedding: EmbeddingOptions
+    @OptionGroup var engine: EngineOptions
+
+    /// The model and an embedder over it.
+    func load() throws -> (BertModel, SentenceEmbedder) {
+        let (bert, tokenizer) = try engine.load(model)
+        return (bert, SentenceEmbedder(model: bert, tokenizer: tokenizer))
+    }
+}
+
 /// Where texts come from: arguments, --input FILE, or stdin.
 struct InputOptions: ParsableArguments {
     @Argument(help: "Texts to process. With none, texts are read from --input or stdin.")
@@ -60,6 +97,17 @@ struct InputOptions: ParsableArguments {
     @Option(name: [.short, .long], help: ArgumentHelp("Read texts from FILE, one per line; - is stdin.", valueName: "file"))
     var input: String?
 
+    @OptionGroup var reading: ReadingOptions
+
+    func validate() throws {
+        if !texts.isEmpty, input != nil { throw ValidationError("give texts as arguments or with --input, not both") }
+    }
+
+    var plan: InputPlan { reading.plan(input.map { .file($0) } ?? (texts.isEmpty ? .standardInput : .texts(texts))) }
+}
+
+/// How streamed lines are read and reported: --input-format, --skip-invalid, --quiet.
+struct ReadingOptions: ParsableArguments {
     @Option(help: "lines: one text per line. jsonl: each line a JSON string or an object with a \"text\" field.")
     var inputFormat: InputFormat = .lines
 
@@ -69,13 +117,8 @@ struct InputOptions: ParsableArguments {
     @Flag(name: [.short, .long], help: "No progress bar or summary on stderr (warnings are still shown).")
     var quiet = false
 
-    func validate() throws {
-        if !texts.isEmpty, input != nil { throw ValidationError("give texts as arguments or with --input, not both") }
-    }
-
-    var plan: InputPlan {
-        let source: TextSource = input.map { .file($0) } ?? (texts.isEmpty ? .standardInput : .texts(texts))
-        return InputPlan(source: source, format: inputFormat, skipInvalid: skipInvalid, quiet: quiet)
+    func plan(_ source: TextSource) -> InputPlan {
+        InputPlan(source: source, format: inputFormat, skipInvalid: skipInvalid, quiet: quiet)
     }
 }
 
@@ -135,6 +178,14 @@ final class SkipReport {
 func reportTruncation(_ summary: StreamSummary, limit: Int) {
     guard summary.truncated > 0 else { return }
     writeStandardError("bert: \(summary.truncated) of \(summary.records) inputs were longer than \(limit) tokens and were truncated\n")
+}
+
+/// Writes a command's whole result to stdout, then closes it (a reader that stopped reading
+/// surfaces as StreamError.outputClosed).
+func writeResult(_ text: String) throws {
+    let out = OutputSink.standardOutput()
+    try out.write(text)
+    try out.close()
 }
 
 /// Whether two paths name the same existing file (same device and inode).

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SwiftBERT
 
-struct Search: ParsableCommand {
+struct Search: ParsableCommand, TopKCommand {
     static let configuration = CommandConfiguration(
         abstract: "The corpus lines most similar to a query, best first, with cosine scores.",
         discussion: """
@@ -29,51 +29,34 @@ struct Search: ParsableCommand {
     @Option(name: .customLong("top-k"), help: "Number of results.")
     var topK = 10
 
-    @Option(help: "lines: one text per line. jsonl: each line a JSON string or an object with a \"text\" field.")
-    var inputFormat: InputFormat = .lines
-
-    @Flag(help: "Skip corpus lines that are not valid UTF-8 (or JSON Lines) instead of stopping; each is reported.")
-    var skipInvalid = false
-
-    @Flag(name: [.short, .long], help: "No progress bar or summary on stderr.")
-    var quiet = false
+    @OptionGroup var reading: ReadingOptions
 
     @Flag(help: "JSON: {\"query\", \"results\": [{\"index\", \"line\", \"score\", \"text\"}]}.")
     var json = false
 
-    @Option(help: "Model name (a folder under weights/) or path to a converted model.")
-    var model = ModelLocator.defaultEmbeddingModel
-
-    @OptionGroup var embedding: EmbeddingOptions
-    @OptionGroup var engine: EngineOptions
-
-    func validate() throws {
-        if topK < 1 { throw ValidationError("--top-k must be at least 1") }
-    }
+    @OptionGroup var model: EmbeddingModelOptions
 
     func run() throws {
-        let plan = InputPlan(source: .file(corpus), format: inputFormat, skipInvalid: skipInvalid, quiet: quiet)
+        let plan = reading.plan(.file(corpus))
         let skips = SkipReport()
         let reader = try plan.reader(report: skips)
         let precomputed = try embeddings.map { try NPYReader(path: $0) }
         guard try reader.peek() != nil else {
             throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
         }
-        let (bert, tokenizer) = try engine.load(model)
-        let stream = EmbeddingStream(embedder: SentenceEmbedder(model: bert, tokenizer: tokenizer), options: embedding.options())
+        let (bert, embedder) = try model.load()
+        let stream = EmbeddingStream(embedder: embedder, options: model.embedding.options())
 
         let bar = plan.progressBar()
         skips.beforeMessage = bar.finish
         let result = try bar.around {
             try stream.search(query, in: reader, topK: topK, precomputed: precomputed, progress: bar.update)
         }
-        let out = OutputSink.standardOutput()
-        try out.write(json ? SearchReport.json(query: query, hits: result.hits).text + "\n" : SearchReport.text(hits: result.hits))
-        try out.close()
+        try writeResult(json ? SearchReport.json(query: query, hits: result.hits).text + "\n" : SearchReport.text(hits: result.hits))
 
         skips.summarize(source: reader.sourceName)
-        reportTruncation(result.summary, limit: effectiveLimit(embedding.maxLength, bert.config))
-        if !quiet {
+        reportTruncation(result.summary, limit: effectiveLimit(model.embedding.maxLength, bert.config))
+        if !plan.quiet {
             writeStandardError(String(format: "bert: searched %d lines in %.2f s (%.0f lines/s)\n",
                                       result.summary.records, result.summary.seconds, result.summary.recordsPerSecond))
         }

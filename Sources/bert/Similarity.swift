@@ -17,26 +17,20 @@ struct Similarity: ParsableCommand {
     @Flag(help: "JSON: {\"texts\": [...], \"matrix\": [[...], ...]}.")
     var json = false
 
-    @Option(help: "Model name (a folder under weights/) or path to a converted model.")
-    var model = ModelLocator.defaultEmbeddingModel
-
-    @OptionGroup var embedding: EmbeddingOptions
-    @OptionGroup var engine: EngineOptions
+    @OptionGroup var model: EmbeddingModelOptions
 
     func validate() throws {
         if texts.count < 2 { throw ValidationError("give at least two texts to compare") }
     }
 
     func run() throws {
-        let (bert, tokenizer) = try engine.load(model)
-        let result = try SentenceEmbedder(model: bert, tokenizer: tokenizer).embed(texts, options: embedding.options())
+        let (bert, embedder) = try model.load()
+        let result = try embedder.embed(texts, options: model.embedding.options())
         let matrix = similarityMatrix(result.vectors)
-        let out = OutputSink.standardOutput()
-        try out.write(json ? SimilarityReport.json(texts: texts, matrix: matrix).text + "\n"
-                           : SimilarityReport.text(texts: texts, matrix: matrix))
-        try out.close()
+        try writeResult(json ? SimilarityReport.json(texts: texts, matrix: matrix).text + "\n"
+                          : SimilarityReport.text(texts: texts, matrix: matrix))
         if !result.truncated.isEmpty {
-            writeStandardError("bert: \(result.truncated.count) of \(texts.count) texts were longer than \(effectiveLimit(embedding.maxLength, bert.config)) tokens and were truncated\n")
+            writeStandardError("bert: \(result.truncated.count) of \(texts.count) texts were longer than \(effectiveLimit(model.embedding.maxLength, bert.config)) tokens and were truncated\n")
         }
     }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SwiftBERT
 
-struct Suggest: ParsableCommand {
+struct Suggest: ParsableCommand, TopKCommand {
     static let configuration = CommandConfiguration(
         abstract: "Suggest the next word, completions or typo corrections for text being typed.",
         discussion: """
@@ -31,21 +31,12 @@ struct Suggest: ParsableCommand {
     @Flag(help: "JSON: {\"suggestions\": [{\"word\", \"kind\", \"score\"}]}.")
     var json = false
 
-    @Option(help: "Model with a masked-LM head: a name under weights/ or a path.")
-    var model = ModelLocator.defaultMaskedLMModel
-
-    @OptionGroup var engine: EngineOptions
-
-    func validate() throws {
-        if topK < 1 { throw ValidationError("--top-k must be at least 1") }
-    }
+    @OptionGroup var model: MaskedLMModelOptions
 
     func run() throws {
         let userWords = try words.map { try UserWord.readList(URL(fileURLWithPath: $0)) } ?? []
-        let (bert, tokenizer) = try engine.load(model)
+        let (bert, tokenizer) = try model.load()
         let suggestions = try WordSuggester(model: bert, tokenizer: tokenizer, userWords: userWords).suggest(text, topK: topK)
-        let out = OutputSink.standardOutput()
-        try out.write(json ? SuggestionReport.json(suggestions).text + "\n" : SuggestionReport.text(suggestions))
-        try out.close()
+        try writeResult(json ? SuggestionReport.json(suggestions).text + "\n" : SuggestionReport.text(suggestions))
     }
 }

@@ -1,29 +1,30 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTBench
 
-/// The benchmark behind `bert bench`: flags, the report's shape, a one-round run on splade-tiny.
+/// The harness benchmark behind `bert bench`: options, the report's shape, a one-round run on splade-tiny.
 /// Functional only: no timing is asserted.
 final class BenchmarkTests: XCTestCase {
     static let sentencesFile = repositoryRoot.appendingPathComponent(BenchmarkSentences.fixture).path
 
-    func testFlagsTakeCommaListsAndRepeats() throws {
-        let flags = try BenchmarkFlags(arguments: [
+    func testOptionsTakeCommaListsAndRepeats() throws {
+        let options = try BenchmarkOptions.parse([
             "--model", "splade-tiny,all-MiniLM-L6-v2", "--model", "bert-base-random", "--precision", "fp32, int8-weights",
             "--precision", "int8,fp32", "--batch", "1,4", "--seq", "16", "--threads", "2", "--repetitions", "5", "--profile", "--json",
         ])
-        let plan = try flags.plan()
+        let plan = try options.plan()
         XCTAssertEqual(plan.models, ["splade-tiny", "all-MiniLM-L6-v2", "bert-base-random"])
         XCTAssertEqual(plan.precisions, [.fp32, .int8Weights, .int8])
         XCTAssertEqual(plan.shapes, [.init(batch: 1, sequenceLength: 16), .init(batch: 4, sequenceLength: 16)])
         XCTAssertEqual(plan.threads, [2])
         XCTAssertEqual(plan.repetitions, 5)
         XCTAssertTrue(plan.profile)
-        XCTAssertTrue(flags.json)
+        XCTAssertTrue(options.json)
     }
 
     func testDefaultPlanIsIssue5sCells() throws {
-        let plan = try BenchmarkFlags().plan()
+        let plan = try BenchmarkOptions.parse([]).plan()
         XCTAssertEqual(plan.models, ["all-MiniLM-L6-v2", "splade-tiny"])
         XCTAssertEqual(plan.precisions, [.fp32, .int8])
         XCTAssertEqual(plan.shapes.map(\.description), ["1x16", "1x128", "32x128"])
@@ -31,16 +32,24 @@ final class BenchmarkTests: XCTestCase {
         XCTAssertEqual(BenchmarkPlan.shapes(batches: [], sequenceLengths: [128]).map(\.description), ["1x128", "32x128"])
     }
 
+    /// Parsing checks the plan too, so both front ends refuse a bad flag before anything runs.
     func testBadFlagsNameTheFlag() {
         for (arguments, expected) in [
             (["--precision", "int4"], "--precision int4"), (["--seq", "1"], "--seq 1"), (["--batch", "x"], "--batch x"),
             (["--threads", "0"], "--threads"), (["--repetitions", "0"], "--repetitions"), (["--frobnicate"], "--frobnicate"),
-            (["--seconds"], "--seconds needs a value"),
+            (["--seconds"], "--seconds"),
         ] {
-            XCTAssertThrowsError(try BenchmarkFlags(arguments: arguments).plan(), arguments.joined(separator: " ")) { error in
-                XCTAssertTrue("\(error)".contains(expected), "\(error)")
+            XCTAssertThrowsError(try BenchmarkOptions.parse(arguments), arguments.joined(separator: " ")) { error in
+                let message = BenchmarkOptions.message(for: error)
+                XCTAssertTrue(message.contains(expected), message)
             }
         }
+    }
+
+    /// The child that measures memory is started with only --memory-probe: no plan is checked.
+    func testMemoryProbeSkipsThePlanCheck() throws {
+        let options = try BenchmarkOptions.parse(["--memory-probe", "{}", "--precision", "int4"])
+        XCTAssertEqual(options.memoryProbe, "{}")
     }
 
     func testRandomWeightsAreLabelled() {

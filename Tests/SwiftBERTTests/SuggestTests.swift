@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+import SwiftBERTBench
 
 /// Word suggestions with a real masked-LM (splade-tiny). Its guesses are weak (it was fine-tuned
 /// for retrieval), so these tests check behaviour and mechanics, never which word wins.

@@ -47,6 +47,11 @@ struct AddedTokenMatcher: Sendable {
 
     /// Splits `text[range]` into plain pieces and added tokens; the pieces cover the range.
     func split(_ text: UnsafeBufferPointer<UInt32>, _ range: Range<Int>, into pieces: inout [TextPiece]) {
+        // Most tokenizers have no added token of one kind: one plain piece, without scanning.
+        if isEmpty {
+            pieces.append(TextPiece(range: range, addedTokenId: nil))
+            return
+        }
         var pieceStart = range.lowerBound
         var position = range.lowerBound
         while position < range.upperBound {

@@ -191,11 +191,7 @@ public final class BertTokenizer: @unchecked Sendable {
         var pieces: [TextPiece] = []
         var subPieces: [TextPiece] = []
         input.withUnsafeBufferPointer { input in
-            if rawMatcher.isEmpty {
-                pieces.append(TextPiece(range: 0..<input.count, addedTokenId: nil))
-            } else {
-                rawMatcher.split(input, 0..<input.count, into: &pieces)
-            }
+            rawMatcher.split(input, 0..<input.count, into: &pieces)
             for piece in pieces {
                 if let id = piece.addedTokenId {
                     sink.append(id, token: Self.string(input, piece.range), piece.range)
@@ -217,11 +213,7 @@ public final class BertTokenizer: @unchecked Sendable {
     private func appendTokens(of text: NormalizedText, into sink: inout TokenSink, subPieces: inout [TextPiece]) {
         text.scalars.withUnsafeBufferPointer { scalars in
             subPieces.removeAll(keepingCapacity: true)
-            if normalizedMatcher.isEmpty {
-                subPieces.append(TextPiece(range: 0..<scalars.count, addedTokenId: nil))
-            } else {
-                normalizedMatcher.split(scalars, 0..<scalars.count, into: &subPieces)
-            }
+            normalizedMatcher.split(scalars, 0..<scalars.count, into: &subPieces)
             for piece in subPieces {
                 if let id = piece.addedTokenId {
                     let span = text.spans[piece.range.lowerBound].start..<text.spans[piece.range.upperBound - 1].end
@@ -284,26 +276,23 @@ public final class BertTokenizer: @unchecked Sendable {
     static let maximumFileSize = 64 << 20
 
     private static func read(_ url: URL) throws -> Data {
-        var info = stat()
-        guard stat(url.path, &info) == 0 else {
-            throw BertError.fileNotFound(path: url.path, hint: "For the default models run tools/fetch_models.sh.")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw BertError.invalidTokenizer(path: url.path, reason: "not a regular file; give the model's tokenizer.json or vocab.txt")
-        }
-        guard Int(info.st_size) <= maximumFileSize else {
-            throw BertError.invalidTokenizer(path: url.path, reason: "\(info.st_size) bytes is far too large for a tokenizer (at most \(maximumFileSize >> 20) MiB); give the model's tokenizer.json or vocab.txt")
-        }
-        do {
-            return try Data(contentsOf: url)
-        } catch {
-            throw BertError.invalidTokenizer(path: url.path, reason: "cannot be read (\(singleLine(error.localizedDescription))); check its permissions")
+        func unusable(_ reason: String) -> BertError { .invalidTokenizer(path: url.path, reason: reason) }
+        do { return try readBoundedFile(url, limit: maximumFileSize) }
+        catch let failure as BoundedFileError {
+            switch failure {
+            case .missing, .inaccessible:
+                throw BertError.fileNotFound(path: url.path, hint: "For the default models run tools/fetch_models.sh.")
+            case .notRegularFile: throw unusable("not a regular file; give the model's tokenizer.json or vocab.txt")
+            case let .tooLarge(bytes):
+                throw unusable("\(bytes) bytes is far too large for a tokenizer (at most \(maximumFileSize >> 20) MiB); give the model's tokenizer.json or vocab.txt")
+            case let .unreadable(reason): throw unusable("cannot be read (\(reason)); check its permissions")
+            }
         }
     }
 
     /// tokenizer_config.json's do_lower_case, which BertTokenizer honours next to a vocab.txt.
     private static func doLowerCase(folder: URL) -> Bool? {
-        guard let data = try? readBoundedFile(folder.appendingPathComponent("tokenizer_config.json"), limit: 4 << 20, what: "tokenizer_config.json"),
+        guard let data = try? readBoundedFile(folder.appendingPathComponent("tokenizer_config.json"), limit: 4 << 20),
               let json = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
         return json["do_lower_case"]?.bool
     }

@@ -2,18 +2,18 @@ import Foundation
 
 /// What the user has typed so far, split where suggestions apply: the context before the word
 /// being typed, and the letters of that word typed so far.
-struct TypedText: Equatable {
+public struct TypedText: Equatable, Sendable {
     /// Everything before the word being typed.
-    let context: Substring
+    public let context: Substring
     /// The word being typed; empty when the text ends in whitespace or punctuation (or is empty).
-    let partial: Substring
+    public let partial: Substring
     /// Whether a sentence begins at the word: nothing before it but opening quotes or brackets,
     /// or a full stop, ! ? … or a line break.
-    let startsSentence: Bool
+    public let startsSentence: Bool
 
     /// `extendsAcross` says whether the word could go on past an inner apostrophe or hyphen
     /// ("O'Br" when O'Brien is a known word): asked with the folded letters, only when the text has one.
-    init(_ text: String, extendsAcross: (String) -> Bool = { _ in false }) {
+    public init(_ text: String, extendsAcross: (String) -> Bool = { _ in false }) {
         var start = text.endIndex
         while start > text.startIndex, isWordCharacter(text[text.index(before: start)]) {
             start = text.index(before: start)

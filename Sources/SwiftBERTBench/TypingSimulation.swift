@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// Something that offers words for the text typed so far: the suggester, and the baselines it
 /// is measured against.

@@ -1,7 +1,8 @@
 import Foundation
+import SwiftBERT
 
 /// What one benchmark run measures: `bert bench` and `SwiftBERTBenchmarks engine` both build one
-/// from their flags (`BenchmarkFlags`) and hand it to `Benchmark`.
+/// from their options (`BenchmarkOptions`) and hand it to `Benchmark`.
 public struct BenchmarkPlan: Sendable, Equatable {
     /// A batch of `batch` sequences of `sequenceLength` tokens each, [CLS] and [SEP] included.
     public struct Shape: Hashable, Sendable, CustomStringConvertible {
@@ -77,110 +78,6 @@ public struct BenchmarkPlan: Sendable, Equatable {
     /// Whether a model's outputs are meaningless (its accuracy is then not measured).
     public static func hasRandomWeights(model name: String) -> Bool {
         name.lowercased().contains("random")
-    }
-}
-
-/// The benchmark's flags as text, before they are checked: the one place that turns command-line
-/// values into a `BenchmarkPlan`. List flags take comma-separated values and may be repeated.
-public struct BenchmarkFlags: Sendable, Equatable {
-    public var models: [String] = []
-    public var precisions: [String] = []
-    public var batches: [String] = []
-    public var sequenceLengths: [String] = []
-    public var threads: [String] = []
-    public var repetitions: Int?
-    public var seconds: Double?
-    public var profile = false
-    public var json = false
-    public var quiet = false
-    public var sentencesFile: String?
-    public var accuracySentences: Int?
-    public var measuresMemory = true
-    /// Set in the child process that measures memory: the request it answers.
-    public var memoryProbe: String?
-
-    public static let usage = """
-        [--model NAME,...] [--precision fp32,int8,int8-weights] [--batch 1,32] [--seq 16,128] [--threads 1,2] \
-        [--repetitions N | --seconds S] [--profile] [--json] [--quiet] [--sentences FILE] [--accuracy-sentences N] [--no-memory]
-        """
-
-    public init() {}
-
-    /// Parses `--flag value` pairs, for programs without swift-argument-parser. A bare word is a model.
-    public init(arguments: [String]) throws {
-        var index = 0
-        func value(_ flag: String) throws -> String {
-            index += 1
-            guard index < arguments.count else { throw BenchmarkError("\(flag) needs a value") }
-            return arguments[index]
-        }
-        func number<T: LosslessStringConvertible>(_ flag: String) throws -> T {
-            let text = try value(flag)
-            guard let number = T(text) else { throw BenchmarkError("\(flag) \(text): not a number") }
-            return number
-        }
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
-            case "--model": models.append(try value(argument))
-            case "--precision": precisions.append(try value(argument))
-            case "--batch": batches.append(try value(argument))
-            case "--seq": sequenceLengths.append(try value(argument))
-            case "--threads": threads.append(try value(argument))
-            case "--repetitions": repetitions = try number(argument)
-            case "--seconds": seconds = try number(argument)
-            case "--sentences": sentencesFile = try value(argument)
-            case "--accuracy-sentences": accuracySentences = try number(argument)
-            case "--memory-probe": memoryProbe = try value(argument)
-            case "--profile": profile = true
-            case "--json": json = true
-            case "--quiet", "-q": quiet = true
-            case "--no-memory": measuresMemory = false
-            default:
-                guard !argument.hasPrefix("-") else { throw BenchmarkError("unknown flag \(argument)") }
-                models.append(argument)
-            }
-            index += 1
-        }
-    }
-
-    /// The checked plan.
-    public func plan() throws -> BenchmarkPlan {
-        var plan = BenchmarkPlan()
-        let models = Self.list(self.models)
-        if !models.isEmpty { plan.models = models }
-        if !precisions.isEmpty {
-            plan.precisions = []
-            for name in Self.list(precisions) {
-                guard let precision = Precision(rawValue: name) else {
-                    throw BenchmarkError("--precision \(name): not one of \(Precision.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                if !plan.precisions.contains(precision) { plan.precisions.append(precision) }
-            }
-        }
-        plan.shapes = BenchmarkPlan.shapes(batches: try Self.integers(batches, flag: "--batch"),
-                                           sequenceLengths: try Self.integers(sequenceLengths, flag: "--seq"))
-        if !threads.isEmpty { plan.threads = try Self.integers(threads, flag: "--threads") }
-        plan.repetitions = repetitions
-        if let seconds { plan.seconds = seconds }
-        plan.profile = profile
-        plan.sentencesFile = sentencesFile
-        plan.accuracySentences = accuracySentences
-        plan.measuresMemory = measuresMemory
-        if let problem = plan.problem { throw BenchmarkError(problem) }
-        return plan
-    }
-
-    /// "a,b" "c" -> [a, b, c].
-    static func list(_ values: [String]) -> [String] {
-        values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-    }
-
-    static func integers(_ values: [String], flag: String) throws -> [Int] {
-        try list(values).map { text in
-            guard let value = Int(text) else { throw BenchmarkError("\(flag) \(text): not a whole number") }
-            return value
-        }
     }
 }
 

@@ -1,5 +1,6 @@
 import COpenBLAS
 import Foundation
+import SwiftBERT
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,15 +26,15 @@ public final class Benchmark {
         self.progress = progress
     }
 
-    /// Everything a front end does with its parsed flags: answers a memory probe (when this
+    /// Everything a front end does with its parsed options: answers a memory probe (when this
     /// process is the child) or runs the plan; returns the text to print on stdout.
     /// `probeArguments` start this same program in probe mode, e.g. ["bench", "--memory-probe"].
-    public static func main(_ flags: BenchmarkFlags, probeArguments: [String]) throws -> String {
-        if let request = flags.memoryProbe { return try BenchmarkMemoryProbe.respond(to: request) + "\n" }
-        let benchmark = Benchmark(plan: try flags.plan(), memoryProbe: .currentProgram(arguments: probeArguments),
-                                  progress: flags.quiet ? { _ in } : { writeStandardError("bench: \($0)\n") })
+    public static func main(_ options: BenchmarkOptions, probeArguments: [String]) throws -> String {
+        if let request = options.memoryProbe { return try BenchmarkMemoryProbe.respond(to: request) + "\n" }
+        let benchmark = Benchmark(plan: try options.plan(), memoryProbe: .currentProgram(arguments: probeArguments),
+                                  progress: options.quiet ? { _ in } : { writeStandardError("bench: \($0)\n") })
         let report = try benchmark.run()
-        return flags.json ? report.jsonText : report.text
+        return options.json ? report.jsonText : report.text
     }
 
     public func run() throws -> BenchmarkReport {

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// How close a quantised precision stays to FP32 on real sentences, measured the way
 /// Tests/SwiftBERTTests/Int8AccuracyTests.swift measures it.

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// The results of a `Benchmark` run: `text` for people (Markdown tables), `json` for scripts.
 public struct BenchmarkReport: Sendable {

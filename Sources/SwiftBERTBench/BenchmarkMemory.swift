@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// Resident memory of one (model, precision), measured in a fresh child process of the same
 /// program so that precisions measured one after the other cannot pollute each other (freed

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Any JSON value, for the loosely typed sections of tokenizer.json.
+/// Any JSON value, for the loosely typed sections of tokenizer.json, config.json and the
+/// safetensors header.
 ///
 /// Read with JSONDecoder, not JSONSerialization: on Linux the latter drops a leading U+FEFF
 /// from strings, which would silently change a vocabulary entry.
