@@ -32,7 +32,7 @@ enum ErrorShape {
     case tei
 
     func body(_ error: APIError) -> [UInt8] {
-        var json = JSONWriter()
+        let json = JSONWriter()
         switch self {
         case .openAI:
             json.object {
@@ -171,37 +171,38 @@ struct FillRequest: Decodable {
 }
 
 /// A small JSON writer: responses are mostly long float arrays, written straight into bytes.
-struct JSONWriter {
+/// A class, so that the closures of `object` and `array` can write into the same writer.
+final class JSONWriter {
     private(set) var bytes: [UInt8] = []
     private var needsComma = [false]
 
     init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
-    private mutating func separate() {
+    private func separate() {
         if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
         needsComma[needsComma.count - 1] = true
     }
 
-    mutating func object(_ body: () -> Void) {
+    func object(_ body: () -> Void) {
         separate(); bytes.append(UInt8(ascii: "{")); needsComma.append(false)
         body()
         needsComma.removeLast(); bytes.append(UInt8(ascii: "}"))
     }
 
-    mutating func array(_ body: () -> Void) {
+    func array(_ body: () -> Void) {
         separate(); bytes.append(UInt8(ascii: "[")); needsComma.append(false)
         body()
         needsComma.removeLast(); bytes.append(UInt8(ascii: "]"))
     }
 
     /// A key, then its value (the next call) without a comma between.
-    mutating func key(_ name: String) {
+    func key(_ name: String) {
         string(name)
         bytes.append(UInt8(ascii: ":"))
         needsComma[needsComma.count - 1] = false
     }
 
-    mutating func string(_ value: String) {
+    func string(_ value: String) {
         separate()
         bytes.append(UInt8(ascii: "\""))
         for scalar in value.unicodeScalars {
@@ -219,18 +220,18 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func number(_ value: Int) { separate(); bytes += Array(String(value).utf8) }
+    func number(_ value: Int) { separate(); bytes += Array(String(value).utf8) }
 
     /// Shortest text that reads back as the same Float; non-finite values (which JSON cannot hold) as null.
-    mutating func number(_ value: Float) {
+    func number(_ value: Float) {
         separate()
         bytes += value.isFinite ? Array(value.description.utf8) : Array("null".utf8)
     }
 
-    mutating func bool(_ value: Bool) { separate(); bytes += Array((value ? "true" : "false").utf8) }
-    mutating func null() { separate(); bytes += Array("null".utf8) }
+    func bool(_ value: Bool) { separate(); bytes += Array((value ? "true" : "false").utf8) }
+    func null() { separate(); bytes += Array("null".utf8) }
 
-    mutating func floats(_ values: [Float]) {
+    func floats(_ values: [Float]) {
         array { for v in values { number(v) } }
     }
 }

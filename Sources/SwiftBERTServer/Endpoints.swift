@@ -112,7 +112,7 @@ struct Endpoints: Sendable {
         let sequences = try sequences(request.input, model: model, truncate: request.truncate ?? true)
         let vectors = try await vectors(sequences, model: model, dimensions: request.dimensions, normalize: true)
         let tokens = sequences.reduce(0) { $0 + $1.count }
-        var json = JSONWriter(capacity: vectors.count * (base64 ? model.dimension * 6 : model.dimension * 13) + 256)
+        let json = JSONWriter(capacity: vectors.count * (base64 ? model.dimension * 6 : model.dimension * 13) + 256)
         json.object {
             json.key("object"); json.string("list")
             json.key("data")
@@ -146,7 +146,7 @@ struct Endpoints: Sendable {
         }
         let sequences = try sequences(.texts(request.inputs.texts), model: model, truncate: request.truncate ?? false, prompt: prompt)
         let vectors = try await vectors(sequences, model: model, dimensions: request.dimensions, normalize: request.normalize ?? true)
-        var json = JSONWriter(capacity: vectors.count * model.dimension * 13 + 16)
+        let json = JSONWriter(capacity: vectors.count * model.dimension * 13 + 16)
         json.array { for vector in vectors { json.floats(vector) } }
         return json.bytes
     }
@@ -172,7 +172,7 @@ struct Endpoints: Sendable {
         guard request.inputs.texts.count <= configuration.maxInputs else {
             throw APIError.invalid("\(request.inputs.texts.count) inputs; at most \(configuration.maxInputs)", status: 413)
         }
-        var json = JSONWriter()
+        let json = JSONWriter()
         json.array {
             for text in request.inputs.texts {
                 let encoding = model.tokenizer.encode(prompt + text, addSpecialTokens: request.add_special_tokens ?? true)
@@ -196,7 +196,7 @@ struct Endpoints: Sendable {
     /// GET /info (TEI's fields, plus every model of this server).
     func info() throws -> [UInt8] {
         let models = try models()
-        var json = JSONWriter()
+        let json = JSONWriter()
         func describe(_ model: ServedModel) {
             json.key("model_id"); json.string(model.name)
             json.key("model_dtype"); json.string(model.model.precision.rawValue)
@@ -256,7 +256,7 @@ struct Endpoints: Sendable {
         } catch let error as BertError {
             throw APIError.invalid(error.description.replacingOccurrences(of: "invalid input: ", with: ""), param: "inputs")
         }
-        var json = JSONWriter()
+        let json = JSONWriter()
         json.object {
             json.key("model"); json.string(model.name)
             json.key("predictions")

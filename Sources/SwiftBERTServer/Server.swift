@@ -27,7 +27,7 @@ public enum BertServer {
                 let models = try configuration.models.map { try ServedModel(name: $0, configuration: configuration, metrics: metrics) }
                 registry.set(.ready(models))
                 let names = models.map { "\($0.name) (\($0.model.precision.rawValue), \($0.dimension) dims\($0.fillMask != nil ? ", fill-mask" : ""))" }
-                report(String(format: "ready in %.1f s: %@", Date().timeIntervalSince(started), names.joined(separator: ", ")))
+                report("ready in \((Date().timeIntervalSince(started) * 10).rounded() / 10) s: \(names.joined(separator: ", "))")
             } catch {
                 registry.set(.failed("\(error)"))
                 report("cannot load the models: \(error)")
@@ -46,7 +46,7 @@ public enum BertServer {
                 report("listening on http://\(configuration.host):\(port)")
             },
             logger: logger)
-        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        try await app.runService()  // graceful shutdown on SIGTERM and SIGINT (the default)
         for model in registry.models ?? [] { model.batcher.stop() }
         report("stopped after answering every accepted request")
     }
@@ -87,7 +87,7 @@ public enum BertServer {
             case .ready: return jsonResponse(200, Array(#"{"status":"ok"}"#.utf8))
             case .loading: return jsonResponse(503, Array(#"{"status":"loading"}"#.utf8))
             case let .failed(message):
-                var json = JSONWriter()
+                let json = JSONWriter()
                 json.object { json.key("status"); json.string("failed"); json.key("error"); json.string(message) }
                 return jsonResponse(503, json.bytes)
             }
