@@ -6,11 +6,14 @@
 #
 #   tools/deploy_test.sh [seconds=30] [clients=16] [texts-per-request=8]
 #
+# WITHOUT_NON_IDEMPOTENT=1 runs the same with `non_idempotent` removed from proxy_next_upstream,
+# to show what it is for: without it nginx answers 502 for the POSTs in flight on the killed replica.
+#
 # Needs nginx and wrk (Debian: apt-get install -y nginx wrk) and a release build of bert.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}; clients=${2:-16}; texts=${3:-8}
-bert=$(swift build -c release --show-bin-path)/bert
+bert=${BERT:-$(swift build -c release --show-bin-path)/bert}
 for tool in nginx wrk; do command -v $tool >/dev/null || { echo "$tool is missing: apt-get install -y nginx wrk" >&2; exit 1; }; done
 [ -x "$bert" ] || { echo "build bert first: swift build -c release --product bert" >&2; exit 1; }
 
@@ -31,7 +34,10 @@ for port in 18081 18082; do
     for _ in $(seq 600); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
     curl -sf "http://127.0.0.1:$port/health" >/dev/null || { echo "replica $port did not start" >&2; cat "$work/replica-$port.log" >&2; exit 1; }
 done
-nginx -p "$work" -c "$PWD/deploy/nginx/nginx.conf" -g 'daemon on;'
+conf="$work/nginx.conf"
+cp deploy/nginx/nginx.conf "$conf"
+[ "${WITHOUT_NON_IDEMPOTENT:-0}" = 1 ] && sed -i 's/ non_idempotent;/;/' "$conf" && echo "== proxy_next_upstream WITHOUT non_idempotent" >&2
+nginx -p "$work" -c "$conf" -g 'daemon on;'
 for _ in $(seq 50); do curl -sf http://127.0.0.1:18080/health >/dev/null && break; sleep 0.1; done
 
 python3 tools/make_request_body.py "$texts" > "$work/body.jsonl"
@@ -47,5 +53,5 @@ echo
 echo "requests answered 200: $((r_requests - r_non2xx - r_read - r_write - r_timeout)) of $r_requests sent; lost: $lost (non-200 $r_non2xx, socket errors connect $r_connect read $r_read write $r_write timeout $r_timeout)"
 awk -v r="$r_requests" -v s="$r_seconds" -v t="$texts" -v p50="$r_p50_ms" -v p99="$r_p99_ms" \
     'BEGIN { printf "throughput: %.1f requests/s, %.0f texts/s; latency p50 %.1f ms, p99 %.1f ms\n", r / s, r * t / s, p50, p99 }'
-echo "nginx error log (retries to the next upstream show here):"
-grep -c "upstream" "$work/error.log" 2>/dev/null | sed 's/^/  lines mentioning upstream: /' || true
+retried=$(grep -c "prematurely closed\|Connection refused\|Connection reset" "$work/error.log" 2>/dev/null || true)
+echo "nginx error log: $retried upstream failures (requests in flight on, or sent to, the killed replica; each retried on the other one unless counted as lost above)"

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-15}; shift || true
 engines=("$@"); [ ${#engines[@]} -gt 0 ] || engines=(swiftbert-fp32 swiftbert-int8 infinity-torch infinity-onnx st-fastapi offline)
 out=${OUT:-docs/server-loadtest.tsv}
-bert=$(swift build -c release --show-bin-path)/bert
+bert=${BERT:-$(swift build -c release --show-bin-path)/bert}
 hf=${HF_FOLDER:-/work/main/weights/.cache/hf/all-MiniLM-L6-v2}
 infinity=${INFINITY:-/work/infenv/bin/infinity_emb}
 st_python=${ST_PYTHON:-/work/stenv/bin/python}

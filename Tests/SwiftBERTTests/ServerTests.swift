@@ -310,11 +310,19 @@ final class ServerTests: CLITestCase {
                 group.leave()
             }.start()
         }
-        // Wait until the server holds all of them (queue depth in /metrics is not needed: the
-        // connections are accepted once the requests are sent).
-        Thread.sleep(forTimeInterval: 0.5)
-        let inFlight = 16 - { lock.lock(); defer { lock.unlock() }; return results.count }()
-        XCTAssertGreaterThan(inFlight, 0, "the requests finished before SIGTERM; the test proves nothing")
+        // Wait until the server has queued all 16 × 32 texts (sequences taken into batches plus
+        // those still waiting), so that every request was accepted before the signal.
+        let deadline = Date().addingTimeInterval(60)
+        var queued = 0.0
+        while Date() < deadline {
+            let text = (try? server.get("/metrics").text) ?? ""
+            queued = metric(text, "swiftbert_sequences_total") + metric(text, "swiftbert_queue_depth")
+            if queued >= 16 * 32 { break }
+            usleep(20_000)
+        }
+        XCTAssertEqual(queued, 16 * 32, "the requests were not all queued within 60 s")
+        let waiting = metric(try server.get("/metrics").text, "swiftbert_queue_depth")
+        XCTAssertGreaterThan(waiting, 0, "the queue was already empty at SIGTERM; the test proves nothing")
         XCTAssertEqual(server.terminate(timeout: 120), 0, server.standardError)
         group.wait()
         for result in results {
@@ -329,6 +337,14 @@ final class ServerTests: CLITestCase {
         XCTAssertTrue(server.standardError.contains("stopped"), server.standardError)
         // Nothing listens any more.
         XCTAssertThrowsError(try server.get("/health"))
+    }
+
+    /// The value of the first sample of a metric in Prometheus text (0 when absent).
+    func metric(_ text: String, _ name: String) -> Double {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + "{") || line.hasPrefix(name + " ") {
+            return Double(line.split(separator: " ").last ?? "") ?? 0
+        }
+        return 0
     }
 
     // MARK: - The official openai client
