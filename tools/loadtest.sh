@@ -43,10 +43,11 @@ wait_healthy() {
 drive() {
     local engine=$1 url=$2
     for clients in 1 8 64; do
+        local threads=$(( clients < 2 ? 1 : 2 ))  # wrk needs connections >= threads
         for n in 1 32; do
             # A short warm-up at the same shape, then the measured run.
-            WRK_BODY="$work/openai-$n.jsonl" wrk -t2 -c"$clients" -d3s --timeout 60s -s tools/wrk_body.lua "$url" >/dev/null 2>&1 || true
-            WRK_BODY="$work/openai-$n.jsonl" wrk -t2 -c"$clients" -d"${seconds}s" --timeout 60s -s tools/wrk_body.lua "$url" > "$work/wrk.txt" 2>&1 || true
+            WRK_BODY="$work/openai-$n.jsonl" wrk -t"$threads" -c"$clients" -d3s --timeout 60s -s tools/wrk_body.lua "$url" >/dev/null 2>&1 || true
+            WRK_BODY="$work/openai-$n.jsonl" wrk -t"$threads" -c"$clients" -d"${seconds}s" --timeout 60s -s tools/wrk_body.lua "$url" > "$work/wrk.txt" 2>&1 || true
             local result; result=$(grep '^RESULT' "$work/wrk.txt" || echo "RESULT requests=0 seconds=1 p50_ms=0 p99_ms=0 non2xx=0 connect=0 read=0 write=0 timeout=0")
             local r_requests r_seconds r_p50_ms r_p99_ms r_non2xx r_connect r_read r_write r_timeout
             eval "$(echo "$result" | sed 's/^RESULT //' | tr ' ' '\n' | sed 's/^/local r_/')"

@@ -295,14 +295,15 @@ final class ServerTests: CLITestCase {
     }
 
     func testSIGTERMAnswersEveryAcceptedRequestThenExitsZero() throws {
-        let server = try ServerProcess(bert: bertPath, arguments: ["--max-batch-tokens", "512"])
-        let texts = Array(Self.sentences.prefix(32))
+        let server = try ServerProcess(bert: bertPath, arguments: ["--max-batch-tokens", "128"])
+        let texts = Array(Self.sentences.prefix(16))
         let expected = try libraryVectors(texts)
-        // 16 requests of 32 texts: several seconds of work, so most are queued when SIGTERM lands.
+        // 8 requests of 16 texts in batches of at most 128 tokens: many forward passes, so most
+        // of the texts are still queued when SIGTERM lands.
         let group = DispatchGroup()
         let lock = NSLock()
         var results: [Result<HTTPReply, Error>] = []
-        for _ in 0..<16 {
+        for _ in 0..<8 {
             group.enter()
             Thread {
                 let result = Result { try server.post("/v1/embeddings", ["input": texts]) }
@@ -310,17 +311,17 @@ final class ServerTests: CLITestCase {
                 group.leave()
             }.start()
         }
-        // Wait until the server has queued all 16 × 32 texts (sequences taken into batches plus
+        // Wait until the server has queued all 8 × 16 texts (sequences taken into batches plus
         // those still waiting), so that every request was accepted before the signal.
         let deadline = Date().addingTimeInterval(60)
         var queued = 0.0
         while Date() < deadline {
             let text = (try? server.get("/metrics").text) ?? ""
             queued = metric(text, "swiftbert_sequences_total") + metric(text, "swiftbert_queue_depth")
-            if queued >= 16 * 32 { break }
+            if queued >= 8 * 16 { break }
             usleep(20_000)
         }
-        XCTAssertEqual(queued, 16 * 32, "the requests were not all queued within 60 s")
+        XCTAssertEqual(queued, 8 * 16, "the requests were not all queued within 60 s")
         let waiting = metric(try server.get("/metrics").text, "swiftbert_queue_depth")
         XCTAssertGreaterThan(waiting, 0, "the queue was already empty at SIGTERM; the test proves nothing")
         XCTAssertEqual(server.terminate(timeout: 120), 0, server.standardError)
