@@ -16,16 +16,45 @@ let fastMath: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuratio
 let hostHasVNNI = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_vnni") ?? false
 let vnni: [SwiftSetting] = portable || !hostHasVNNI ? [] : [.define("SWIFTBERT_VNNI", .when(configuration: .release))]
 
+// `bert serve` (issue 14): the SwiftBERTServer target and product on Hummingbird, swift-metrics,
+// swift-prometheus and swift-log; the engine target SwiftBERT never depends on them.
+// SWIFTBERT_NO_SERVER=1 leaves the server out (tools/sanitize.sh sets it: the sanitizer builds
+// would otherwise compile Hummingbird and SwiftNIO twice more in CI); `bert serve` then says so.
+let withServer = ProcessInfo.processInfo.environment["SWIFTBERT_NO_SERVER"] != "1"
+let serverPackages: [Package.Dependency] = withServer ? [
+    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+] : []
+let serverTargets: [Target] = withServer ? [
+    // The HTTP server: OpenAI and TEI routes, dynamic batching, Prometheus metrics.
+    .target(
+        name: "SwiftBERTServer",
+        dependencies: [
+            "SwiftBERT",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ],
+        swiftSettings: hostISA
+    ),
+] : []
+let serverProducts: [Product] = withServer ? [.library(name: "SwiftBERTServer", targets: ["SwiftBERTServer"])] : []
+let serverForBert: [Target.Dependency] = withServer ? ["SwiftBERTServer"] : []
+let serverDefine: [SwiftSetting] = withServer ? [.define("SWIFTBERT_SERVER")] : []
+
 let package = Package(
     name: "SwiftBERT",
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "SwiftBERT", targets: ["SwiftBERT"]),
         .executable(name: "bert", targets: ["bert"]),
-    ],
+    ] + serverProducts,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-    ],
+    ] + serverPackages,
     targets: [
         // OpenBLAS's CBLAS interface (Debian: libopenblas-dev).
         .systemLibrary(
@@ -62,8 +91,8 @@ let package = Package(
                 "SwiftBERT",
                 "SwiftBERTBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: hostISA
+            ] + serverForBert,
+            swiftSettings: hostISA + serverDefine
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
@@ -76,6 +105,6 @@ let package = Package(
             dependencies: ["SwiftBERT", "SwiftBERTBench"],
             resources: [.copy("Fixtures")]
         ),
-    ],
+    ] + serverTargets,
     swiftLanguageModes: [.v5]
 )

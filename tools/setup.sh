@@ -25,3 +25,6 @@ grep -v '^#' weights/manifest.tsv | cut -f1 | while read -r name; do
         "$bert" quantize "weights/$name" >&2
     fi
 done
+
+# The openai client for the server's compatibility test (its own venv, not the project's).
+tools/openai_venv.sh || echo "warning: could not install the openai client (tools/openai_venv.sh); the server's openai-client test will fail until it is" >&2

@@ -31,6 +31,7 @@ struct Bert: ParsableCommand {
             Quantize.self,
             Suggest.self,
             Bench.self,
+            Serve.self,
         ])
 }
 

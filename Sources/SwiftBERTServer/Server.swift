@@ -1,0 +1,176 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import SwiftBERT
+
+/// `bert serve`: the HTTP server on Hummingbird. It listens at once (GET /health answers 503
+/// until the models are loaded), routes requests to `Endpoints`, and on SIGTERM or SIGINT
+/// stops accepting, answers every request it accepted, and returns.
+public enum BertServer {
+    /// Runs until SIGTERM/SIGINT. `report` gets the lines a user should see (listening, ready,
+    /// stopped); the caller prints them.
+    public static func run(_ configuration: ServerConfiguration, report: @escaping @Sendable (String) -> Void) async throws {
+        guard !configuration.models.isEmpty else { throw BertError.invalidInput(reason: "no model to serve; give --model NAME[,NAME...]") }
+        let metrics = ServerMetrics.bootstrap()
+        let registry = ModelRegistry()
+        let endpoints = Endpoints(registry: registry, configuration: configuration, metrics: metrics)
+        let router = makeRouter(endpoints, configuration: configuration, metrics: metrics, registry: registry)
+
+        var logger = Logger(label: "bert-serve")
+        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+
+        // Loading maps and repacks weights for seconds: a thread of its own, not the event loops.
+        let loader = Thread {
+            do {
+                let started = Date()
+                let models = try configuration.models.map { try ServedModel(name: $0, configuration: configuration, metrics: metrics) }
+                registry.set(.ready(models))
+                let names = models.map { "\($0.name) (\($0.model.precision.rawValue), \($0.dimension) dims\($0.fillMask != nil ? ", fill-mask" : ""))" }
+                report("ready in \((Date().timeIntervalSince(started) * 10).rounded() / 10) s: \(names.joined(separator: ", "))")
+            } catch {
+                registry.set(.failed("\(error)"))
+                report("cannot load the models: \(error)")
+                // Nothing can be served; a supervisor restarts us or the user fixes --model.
+                exit((error as? BertError)?.exitStatus ?? 1)
+            }
+        }
+        loader.start()
+
+        let app = Application(
+            router: router,
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(max(1, configuration.requestTimeout.seconds * 2))))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "SwiftBERT"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                report("listening on http://\(configuration.host):\(port)")
+            },
+            logger: logger)
+        try await app.runService()  // graceful shutdown on SIGTERM and SIGINT (the default)
+        for model in registry.models ?? [] { model.batcher.stop() }
+        report("stopped after answering every accepted request")
+    }
+
+    static func makeRouter(_ endpoints: Endpoints, configuration: ServerConfiguration, metrics: ServerMetrics,
+                           registry: ModelRegistry) -> Router<BasicRequestContext> {
+        let router = Router()
+        let handler = Handler(configuration: configuration, metrics: metrics)
+
+        for path in ["/v1/embeddings", "/embeddings"] {
+            router.post(RouterPath(path)) { request, _ in
+                await handler.respond(request, route: path, shape: .openAI) { try await endpoints.openAIEmbeddings($0) }
+            }
+        }
+        router.post("/embed") { request, _ in
+            await handler.respond(request, route: "/embed", shape: .tei) { try await endpoints.teiEmbed($0) }
+        }
+        router.post("/tokenize") { request, _ in
+            await handler.respond(request, route: "/tokenize", shape: .tei) { try endpoints.tokenize($0) }
+        }
+        router.post("/fill") { request, _ in
+            await handler.respond(request, route: "/fill", shape: .tei) { try await endpoints.fill($0) }
+        }
+        router.get("/info") { request, _ in
+            await handler.respond(request, route: "/info", shape: .tei, readsBody: false) { _ in try endpoints.info() }
+        }
+        for path in ["/rerank", "/predict"] {
+            router.post(RouterPath(path)) { request, _ in
+                await handler.respond(request, route: path, shape: .tei, readsBody: false) { _ in
+                    throw APIError(status: 501, message: "\(path) is not implemented yet: it needs the sequence-classification heads of the BERT-family issue; SwiftBERT serves /embed, /v1/embeddings, /tokenize, /fill and /info",
+                                   type: "not_implemented")
+                }
+            }
+        }
+        // Probes and scrapers: no API key, no request metrics of their own.
+        router.get("/health") { _, _ in
+            switch registry.current {
+            case .ready: return jsonResponse(200, Array(#"{"status":"ok"}"#.utf8))
+            case .loading: return jsonResponse(503, Array(#"{"status":"loading"}"#.utf8))
+            case let .failed(message):
+                let json = JSONWriter()
+                json.object { json.key("status"); json.string("failed"); json.key("error"); json.string(message) }
+                return jsonResponse(503, json.bytes)
+            }
+        }
+        router.get("/metrics") { request, _ in
+            if let refusal = handler.refusal(request, shape: .tei) { return refusal }
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
+        }
+        return router
+    }
+}
+
+/// What every API route does around its endpoint: the API key, the body limit, the error shape,
+/// and the request metrics.
+struct Handler: Sendable {
+    let configuration: ServerConfiguration
+    let metrics: ServerMetrics
+
+    func respond(_ request: Request, route: String, shape: ErrorShape, readsBody: Bool = true,
+                 _ endpoint: @Sendable ([UInt8]) async throws -> [UInt8]) async -> Response {
+        let started = ContinuousClock.now
+        let response: Response
+        if let refusal = refusal(request, shape: shape) {
+            response = refusal
+        } else {
+            do {
+                var body: [UInt8] = []
+                if readsBody {
+                    let limit = configuration.bodyLimit
+                    if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+                        throw tooLarge(length)
+                    }
+                    var buffer = try await request.body.collect(upTo: limit)
+                    body = buffer.readBytes(length: buffer.readableBytes) ?? []
+                }
+                response = jsonResponse(200, try await endpoint(body))
+            } catch let error as APIError {
+                response = errorResponse(error, shape: shape)
+            } catch is NIOTooManyBytesError {
+                response = errorResponse(tooLarge(nil), shape: shape)
+            } catch {
+                response = errorResponse(APIError(status: 500, message: "internal error: \(error)", type: "server_error"), shape: shape)
+            }
+        }
+        metrics.request(route: route, method: request.method.rawValue, status: response.status.code, duration: started.duration(to: .now))
+        return response
+    }
+
+    private func tooLarge(_ length: Int?) -> APIError {
+        APIError.invalid("the request body\(length.map { " (\($0) bytes)" } ?? "") is over the limit of \(configuration.bodyLimit) bytes (--body-limit); send fewer or shorter inputs per request", status: 413)
+    }
+
+    /// 401 when an API key is set and the request does not carry it as `Authorization: Bearer KEY`.
+    func refusal(_ request: Request, shape: ErrorShape) -> Response? {
+        guard let key = configuration.apiKey else { return nil }
+        let header = request.headers[.authorization] ?? ""
+        let prefix = "Bearer "
+        let given = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
+        if constantTimeEqual(Array(given.utf8), Array(key.utf8)) { return nil }
+        var response = errorResponse(APIError(status: 401, message: "missing or wrong API key; send the header `Authorization: Bearer KEY`",
+                                              type: "invalid_request_error", code: "invalid_api_key"), shape: shape)
+        response.headers[.wwwAuthenticate] = "Bearer"
+        return response
+    }
+
+    func errorResponse(_ error: APIError, shape: ErrorShape) -> Response {
+        var response = jsonResponse(error.status, shape.body(error))
+        if let seconds = error.retryAfter { response.headers[.retryAfter] = String(seconds) }
+        return response
+    }
+}
+
+func jsonResponse(_ status: Int, _ body: [UInt8]) -> Response {
+    Response(status: .init(code: status), headers: [.contentType: "application/json"],
+             body: .init(byteBuffer: ByteBuffer(bytes: body)))
+}
+
+/// Equality whose time depends only on the lengths, not on where the bytes first differ.
+func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    var difference = UInt8(truncatingIfNeeded: a.count ^ b.count) | UInt8(a.count == b.count ? 0 : 1)
+    for i in 0..<max(a.count, b.count) {
+        difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+    }
+    return difference == 0
+}

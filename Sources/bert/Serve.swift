@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import SwiftBERT
+#if SWIFTBERT_SERVER
+import SwiftBERTServer
+#endif
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "HTTP server for embeddings and fill-mask: OpenAI- and TEI-compatible routes, dynamic batching.",
+        discussion: """
+            Routes: POST /v1/embeddings (OpenAI), POST /embed, POST /tokenize, GET /info (TEI), \
+            POST /fill (top-k for each [MASK]), GET /health (200 once the models are loaded), \
+            GET /metrics (Prometheus). Requests pick a model with "model" (default: the first). \
+            SIGTERM or SIGINT stops accepting, answers every accepted request, and exits 0. \
+            Reference: docs/server.md.
+
+            Examples:
+              bert serve
+              bert serve --model all-MiniLM-L6-v2,splade-tiny --port 8080 --precision int8
+              curl -s localhost:8080/v1/embeddings -H 'Content-Type: application/json' \\
+                -d '{"input": "The cat sat on the mat.", "model": "all-MiniLM-L6-v2"}'
+            """)
+
+    @Option(help: "Models to serve, comma-separated: names (folders under weights/) or paths to converted models.")
+    var model = ModelLocator.defaultEmbeddingModel
+
+    @Option(help: "Address to bind; 0.0.0.0 listens on every interface.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one (printed on stderr).")
+    var port = 8080
+
+    @OptionGroup var engine: EngineOptions
+
+    @Option(help: "Tokens per forward pass, at most (a batch of concurrent requests).")
+    var maxBatchTokens = 8192
+
+    @Option(help: "Milliseconds a queued text may wait for others to join its batch.")
+    var maxWaitMs = 5
+
+    @Option(help: "Texts waiting per model, at most; a request that does not fit gets 503 with Retry-After.")
+    var queueCapacity = 8192
+
+    @Option(help: "Inputs in one request, at most; more gets 413.")
+    var maxInputs = 2048
+
+    @Option(help: "Request body size in bytes, at most; larger gets 413.")
+    var bodyLimit = 2 << 20
+
+    @Option(help: "Seconds a request may wait for the model before it gets 503.")
+    var requestTimeout = 30.0
+
+    @Option(help: "Require `Authorization: Bearer KEY` on every route but /health (default: $SWIFTBERT_API_KEY; none when unset).")
+    var apiKey: String?
+
+    func validate() throws {
+        if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
+        if maxBatchTokens < 1 { throw ValidationError("--max-batch-tokens must be at least 1") }
+        if maxWaitMs < 0 { throw ValidationError("--max-wait-ms must be 0 or more") }
+        if queueCapacity < 1 { throw ValidationError("--queue-capacity must be at least 1") }
+        if maxInputs < 1 { throw ValidationError("--max-inputs must be at least 1") }
+        if bodyLimit < 1 { throw ValidationError("--body-limit must be at least 1") }
+        if !(requestTimeout > 0) { throw ValidationError("--request-timeout must be more than 0") }
+        if models.isEmpty { throw ValidationError("--model needs at least one name") }
+    }
+
+    var models: [String] { model.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+
+    func run() throws {
+        #if SWIFTBERT_SERVER
+        // Fail fast on unknown names, before binding the port.
+        for name in models { _ = try ModelLocator.resolve(name) }
+        let key = apiKey ?? ProcessInfo.processInfo.environment["SWIFTBERT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let configuration = ServerConfiguration(
+            models: models, host: host, port: port, precision: engine.precision, threads: engine.threads,
+            maxBatchTokens: maxBatchTokens, maxWait: .milliseconds(maxWaitMs), queueCapacity: queueCapacity,
+            maxInputs: maxInputs, bodyLimit: bodyLimit, requestTimeout: .milliseconds(Int(requestTimeout * 1000)), apiKey: key)
+        let outcome = ServeOutcome()
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do {
+                try await BertServer.run(configuration) { writeStandardError("bert serve: \($0)\n") }
+            } catch {
+                outcome.error = error
+            }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error as? BertError { throw error }
+        // EX_UNAVAILABLE: e.g. the port is taken.
+        if let error = outcome.error { throw CLIError(message: "cannot serve on \(host):\(port): \(error)", status: 69) }
+        #else
+        throw CLIError(message: "this bert was built without the server (SWIFTBERT_NO_SERVER=1); rebuild without it to use `bert serve`", status: 69)
+        #endif
+    }
+}
+
+private final class ServeOutcome: @unchecked Sendable {
+    var error: Error?
+}

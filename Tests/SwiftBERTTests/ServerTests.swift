@@ -1,0 +1,383 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// End-to-end tests of `bert serve`: the built binary on a free loopback port, driven over HTTP.
+/// Vectors are checked against the library in-process and against `bert embed`.
+final class ServerTests: CLITestCase {
+    /// One server with an embedding model and a masked-LM model, shared by the tests that need
+    /// no special settings (started on first use, killed when the process ends).
+    nonisolated(unsafe) static var shared: ServerProcess?
+    static let sharedLock = NSLock()
+
+    static let sentences: [String] = {
+        let text = (try? String(contentsOf: repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/sentences.txt"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
+    }()
+
+    override func setUpWithError() throws {
+        // The sanitizer builds (tools/sanitize.sh) leave Hummingbird out to keep CI under an hour.
+        if let sanitizer = ProcessInfo.processInfo.environment["SWIFTBERT_SANITIZER"] {
+            throw XCTSkip("server tests do not run under the \(sanitizer) sanitizer: tools/sanitize.sh builds bert without the server (SWIFTBERT_NO_SERVER=1) to keep CI under an hour")
+        }
+        try super.setUpWithError()
+        _ = try convertedModel("splade-tiny")
+    }
+
+    func sharedServer() throws -> ServerProcess {
+        Self.sharedLock.lock(); defer { Self.sharedLock.unlock() }
+        if let server = Self.shared, server.process.isRunning { return server }
+        let server = try ServerProcess(bert: bertPath, arguments: ["--model", "all-MiniLM-L6-v2,splade-tiny"])
+        Self.shared = server
+        return server
+    }
+
+    func vectors(_ reply: HTTPReply) throws -> [[Float]] {
+        let object = try XCTUnwrap(try reply.json() as? [String: Any], reply.text)
+        let data = try XCTUnwrap(object["data"] as? [[String: Any]])
+        return try data.map { item in
+            if let text = item["embedding"] as? String {
+                let bytes = try XCTUnwrap(Data(base64Encoded: text))
+                return bytes.withUnsafeBytes { raw in (0..<bytes.count / 4).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) } }
+            }
+            return try XCTUnwrap(item["embedding"] as? [NSNumber]).map(\.floatValue)
+        }
+    }
+
+    func assertClose(_ a: [[Float]], _ b: [[Float]], tolerance: Float = 1e-5, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(a.count, b.count, file: file, line: line)
+        for (x, y) in zip(a, b) {
+            XCTAssertEqual(x.count, y.count, file: file, line: line)
+            XCTAssertLessThanOrEqual(zip(x, y).map { abs($0 - $1) }.max() ?? .infinity, tolerance, file: file, line: line)
+        }
+    }
+
+    /// OpenAI's error shape: {"error": {"message", "type", "param", "code"}}; returns the message.
+    @discardableResult
+    func openAIError(_ reply: HTTPReply, status: Int, mentions: [String] = [], file: StaticString = #filePath, line: UInt = #line) -> String {
+        XCTAssertEqual(reply.status, status, reply.text, file: file, line: line)
+        let error = ((try? reply.json()) as? [String: Any])?["error"] as? [String: Any]
+        XCTAssertNotNil(error?["type"] as? String, "no OpenAI error shape: \(reply.text)", file: file, line: line)
+        XCTAssertTrue(error?.keys.contains("param") ?? false, file: file, line: line)
+        XCTAssertTrue(error?.keys.contains("code") ?? false, file: file, line: line)
+        let message = error?["message"] as? String ?? ""
+        for word in mentions { XCTAssertTrue(message.contains(word), "\(message) does not mention \(word)", file: file, line: line) }
+        return message
+    }
+
+    func teiError(_ reply: HTTPReply, status: Int, mentions: [String] = [], file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(reply.status, status, reply.text, file: file, line: line)
+        let object = (try? reply.json()) as? [String: Any]
+        let message = object?["error"] as? String ?? ""
+        XCTAssertNotNil(object?["error_type"] as? String, "no TEI error shape: \(reply.text)", file: file, line: line)
+        for word in mentions { XCTAssertTrue(message.contains(word), "\(message) does not mention \(word)", file: file, line: line) }
+    }
+
+    // MARK: - Endpoints
+
+    func testOpenAIEmbeddingsMatchTheLibrary() throws {
+        let server = try sharedServer()
+        let texts = Array(Self.sentences.prefix(5))
+        let expected = try libraryVectors(texts)
+        let tokenizer = try libraryTokenizer("all-MiniLM-L6-v2")
+
+        let one = try server.post("/v1/embeddings", ["input": texts[0], "model": "all-MiniLM-L6-v2"])
+        XCTAssertEqual(one.status, 200, one.text)
+        assertClose(try vectors(one), [expected[0]])
+        let object = try XCTUnwrap(one.json() as? [String: Any])
+        XCTAssertEqual(object["object"] as? String, "list")
+        XCTAssertEqual(object["model"] as? String, "all-MiniLM-L6-v2")
+        let usage = try XCTUnwrap(object["usage"] as? [String: Int])
+        XCTAssertEqual(usage["prompt_tokens"], tokenizer.encode(texts[0], maxLength: 256).count)
+        XCTAssertEqual(usage["total_tokens"], usage["prompt_tokens"])
+
+        // Several texts, no model (the first one served), base64.
+        let many = try server.post("/v1/embeddings", ["input": texts, "encoding_format": "base64"])
+        XCTAssertEqual(many.status, 200, many.text)
+        assertClose(try vectors(many), expected)
+
+        // Token ids, as /tokenize gives them, one list and several.
+        let ids = texts.map { tokenizer.encode($0, maxLength: 256).ids.map(Int.init) }
+        let byIds = try server.post("/v1/embeddings", ["input": ids])
+        assertClose(try vectors(byIds), expected)
+        let byOneList = try server.post("/v1/embeddings", ["input": ids[1]])
+        assertClose(try vectors(byOneList), [expected[1]])
+
+        // dimensions: the first 64 values, renormalised.
+        let cut = try vectors(server.post("/v1/embeddings", ["input": texts[0], "dimensions": 64]))[0]
+        XCTAssertEqual(cut.count, 64)
+        let prefix = Array(expected[0].prefix(64))
+        let norm = prefix.reduce(0) { $0 + $1 * $1 }.squareRoot()
+        assertClose([cut], [prefix.map { $0 / norm }])
+        openAIError(try server.post("/v1/embeddings", ["input": "x", "dimensions": 385]), status: 422, mentions: ["384"])
+
+        // Unknown model: 404 in OpenAI's shape, naming what is served.
+        let unknown = try server.post("/v1/embeddings", ["input": "x", "model": "text-embedding-3-small"])
+        openAIError(unknown, status: 404, mentions: ["text-embedding-3-small", "all-MiniLM-L6-v2"])
+        XCTAssertEqual((((try? unknown.json()) as? [String: Any])?["error"] as? [String: Any])?["code"] as? String, "model_not_found")
+    }
+
+    func testTEIEmbedTokenizeInfo() throws {
+        let server = try sharedServer()
+        let texts = Array(Self.sentences.dropFirst(10).prefix(3))
+        let embed = try server.post("/embed", ["inputs": texts])
+        XCTAssertEqual(embed.status, 200, embed.text)
+        let vectors = try XCTUnwrap(embed.json() as? [[NSNumber]]).map { $0.map(\.floatValue) }
+        assertClose(vectors, try libraryVectors(texts))
+        let single = try XCTUnwrap(server.post("/embed", ["inputs": texts[0]]).json() as? [[NSNumber]])
+        XCTAssertEqual(single.count, 1)
+
+        let raw = try XCTUnwrap(server.post("/embed", ["inputs": texts[0], "normalize": false]).json() as? [[NSNumber]]).map { $0.map(\.floatValue) }
+        assertClose(raw, try libraryVectors([texts[0]], options: .init(normalize: false)))
+        XCTAssertGreaterThan(abs(raw[0].reduce(0) { $0 + $1 * $1 } - 1), 1e-3, "not normalised")
+
+        teiError(try server.post("/embed", ["inputs": "x", "prompt_name": "query"]), status: 422, mentions: ["query", "no prompts"])
+
+        // Too long: refused unless truncate is true (TEI's default is false).
+        let long = Array(repeating: "word", count: 400).joined(separator: " ")
+        teiError(try server.post("/embed", ["inputs": long]), status: 413, mentions: ["256", "truncate"])
+        let cut = try server.post("/embed", ["inputs": long, "truncate": true])
+        XCTAssertEqual(cut.status, 200, cut.text)
+        assertClose(try XCTUnwrap(cut.json() as? [[NSNumber]]).map { $0.map(\.floatValue) }, try libraryVectors([long]))
+        // /v1/embeddings truncates by default, as `bert embed` does, and refuses with truncate false.
+        XCTAssertEqual(try server.post("/v1/embeddings", ["input": long]).status, 200)
+        openAIError(try server.post("/v1/embeddings", ["input": long, "truncate": false]), status: 413, mentions: ["256"])
+
+        let tokens = try server.post("/tokenize", ["inputs": ["The cat sat.", "Héllo"]])
+        XCTAssertEqual(tokens.status, 200, tokens.text)
+        let lists = try XCTUnwrap(tokens.json() as? [[[String: Any]]])
+        let tokenizer = try libraryTokenizer("all-MiniLM-L6-v2")
+        XCTAssertEqual(lists[0].map { $0["id"] as? Int }, tokenizer.encode("The cat sat.").ids.map { Int($0) })
+        XCTAssertEqual(lists[0].first?["special"] as? Bool, true)
+        XCTAssertEqual(lists[0][1]["text"] as? String, "the")
+        XCTAssertEqual(lists[0][1]["start"] as? Int, 0)
+        XCTAssertEqual(lists[0][1]["stop"] as? Int, 3)
+        XCTAssertEqual(lists[1].map { $0["id"] as? Int }, tokenizer.encode("Héllo").ids.map { Int($0) })
+
+        let info = try XCTUnwrap(server.get("/info").json() as? [String: Any])
+        XCTAssertEqual(info["model_id"] as? String, "all-MiniLM-L6-v2")
+        XCTAssertEqual(info["dimension"] as? Int, 384)
+        XCTAssertEqual(info["max_input_length"] as? Int, 256)
+        XCTAssertEqual((info["models"] as? [[String: Any]])?.compactMap { $0["model_id"] as? String }, ["all-MiniLM-L6-v2", "splade-tiny"])
+    }
+
+    func testFillMaskHealthMetricsAndMissingRoutes() throws {
+        let server = try sharedServer()
+        let text = "The capital of France is [MASK]."
+        let reply = try server.post("/fill", ["inputs": text, "top_k": 3])
+        XCTAssertEqual(reply.status, 200, reply.text)
+        let object = try XCTUnwrap(reply.json() as? [String: Any])
+        XCTAssertEqual(object["model"] as? String, "splade-tiny")
+        let predictions = try XCTUnwrap(object["predictions"] as? [[String: Any]])
+        let candidates = try XCTUnwrap(predictions.first?["candidates"] as? [[String: Any]])
+        let expected = try FillMask(model: loadModel("splade-tiny"), tokenizer: libraryTokenizer("splade-tiny")).predict(text, topK: 3)[0]
+        XCTAssertEqual(predictions.first?["position"] as? Int, expected.position)
+        XCTAssertEqual(candidates.map { $0["id"] as? Int }, expected.candidates.map { Int($0.id) })
+        XCTAssertEqual(candidates.map { $0["token"] as? String }, expected.candidates.map(\.token))
+        for (got, want) in zip(candidates, expected.candidates) {
+            XCTAssertEqual((got["probability"] as? NSNumber)?.floatValue ?? -1, want.probability, accuracy: 1e-5)
+        }
+        teiError(try server.post("/fill", ["inputs": "no mask here"]), status: 422, mentions: ["[MASK]"])
+        teiError(try server.post("/fill", ["inputs": text, "model": "all-MiniLM-L6-v2"]), status: 422, mentions: ["masked-LM"])
+        teiError(try server.post("/fill", ["inputs": text, "top_k": 0]), status: 422, mentions: ["top_k"])
+
+        let health = try server.get("/health")
+        XCTAssertEqual(health.status, 200)
+        XCTAssertEqual(health.text, #"{"status":"ok"}"#)
+
+        teiError(try server.post("/rerank", ["query": "q", "texts": ["a"]]), status: 501, mentions: ["not implemented"])
+        teiError(try server.post("/predict", ["inputs": "a"]), status: 501, mentions: ["not implemented"])
+
+        let metrics = try server.get("/metrics")
+        XCTAssertEqual(metrics.status, 200)
+        XCTAssertTrue(metrics.headers["content-type"]?.hasPrefix("text/plain") ?? false)
+        for needle in [#"swiftbert_http_requests_total{"#, #"route="/fill""#, #"status="200""#, #"status="422""#,
+                       "swiftbert_http_request_duration_seconds_bucket", "swiftbert_batch_sequences_bucket",
+                       "swiftbert_batch_tokens_bucket", "swiftbert_queue_depth", "swiftbert_tokens_total", "swiftbert_forward_duration_seconds"] {
+            XCTAssertTrue(metrics.text.contains(needle), "no \(needle) in /metrics:\n\(metrics.text.prefix(3000))")
+        }
+    }
+
+    // MARK: - Bad requests
+
+    func testBadRequestsGetMessages() throws {
+        let server = try sharedServer()
+        func raw(_ path: String, _ body: String) throws -> HTTPReply {
+            try httpRequest(port: server.port, method: "POST", path: path, body: Data(body.utf8))
+        }
+        openAIError(try raw("/v1/embeddings", "{\"input\": "), status: 400, mentions: ["not valid JSON"])
+        openAIError(try raw("/v1/embeddings", ""), status: 400, mentions: ["empty"])
+        openAIError(try raw("/v1/embeddings", "[1, 2]"), status: 422, mentions: ["object"])
+        openAIError(try raw("/v1/embeddings", #"{"model": "all-MiniLM-L6-v2"}"#), status: 422, mentions: ["input", "required"])
+        openAIError(try raw("/v1/embeddings", #"{"input": 5}"#), status: 422, mentions: ["input", "string"])
+        openAIError(try raw("/v1/embeddings", #"{"input": [{"text": "a"}]}"#), status: 422, mentions: ["input"])
+        openAIError(try raw("/v1/embeddings", #"{"input": []}"#), status: 422, mentions: ["empty"])
+        openAIError(try raw("/v1/embeddings", #"{"input": [[101, 99999999, 102]]}"#), status: 422, mentions: ["99999999", "vocabulary"])
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "encoding_format": "int8"}"#), status: 422, mentions: ["encoding_format"])
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "dimensions": "big"}"#), status: 422, mentions: ["dimensions"])
+        teiError(try raw("/embed", #"{"inputs": null}"#), status: 422, mentions: ["inputs"])
+        teiError(try raw("/tokenize", #"{"text": "a"}"#), status: 422, mentions: ["inputs", "required"])
+
+        // Over the 2 MiB default body limit: 413, with a message, and the server lives on.
+        let big = #"{"input": ""# + String(repeating: "a ", count: 1_100_000) + #""}"#
+        openAIError(try raw("/v1/embeddings", big), status: 413, mentions: ["limit"])
+        XCTAssertEqual(try server.post("/v1/embeddings", ["input": "still alive"]).status, 200)
+        // Unknown routes: 404.
+        XCTAssertEqual(try server.get("/v2/nothing").status, 404)
+    }
+
+    func testAPIKeyIsRequiredWhenSet() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "4096"], environment: ["SWIFTBERT_API_KEY": "s3cret-key"])
+        openAIError(try server.post("/v1/embeddings", ["input": "x"]), status: 401, mentions: ["API key"])
+        openAIError(try server.post("/v1/embeddings", ["input": "x"], headers: ["Authorization": "Bearer s3cret-kez"]), status: 401)
+        openAIError(try server.post("/v1/embeddings", ["input": "x"], headers: ["Authorization": "Bearer s3cret-key-and-more"]), status: 401)
+        XCTAssertEqual(try server.post("/v1/embeddings", ["input": "x"], headers: ["Authorization": "Bearer s3cret-key"]).status, 200)
+        XCTAssertEqual(try server.get("/metrics").status, 401)
+        XCTAssertEqual(try server.get("/health").status, 200, "probes need no key")
+        // --body-limit is configurable.
+        let body = jsonBody(["input": String(repeating: "b ", count: 3000)])
+        let reply = try httpRequest(port: server.port, method: "POST", path: "/v1/embeddings", body: body, headers: ["Authorization": "Bearer s3cret-key"])
+        openAIError(reply, status: 413, mentions: ["4096"])
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    // MARK: - Load, back-pressure, shutdown
+
+    func testSixtyFourClientsTimesTenRequestsAllSucceed() throws {
+        let server = try sharedServer()
+        let texts = Array(Self.sentences.prefix(64))
+        let expected = try libraryVectors(texts)
+        let failures = concurrently(64) { client -> [String] in
+            var problems: [String] = []
+            for request in 0..<10 {
+                let index = (client + request) % texts.count
+                do {
+                    let reply = try server.post("/v1/embeddings", ["input": texts[index]])
+                    guard reply.status == 200 else { problems.append("status \(reply.status): \(reply.text)"); continue }
+                    let vector = try self.vectors(reply)[0]
+                    let error = zip(vector, expected[index]).map { abs($0 - $1) }.max() ?? 1
+                    if error > 1e-5 { problems.append("client \(client) request \(request): vector off by \(error)") }
+                } catch {
+                    problems.append("client \(client) request \(request): \(error)")
+                }
+            }
+            return problems
+        }.flatMap { $0 }
+        XCTAssertEqual(failures.count, 0, failures.prefix(5).joined(separator: "\n"))
+        // Concurrent requests were batched together.
+        let metrics = try server.get("/metrics").text
+        let batches = metrics.split(separator: "\n").first { $0.hasPrefix("swiftbert_batch_sequences_count") }
+        let sequences = metrics.split(separator: "\n").first { $0.hasPrefix("swiftbert_batch_sequences_sum") }
+        let count = batches.flatMap { Double($0.split(separator: " ").last!) } ?? 0
+        let sum = sequences.flatMap { Double($0.split(separator: " ").last!) } ?? 0
+        XCTAssertGreaterThan(sum / max(count, 1), 1.5, "mean batch size \(sum / max(count, 1)): requests were not coalesced")
+    }
+
+    func testFloodGets503WithRetryAfterAndServerRecovers() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--queue-capacity", "8", "--max-wait-ms", "20"])
+        let texts = Array(Self.sentences.prefix(4))
+        let replies = concurrently(48) { _ in try? server.post("/v1/embeddings", ["input": texts]) }
+        let statuses = replies.map { $0?.status ?? -1 }
+        let refused = replies.compactMap { $0 }.filter { $0.status == 503 }
+        XCTAssertEqual(statuses.filter { $0 != 200 && $0 != 503 }, [], "only 200 or 503 under a flood")
+        XCTAssertFalse(refused.isEmpty, "a queue of 8 texts took 48 concurrent requests of 4")
+        XCTAssertGreaterThan(statuses.filter { $0 == 200 }.count, 0)
+        for reply in refused {
+            XCTAssertEqual(reply.headers["retry-after"], "1")
+            openAIError(reply, status: 503, mentions: ["queue", "full"])
+        }
+        XCTAssertEqual(try server.post("/v1/embeddings", ["input": texts]).status, 200, "recovers after the flood")
+        XCTAssertTrue(try server.get("/metrics").text.contains("swiftbert_rejected_total"))
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    func testSIGTERMAnswersEveryAcceptedRequestThenExitsZero() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--max-batch-tokens", "128"])
+        let texts = Array(Self.sentences.prefix(16))
+        let expected = try libraryVectors(texts)
+        // 8 requests of 16 texts in batches of at most 128 tokens: many forward passes, so most
+        // of the texts are still queued when SIGTERM lands.
+        let group = DispatchGroup()
+        let lock = NSLock()
+        var results: [Result<HTTPReply, Error>] = []
+        for _ in 0..<8 {
+            group.enter()
+            Thread {
+                let result = Result { try server.post("/v1/embeddings", ["input": texts]) }
+                lock.lock(); results.append(result); lock.unlock()
+                group.leave()
+            }.start()
+        }
+        // Wait until the server has queued all 8 × 16 texts (sequences taken into batches plus
+        // those still waiting), so that every request was accepted before the signal.
+        let deadline = Date().addingTimeInterval(60)
+        var queued = 0.0
+        while Date() < deadline {
+            let text = (try? server.get("/metrics").text) ?? ""
+            queued = metric(text, "swiftbert_sequences_total") + metric(text, "swiftbert_queue_depth")
+            if queued >= 8 * 16 { break }
+            usleep(20_000)
+        }
+        XCTAssertEqual(queued, 8 * 16, "the requests were not all queued within 60 s")
+        let waiting = metric(try server.get("/metrics").text, "swiftbert_queue_depth")
+        XCTAssertGreaterThan(waiting, 0, "the queue was already empty at SIGTERM; the test proves nothing")
+        XCTAssertEqual(server.terminate(timeout: 120), 0, server.standardError)
+        group.wait()
+        for result in results {
+            switch result {
+            case let .success(reply):
+                XCTAssertEqual(reply.status, 200, reply.text)
+                if reply.status == 200 { assertClose(try vectors(reply), expected) }
+            case let .failure(error):
+                XCTFail("an accepted request was lost: \(error)")
+            }
+        }
+        XCTAssertTrue(server.standardError.contains("stopped"), server.standardError)
+        // Nothing listens any more.
+        XCTAssertThrowsError(try server.get("/health"))
+    }
+
+    /// The value of the first sample of a metric in Prometheus text (0 when absent).
+    func metric(_ text: String, _ name: String) -> Double {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + "{") || line.hasPrefix(name + " ") {
+            return Double(line.split(separator: " ").last ?? "") ?? 0
+        }
+        return 0
+    }
+
+    // MARK: - The official openai client
+
+    func testOpenAIPythonClientGetsTheVectorsOfBertEmbed() throws {
+        let python = repositoryRoot.appendingPathComponent("tools/.venv-openai/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            XCTFail("the openai client is not installed: run tools/openai_venv.sh (make setup runs it) to create tools/.venv-openai with `pip install openai`")
+            return
+        }
+        let server = try sharedServer()
+        let texts = Array(Self.sentences.dropFirst(20).prefix(6))
+        let script = """
+            import json, sys
+            from openai import OpenAI
+            client = OpenAI(base_url="http://127.0.0.1:\(server.port)/v1", api_key="unused")
+            texts = json.loads(sys.stdin.read())
+            response = client.embeddings.create(model="all-MiniLM-L6-v2", input=texts)
+            print(json.dumps({"vectors": [d.embedding for d in response.data], "prompt_tokens": response.usage.prompt_tokens}))
+            """
+        let result = try runProcess(python, ["-c", script], stdin: jsonBody(texts), currentDirectory: NSTemporaryDirectory())
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let got = try XCTUnwrap(object["vectors"] as? [[NSNumber]]).map { $0.map(\.floatValue) }
+
+        let embed = try bert(["embed", "--format", "jsonl"] + texts)
+        XCTAssertEqual(embed.status, 0, embed.stderr)
+        let fromCLI = try embed.stdout.split(separator: "\n").map { line -> [Float] in
+            let record = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return try XCTUnwrap(record["embedding"] as? [NSNumber]).map(\.floatValue)
+        }
+        assertClose(got, fromCLI)
+        XCTAssertGreaterThan(object["prompt_tokens"] as? Int ?? 0, texts.count * 2)
+    }
+}
