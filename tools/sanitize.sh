@@ -53,7 +53,7 @@ for sanitizer in "${sanitizers[@]}"; do
     set +e
     # SWIFTBERT_SANITIZER lets timing checks that instrumentation would break stand down.
     SWIFTBERT_SANITIZER=$sanitizer SWIFTBERT_BERT="$(swift build "${flags[@]}" --show-bin-path)/bert" \
-        swift test "${flags[@]}" --skip-build "$@" 2>&1 | tee "$log"
+        swift test "${flags[@]}" --skip-build --disable-swift-testing "$@" 2>&1 | tee "$log"
     code=${PIPESTATUS[0]}
     set -e
     ended=$(date +%s)
