@@ -68,7 +68,7 @@ struct Embed: ParsableCommand {
         }
         let (bert, tokenizer) = try engine.load(model)
         var stream = EmbeddingStream(embedder: SentenceEmbedder(model: bert, tokenizer: tokenizer),
-                                     options: embedding.options(normalize: !noNormalize))
+                                     options: embedding.options(normalize: noNormalize ? false : nil))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
         Interruption.installSignalHandlers()
         defer { Interruption.removeSignalHandlers() }

@@ -1,0 +1,118 @@
+import ArgumentParser
+import Foundation
+import SwiftBERT
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct TrainClassifier: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "train-classifier",
+        abstract: "Train a text classifier on-device: the encoder stays frozen, only the last layer learns.",
+        discussion: """
+            Reads JSON Lines {"text": ..., "label": ...}. Computes each text's features once (BERT's \
+            pooler output, what BertForSequenceClassification classifies), then trains the \
+            classification layer with cross-entropy and AdamW, stopping early when the validation \
+            loss stops improving (--valid). Writes a Hugging Face BertForSequenceClassification \
+            folder (model.safetensors, config.json with id2label, tokenizer) that `bert classify` \
+            and transformers both load.
+
+            Examples:
+              bert train-classifier --model all-MiniLM-L6-v2 --train train.jsonl --valid valid.jsonl --output my-classifier
+              bert classify --model my-classifier "Kein Git-Repository"
+            """)
+
+    @Option(help: "The encoder: a name under weights/ or a path (a BERT checkpoint with its pooler).")
+    var model = ModelLocator.defaultEmbeddingModel
+
+    @Option(help: ArgumentHelp("Training examples, JSON Lines of {\"text\", \"label\"}.", valueName: "file"))
+    var train: String
+
+    @Option(help: ArgumentHelp("Validation examples, same format: early stopping and the reported accuracy.", valueName: "file"))
+    var valid: String?
+
+    @Option(help: ArgumentHelp("Folder to write the classifier to.", valueName: "dir"))
+    var output: String
+
+    @Option(help: "Passes over the training set, at most.")
+    var epochs = 300
+
+    @Option(help: "AdamW learning rate.")
+    var learningRate: Float = 1e-2
+
+    @Option(help: "AdamW weight decay.")
+    var weightDecay: Float = 1e-4
+
+    @Option(help: "Epochs without a better validation loss before stopping.")
+    var patience = 15
+
+    @Option(help: "Training examples per step.")
+    var batchSize = 128
+
+    @Flag(name: [.short, .long], help: "No progress on stderr.")
+    var quiet = false
+
+    @Option(help: "Worker threads for a forward pass (default: one per core).")
+    var threads: Int?
+
+    func validate() throws {
+        if epochs < 1 { throw ValidationError("--epochs must be at least 1") }
+        if patience < 1 { throw ValidationError("--patience must be at least 1") }
+        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        if !(learningRate > 0) { throw ValidationError("--learning-rate must be positive") }
+        if !(weightDecay >= 0) { throw ValidationError("--weight-decay must be 0 or more") }
+    }
+
+    func run() throws {
+        let trainSet = try LabelledExamples.read(train)
+        let validSet = try valid.map(LabelledExamples.read)
+        let labels = Array(Set(trainSet.map(\.label))).sorted()
+        let ids = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($0.element, $0.offset) })
+        if let validSet, let unknown = validSet.first(where: { ids[$0.label] == nil }) {
+            throw BertError.invalidInput(reason: "\(valid!): label '\(unknown.label.prefix(80))' does not occur in the training set")
+        }
+        let folder = try ModelLocator.converted(ModelLocator.resolve(model))
+        let bert = try BertModel(folder: folder, threads: threads)
+        let tokenizer = try BertTokenizer.load(folder: folder)
+        let showProgress = !quiet && isatty(STDERR_FILENO) == 1
+
+        let started = DispatchTime.now()
+        func features(_ set: [(text: String, label: String)], _ name: String) throws -> [[Float]] {
+            try ClassifierExport.features(bert, tokenizer, set.map(\.text)) { done in
+                if showProgress { writeStandardError("\r\u{1B}[Kbert: features of \(name): \(done)/\(set.count)") }
+            }
+        }
+        let xTrain = try features(trainSet, "train")
+        let xValid = try validSet.map { try features($0, "valid") }
+        let featureSeconds = seconds(since: started)
+        if showProgress { writeStandardError("\r\u{1B}[K") }
+        if !quiet { writeStandardError("bert: features of \(trainSet.count + (validSet?.count ?? 0)) texts in \(String(format: "%.1f", featureSeconds)) s\n") }
+
+        var options = ClassifierTraining.Options()
+        options.epochs = epochs; options.learningRate = learningRate; options.weightDecay = weightDecay
+        options.patience = patience; options.batchSize = batchSize
+        let result = try ClassifierTraining.train(
+            features: xTrain, labels: trainSet.map { ids[$0.label]! }, classes: labels.count,
+            valid: xValid.map { ($0, validSet!.map { ids[$0.label]! }) }, options: options) { epoch in
+                guard showProgress else { return }
+                let width = 24, filled = width * epoch.epoch / epochs
+                let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+                var line = "\r\u{1B}[K[\(bar)] epoch \(epoch.epoch)/\(epochs)  loss \(String(format: "%.4f", epoch.trainLoss))  train \(String(format: "%.2f", epoch.trainAccuracy * 100))%"
+                if let loss = epoch.validLoss, let accuracy = epoch.validAccuracy {
+                    line += "  valid loss \(String(format: "%.4f", loss))  valid \(String(format: "%.2f", accuracy * 100))%"
+                }
+                writeStandardError(line)
+            }
+        if showProgress { writeStandardError("\n") }
+        let destination = URL(fileURLWithPath: output)
+        try ClassifierExport.writeSequenceClassifier(model: bert, classifier: result, labels: labels, to: destination)
+        if !quiet {
+            let best = result.history[result.bestEpoch - 1]
+            var summary = "bert: trained \(labels.count) labels on \(trainSet.count) texts in \(String(format: "%.2f", result.seconds)) s (\(result.history.count) epochs, kept epoch \(result.bestEpoch): train accuracy \(String(format: "%.2f", best.trainAccuracy * 100))%"
+            if let accuracy = best.validAccuracy { summary += ", valid accuracy \(String(format: "%.2f", accuracy * 100))%" }
+            writeStandardError(summary + "); wrote \(destination.path)\n")
+        }
+    }
+
+    func seconds(since start: DispatchTime) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 }
+}
