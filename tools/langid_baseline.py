@@ -2,11 +2,12 @@
 """scikit-learn baseline for `bert train-classifier` on the task tools/make_langid_task.py makes:
 LogisticRegression on the very same pooled sentence features SwiftBERT computes.
 
-The features come from SwiftBERT itself, so both learners see identical inputs:
-    for s in train valid test; do
-      .build/release/bert embed --model all-MiniLM-L6-v2 --input-format jsonl \
-          --input weights/.cache/langid/$s.jsonl --format npy --output weights/.cache/langid/$s.npy
-    done
+The features come from SwiftBERT itself (BERT's pooler output, what the written
+BertForSequenceClassification classifies), so both learners see identical inputs:
+    D=weights/.cache/langid
+    .build/release/bert train-classifier --model weights/.cache/hf/all-MiniLM-L6-v2 \
+        --train $D/train.jsonl --valid $D/valid.jsonl --test $D/test.jsonl \
+        --output $D/classifier --save-features $D
 Needs numpy and scikit-learn (a venv of its own, e.g. /work/headsenv); not the test suite.
 Usage: tools/langid_baseline.py [--data weights/.cache/langid] [--C 1.0 ...]
 Prints validation-chosen C, test accuracy and training time as one JSON object.

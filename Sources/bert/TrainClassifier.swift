@@ -34,6 +34,12 @@ struct TrainClassifier: ParsableCommand {
     @Option(help: ArgumentHelp("Folder to write the classifier to.", valueName: "dir"))
     var output: String
 
+    @Option(help: ArgumentHelp("Held-out examples, same format: accuracy reported at the end, not used in training.", valueName: "file"))
+    var test: String?
+
+    @Option(help: ArgumentHelp("Also write the features as train.npy, valid.npy, test.npy (float32, one row per record in input order) to DIR, for comparing learners on the same inputs.", valueName: "dir"))
+    var saveFeatures: String?
+
     @Option(help: "Passes over the training set, at most.")
     var epochs = 300
 
@@ -66,7 +72,8 @@ struct TrainClassifier: ParsableCommand {
     func run() throws {
         let trainSet = try LabelledExamples.read(train)
         let validSet = try valid.map(LabelledExamples.read)
-        let labels = Array(Set(trainSet.map(\.label))).sorted()
+        let testSet = try test.map(LabelledExamples.read)
+        let labels = Array(Set(trainSet.map { $0.label })).sorted()
         let ids = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($0.element, $0.offset) })
         if let validSet, let unknown = validSet.first(where: { ids[$0.label] == nil }) {
             throw BertError.invalidInput(reason: "\(valid!): label '\(unknown.label.prefix(80))' does not occur in the training set")
@@ -78,12 +85,20 @@ struct TrainClassifier: ParsableCommand {
 
         let started = DispatchTime.now()
         func features(_ set: [(text: String, label: String)], _ name: String) throws -> [[Float]] {
-            try ClassifierExport.features(bert, tokenizer, set.map(\.text)) { done in
+            try ClassifierExport.features(bert, tokenizer, set.map { $0.text }) { done in
                 if showProgress { writeStandardError("\r\u{1B}[Kbert: features of \(name): \(done)/\(set.count)") }
             }
         }
         let xTrain = try features(trainSet, "train")
         let xValid = try validSet.map { try features($0, "valid") }
+        let xTest = try testSet.map { try features($0, "test") }
+        if let saveFeatures {
+            let dir = URL(fileURLWithPath: saveFeatures)
+            try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            for (name, rows) in [("train", xTrain), ("valid", xValid), ("test", xTest)] {
+                if let rows { try writeNpy(rows, to: dir.appendingPathComponent("\(name).npy")) }
+            }
+        }
         let featureSeconds = seconds(since: started)
         if showProgress { writeStandardError("\r\u{1B}[K") }
         if !quiet { writeStandardError("bert: features of \(trainSet.count + (validSet?.count ?? 0)) texts in \(String(format: "%.1f", featureSeconds)) s\n") }
@@ -112,7 +127,26 @@ struct TrainClassifier: ParsableCommand {
             if let accuracy = best.validAccuracy { summary += ", valid accuracy \(String(format: "%.2f", accuracy * 100))%" }
             writeStandardError(summary + "); wrote \(destination.path)\n")
         }
+        if let xTest, let testSet {
+            let correct = zip(xTest, testSet).filter { labels[result.predict($0)] == $1.label }.count
+            let line = "bert: test accuracy \(String(format: "%.2f", Double(correct) / Double(testSet.count) * 100))% (\(correct)/\(testSet.count))\n"
+            if !quiet { writeStandardError(line) }
+        }
     }
 
     func seconds(since start: DispatchTime) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 }
+
+    /// A NumPy .npy v1.0 file of an (N, D) little-endian float32 array.
+    func writeNpy(_ rows: [[Float]], to url: URL) throws {
+        let d = rows.first?.count ?? 0
+        var header = "{'descr': '<f4', 'fortran_order': False, 'shape': (\(rows.count), \(d)), }"
+        while (10 + header.utf8.count + 1) % 64 != 0 { header += " " }
+        header += "\n"
+        var data = Data([0x93] + Array("NUMPY".utf8) + [1, 0])
+        let length = UInt16(header.utf8.count)
+        data.append(contentsOf: [UInt8(length & 0xFF), UInt8(length >> 8)])
+        data.append(contentsOf: Array(header.utf8))
+        for row in rows { row.withUnsafeBytes { data.append(contentsOf: $0) } }
+        do { try data.write(to: url) } catch { throw BertError.outputFailed(path: url.path, reason: error.localizedDescription) }
+    }
 }

@@ -175,7 +175,7 @@ public enum Converter {
             vocabSize: try int("vocab_size"), hiddenSize: try int(name("hidden_size")),
             numHiddenLayers: try int(name("num_hidden_layers")), numAttentionHeads: try int(name("num_attention_heads")),
             intermediateSize: try int(name("intermediate_size")), maxPositionEmbeddings: maxPositions,
-            typeVocabSize: isDistilBERT ? 1 : try int("type_vocab_size", 2),
+            typeVocabSize: try isDistilBERT ? 1 : int("type_vocab_size", 2),
             layerNormEps: eps,
             hiddenAct: json[name("hidden_act")]?.string ?? "gelu",
             pooling: .mean, maxSequenceLength: maxPositions,
