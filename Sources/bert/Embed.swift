@@ -75,12 +75,12 @@ struct Embed: ParsableCommand {
         stream.interruption = .process
         let writer: EmbeddingWriter
         if resume {
-            (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: bert.config.hiddenSize)
+            (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: bert.config.embeddingDimension)
             if stream.resumeAfter > 0, !input.quiet {
                 writeStandardError("bert: \(output) holds \(stream.resumeAfter) records; resuming with record \(stream.resumeAfter + 1) of the input\n")
             }
         } else {
-            writer = try EmbeddingWriter(format: format, sink: OutputSink.open(output), dimension: bert.config.hiddenSize)
+            writer = try EmbeddingWriter(format: format, sink: OutputSink.open(output), dimension: bert.config.embeddingDimension)
         }
 
         let bar = plan.progressBar()

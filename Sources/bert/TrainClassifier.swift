@@ -12,8 +12,8 @@ struct TrainClassifier: ParsableCommand {
         discussion: """
             Reads JSON Lines {"text": ..., "label": ...}. Computes each text's features once (BERT's \
             pooler output, what BertForSequenceClassification classifies), then trains the \
-            classification layer with cross-entropy and AdamW, stopping early when the validation \
-            loss stops improving (--valid). Writes a Hugging Face BertForSequenceClassification \
+            classification layer with cross-entropy and AdamW, keeping the epoch with the best \
+            validation accuracy and stopping when it has not improved for --patience epochs (--valid). Writes a Hugging Face BertForSequenceClassification \
             folder (model.safetensors, config.json with id2label, tokenizer) that `bert classify` \
             and transformers both load.
 
@@ -49,8 +49,8 @@ struct TrainClassifier: ParsableCommand {
     @Option(help: "AdamW weight decay.")
     var weightDecay: Float = 1e-4
 
-    @Option(help: "Epochs without a better validation loss before stopping.")
-    var patience = 15
+    @Option(help: "Epochs without a better validation accuracy before stopping.")
+    var patience = 30
 
     @Option(help: "Training examples per step.")
     var batchSize = 128

@@ -4,9 +4,9 @@ import XCTest
 
 /// INT8 (`bert quantize`, the encoder's Linear layers and word embeddings in INT8; heads stay
 /// float32) against FP32 for every head, on the RANDOM-weight fixtures of HeadFixtureTests.
-/// Prints the agreement figures quoted in docs/models.md. Random weights are a harsh case for
-/// INT8 (no outliers learned away, labels separated only by the scaled-up classifiers), so the
-/// bounds here are loose: they catch a broken INT8 path, not a small loss of accuracy.
+/// Prints the agreement figures quoted in docs/models.md. The bounds sit a little outside what
+/// was measured (labels near a tie may flip under INT8 rounding): they catch a broken INT8 path,
+/// not the last bit of accuracy.
 final class HeadInt8Tests: XCTestCase {
     func int8Folder(_ name: String) throws -> URL {
         let folder = try HeadFixtureTests.converted(name)
@@ -27,8 +27,8 @@ final class HeadInt8Tests: XCTestCase {
             let agree = zip(fp32, int8).filter { $0[0].label == $1[0].label }.count
             let worst = zip(fp32, int8).flatMap { a, b in a.map { l in abs(l.score - b.first { $0.label == l.label }!.score) } }.max()!
             report("\(name): top label agrees on \(agree)/\(texts.count) texts, largest probability difference \(worst)")
-            XCTAssertGreaterThanOrEqual(agree, texts.count / 2, name)
-            XCTAssertLessThan(worst, 0.5, name)
+            XCTAssertGreaterThanOrEqual(agree, texts.count - 1, name)
+            XCTAssertLessThan(worst, 0.02, name)
         }
     }
 
@@ -41,7 +41,8 @@ final class HeadInt8Tests: XCTestCase {
             let int8 = try Reranker(folder: folder, threads: 2, precision: .int8).rerank(query: query, documents: documents)
             let worst = zip(fp32.sorted { $0.index < $1.index }, int8.sorted { $0.index < $1.index }).map { abs($0.score - $1.score) }.max()!
             report("rerank '\(query)': best document \(fp32[0].index == int8[0].index ? "same" : "differs"), order \(fp32.map(\.index)) vs \(int8.map(\.index)), largest score difference \(worst)")
-            XCTAssertLessThan(worst, 0.05)
+            XCTAssertLessThan(worst, 0.005)
+            XCTAssertEqual(fp32[0].index, int8[0].index)
         }
     }
 
@@ -59,7 +60,7 @@ final class HeadInt8Tests: XCTestCase {
                 for index in Set(labelsA.keys).union(labelsB.keys) { total += 1; if labelsA[index] == labelsB[index] { same += 1 } }
             }
             report("\(name): entity token labels agree on \(same)/\(total)")
-            XCTAssertGreaterThanOrEqual(Double(same), 0.5 * Double(total), name)
+            XCTAssertGreaterThanOrEqual(Double(same), 0.9 * Double(total), name)
         }
     }
 
@@ -70,7 +71,7 @@ final class HeadInt8Tests: XCTestCase {
         let int8 = try SentenceEmbedder(folder: folder, threads: 2, precision: .int8).embed(texts).vectors
         let cosines = zip(fp32, int8).map { cosineSimilarity($0, $1) }
         report("st-cls (CLS pooling, Dense, Normalize, default prompt): cosine to FP32 min \(cosines.min()!), mean \(cosines.reduce(0, +) / Float(cosines.count))")
-        XCTAssertGreaterThan(cosines.min()!, 0.9)
+        XCTAssertGreaterThan(cosines.min()!, 0.999)
     }
 
     func testDistilBERTFillMaskInt8() throws {
@@ -84,6 +85,6 @@ final class HeadInt8Tests: XCTestCase {
             for (x, y) in zip(a, b) { total += 1; if x.candidates[0].id == y.candidates[0].id { same += 1 } }
         }
         report("distilbert-mlm fill-mask: top-1 agrees on \(same)/\(total) masks")
-        XCTAssertGreaterThanOrEqual(Double(same), 0.5 * Double(total))
+        XCTAssertGreaterThanOrEqual(Double(same), 0.8 * Double(total))
     }
 }

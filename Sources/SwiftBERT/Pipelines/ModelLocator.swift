@@ -73,10 +73,12 @@ public enum ModelLocator {
         }
         var hash: UInt64 = 0xcbf29ce484222325  // FNV-1a
         for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100000001b3 }
-        let cache = fm.temporaryDirectory.appendingPathComponent("swiftbert-converted/\(folder.lastPathComponent)-\(String(hash, radix: 16))")
+        // <hash>/<name>: messages that name the model folder keep the source's name.
+        let cache = fm.temporaryDirectory.appendingPathComponent("swiftbert-converted/\(String(hash, radix: 16))/\(folder.lastPathComponent)")
         if !fm.fileExists(atPath: cache.appendingPathComponent("model.safetensors").path) {
             let partial = cache.deletingLastPathComponent().appendingPathComponent(".partial-\(ProcessInfo.processInfo.processIdentifier)-\(cache.lastPathComponent)")
             try? fm.removeItem(at: partial)
+            try? fm.createDirectory(at: cache.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Converter.convert(huggingFaceFolder: folder, to: partial)
             try? fm.removeItem(at: cache)
             do { try fm.moveItem(at: partial, to: cache) }
