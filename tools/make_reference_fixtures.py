@@ -9,6 +9,8 @@ Needs a venv with the reference libraries (the test suite itself never needs the
     tools/fetch_models.sh
     /tmp/refenv/bin/python tools/make_reference_fixtures.py
 Output: Tests/SwiftBERTTests/Fixtures/reference/<model>.{json,safetensors}
+Then runs tools/make_head_fixtures.py: random-weight checkpoints for the task heads (classify,
+rerank, NER, pooling variants, DistilBERT) in Tests/SwiftBERTTests/Fixtures/heads/.
 """
 import json
 import pathlib
@@ -127,6 +129,8 @@ def main():
         meta = {"model": name, "sentences": sentences, "versions": versions, **meta}
         (OUT / f"{name}.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
         print(name, len(tensors), "tensors")
+    import make_head_fixtures  # the task heads, on random-weight checkpoints
+    make_head_fixtures.main()
 
 
 if __name__ == "__main__":

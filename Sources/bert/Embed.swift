@@ -68,19 +68,19 @@ struct Embed: ParsableCommand {
         }
         let (bert, tokenizer) = try engine.load(model)
         var stream = EmbeddingStream(embedder: SentenceEmbedder(model: bert, tokenizer: tokenizer),
-                                     options: embedding.options(normalize: !noNormalize))
+                                     options: embedding.options(normalize: noNormalize ? false : nil))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
         Interruption.installSignalHandlers()
         defer { Interruption.removeSignalHandlers() }
         stream.interruption = .process
         let writer: EmbeddingWriter
         if resume {
-            (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: bert.config.hiddenSize)
+            (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: bert.config.embeddingDimension)
             if stream.resumeAfter > 0, !plan.quiet {
                 writeStandardError("bert: \(output) holds \(stream.resumeAfter) records; resuming with record \(stream.resumeAfter + 1) of the input\n")
             }
         } else {
-            writer = try EmbeddingWriter(format: format, sink: OutputSink.open(output), dimension: bert.config.hiddenSize)
+            writer = try EmbeddingWriter(format: format, sink: OutputSink.open(output), dimension: bert.config.embeddingDimension)
         }
 
         let bar = plan.progressBar()

@@ -24,7 +24,8 @@ struct EngineOptions: ParsableArguments {
 
     /// The model folder for a name or path, then the encoder and its tokenizer.
     func load(_ nameOrPath: String) throws -> (BertModel, BertTokenizer) {
-        let folder = try ModelLocator.resolve(nameOrPath)
+        // A Hugging Face folder (say, one `bert train-classifier` wrote) is converted on first use.
+        let folder = try ModelLocator.converted(ModelLocator.resolve(nameOrPath))
         let tokenizer = try BertTokenizer.load(folder: folder)
         let model = try BertModel(folder: folder, threads: threads, precision: precision)
         return (model, tokenizer)
@@ -33,8 +34,14 @@ struct EngineOptions: ParsableArguments {
 
 /// Sentence-embedding settings shared by embed, similarity and search.
 struct EmbeddingOptions: ParsableArguments {
-    @Option(help: "Pooling of token vectors: mean or cls (default: the model's own).")
+    @Option(help: "Pooling of token vectors: cls, mean, max, mean_sqrt_len_tokens, weightedmean or lasttoken (default: the model's own).")
     var pooling: Pooling?
+
+    @Option(help: ArgumentHelp("Put the model's prompt NAME before every text (config_sentence_transformers.json; default: the model's default prompt).", valueName: "name"))
+    var promptName: String?
+
+    @Option(help: ArgumentHelp("Put TEXT before every text (\"\" for no prompt at all); wins over --prompt-name.", valueName: "text"))
+    var prompt: String?
 
     @Option(help: "Tokens per input, [CLS] and [SEP] included; longer inputs are truncated (default: the model's limit).")
     var maxLength: Int?
@@ -47,8 +54,10 @@ struct EmbeddingOptions: ParsableArguments {
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
     }
 
-    func options(normalize: Bool = true) -> SentenceEmbedder.Options {
-        SentenceEmbedder.Options(pooling: pooling, normalize: normalize, maxLength: maxLength, batchSize: batchSize)
+    /// `normalize` nil: as the model says (its Normalize module).
+    func options(normalize: Bool? = nil) -> SentenceEmbedder.Options {
+        SentenceEmbedder.Options(pooling: pooling, normalize: normalize, maxLength: maxLength, batchSize: batchSize,
+                                 promptName: promptName, prompt: prompt)
     }
 }
 

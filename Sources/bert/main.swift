@@ -23,6 +23,10 @@ struct Bert: ParsableCommand {
         subcommands: [
             Embed.self,
             Fill.self,
+            Classify.self,
+            Rerank.self,
+            NER.self,
+            TrainClassifier.self,
             Tokenize.self,
             Similarity.self,
             Search.self,

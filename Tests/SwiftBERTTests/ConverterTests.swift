@@ -35,14 +35,16 @@ final class ConverterTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: scratch.appendingPathComponent("tokenizer.json").path))
     }
 
-    /// all-MiniLM-L6-v2: sentence-transformers' pooling files, an int64 position_ids, a pooler
-    /// the engine does not use; the fused QKV rows are Q, K and V in that order.
+    /// all-MiniLM-L6-v2: sentence-transformers' pooling files, an int64 position_ids; the pooler
+    /// is kept (for train-classifier's features); the fused QKV rows are Q, K and V in that order.
     func testMiniLMSentenceTransformersSettingsAndFusedQKV() throws {
         let source = try huggingFaceFolder("all-MiniLM-L6-v2")
         let report = try Converter.convert(huggingFaceFolder: source, to: scratch)
         XCTAssertEqual(report.config.pooling, .mean)
         XCTAssertEqual(report.config.maxSequenceLength, 256)
-        XCTAssertEqual(Set(report.droppedTensors), ["embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"])
+        XCTAssertEqual(Set(report.droppedTensors), ["embeddings.position_ids"])
+        XCTAssertEqual(report.config.hasPooler, true)
+        XCTAssertEqual(report.config.normalize, true)  // its 2_Normalize module
         let original = try SafeTensorsFile(path: source.appendingPathComponent("model.safetensors").path)
         let converted = try SafeTensorsFile(path: scratch.appendingPathComponent("model.safetensors").path)
         let qkv = try converted.floats("encoder.layer.3.attention.self.qkv.weight")

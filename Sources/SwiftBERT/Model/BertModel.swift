@@ -31,6 +31,8 @@ public final class BertModel: @unchecked Sendable {
     let embeddings: BertEmbeddings
     let layers: [BertLayer]
     let maskedLMHead: BertMaskedLMHead?
+    /// sentence-transformers' Pooling, Dense and Normalize modules.
+    let sentenceHead: SentenceHead
 
     /// Loads `folder/config.json` and memory-maps `folder/model.safetensors`, checking every
     /// tensor: its presence, dtype and shape against the config, and (unless
@@ -63,6 +65,7 @@ public final class BertModel: @unchecked Sendable {
         layers = try loaded.map { try $0!.get() }
         maskedLMHead = config.hasMaskedLMHead
             ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+        sentenceHead = try SentenceHead(weights, config)
         (self.config, self.weights, self.embeddings) = (config, weights, embeddings)
         self.threads = threads
         self.precision = precision
@@ -160,28 +163,13 @@ public final class BertModel: @unchecked Sendable {
         return (0..<positions.count).map { Array(logits[$0 * config.vocabSize..<($0 + 1) * config.vocabSize]) }
     }
 
-    /// One vector per sequence: mean over its tokens (sentence-transformers' mean pooling) or the
-    /// [CLS] vector, L2-normalised unless asked not to.
+    /// One vector per sequence, pooled by the model's own mode (sentence-transformers' Pooling)
+    /// or `pooling`, L2-normalised unless asked not to. Dense modules are not applied here; a
+    /// `SentenceEmbedder` runs the whole sentence-transformers pipeline.
     public func pool(_ output: EncoderOutput, pooling: Pooling? = nil, normalize: Bool = true) -> [[Float]] {
-        let h = config.hiddenSize
-        return (0..<output.count).map { s in
-            var v = [Float](repeating: 0, count: h)
-            switch pooling ?? config.pooling {
-            case .cls:
-                output.withRow(sequence: s, position: 0) { row in for c in 0..<h { v[c] = row[c] } }
-            case .mean:
-                let n = output.lengths[s]
-                for t in 0..<n { output.withRow(sequence: s, position: t) { row in for c in 0..<h { v[c] += row[c] } } }
-                let inv = 1 / Float(max(n, 1))
-                for c in 0..<h { v[c] *= inv }
-            }
-            if normalize {
-                var sumSquares: Float = 0
-                for c in 0..<h { sumSquares += v[c] * v[c] }
-                // torch.nn.functional.normalize: divide by max(‖v‖, 1e-12).
-                let inv = 1 / max(sumSquares.squareRoot(), 1e-12)
-                for c in 0..<h { v[c] *= inv }
-            }
+        (0..<output.count).map { s in
+            var v = SwiftBERT.pool(output, sequence: s, mode: pooling ?? config.pooling)
+            if normalize { l2Normalize(&v) }
             return v
         }
     }

@@ -54,4 +54,37 @@ public enum ModelLocator {
             ? "No converted models found; run `make setup` or set SWIFTBERT_HOME."
             : "Unknown model; available: \(available.joined(separator: ", ")).")
     }
+
+    /// A folder the engine loads: `folder` itself when converted, else (a Hugging Face or
+    /// sentence-transformers folder, such as `bert train-classifier` writes) its conversion,
+    /// made once into a cache under $TMPDIR and made again when the source's files change.
+    public static func converted(_ folder: URL) throws -> URL {
+        let fm = FileManager.default
+        let config = folder.appendingPathComponent("config.json")
+        guard let data = try? readBoundedFile(config, limit: 4 << 20, what: "config.json"),
+              case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data),
+              json["model_type"] != nil || json["architectures"] != nil else { return folder }
+        // Key: the source path and the modification times of its config and weights.
+        var key = folder.standardizedFileURL.path
+        for name in ["config.json", "model.safetensors", "model.safetensors.index.json", "modules.json"] {
+            if let date = (try? fm.attributesOfItem(atPath: folder.appendingPathComponent(name).path))?[.modificationDate] as? Date {
+                key += "|\(name)=\(date.timeIntervalSince1970)"
+            }
+        }
+        var hash: UInt64 = 0xcbf29ce484222325  // FNV-1a
+        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100000001b3 }
+        // <hash>/<name>: messages that name the model folder keep the source's name.
+        let cache = fm.temporaryDirectory.appendingPathComponent("swiftbert-converted/\(String(hash, radix: 16))/\(folder.lastPathComponent)")
+        if !fm.fileExists(atPath: cache.appendingPathComponent("model.safetensors").path) {
+            let partial = cache.deletingLastPathComponent().appendingPathComponent(".partial-\(ProcessInfo.processInfo.processIdentifier)-\(cache.lastPathComponent)")
+            try? fm.removeItem(at: partial)
+            try? fm.createDirectory(at: cache.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Converter.convert(huggingFaceFolder: folder, to: partial)
+            try? fm.removeItem(at: cache)
+            do { try fm.moveItem(at: partial, to: cache) }
+            catch { throw BertError.outputFailed(path: cache.path, reason: error.localizedDescription) }
+        }
+        return cache
+    }
 }
+

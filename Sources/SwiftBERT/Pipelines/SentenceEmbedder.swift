@@ -1,6 +1,7 @@
 import Foundation
 
-/// Text in, sentence vectors out: tokenizer, encoder and pooling, as sentence-transformers does it.
+/// Text in, sentence vectors out: tokenizer, encoder, then sentence-transformers' modules
+/// (Pooling, Dense, Normalize) as the model's folder lists them, with its prompts.
 public final class SentenceEmbedder: @unchecked Sendable {
     public let model: BertModel
     public let tokenizer: BertTokenizer
@@ -8,13 +9,20 @@ public final class SentenceEmbedder: @unchecked Sendable {
     public struct Options: Sendable {
         /// nil: the model's own pooling (from its sentence-transformers files).
         public var pooling: Pooling?
-        public var normalize: Bool
+        /// nil: as the model's folder says (its Normalize module; true for folders without modules.json).
+        public var normalize: Bool?
         /// Tokens per input, [CLS] and [SEP] included; nil: the model's max_seq_length.
         public var maxLength: Int?
         /// Sequences per forward pass; bounds memory, not results.
         public var batchSize: Int
-        public init(pooling: Pooling? = nil, normalize: Bool = true, maxLength: Int? = nil, batchSize: Int = 32) {
+        /// One of the model's prompts by name (config_sentence_transformers.json), put before every text.
+        public var promptName: String?
+        /// A prompt given as text; wins over `promptName`. "" means no prompt, not even the default one.
+        public var prompt: String?
+        public init(pooling: Pooling? = nil, normalize: Bool? = nil, maxLength: Int? = nil, batchSize: Int = 32,
+                    promptName: String? = nil, prompt: String? = nil) {
             self.pooling = pooling; self.normalize = normalize; self.maxLength = maxLength; self.batchSize = batchSize
+            self.promptName = promptName; self.prompt = prompt
         }
     }
 
@@ -35,21 +43,43 @@ public final class SentenceEmbedder: @unchecked Sendable {
         self.init(model: model, tokenizer: try BertTokenizer.load(folder: folder))
     }
 
+    /// The prompt the options select, as sentence-transformers picks it: `prompt`, else the
+    /// prompt named `promptName`, else the model's default prompt; nil for none.
+    public func prompt(for options: Options) throws -> String? {
+        if let prompt = options.prompt { return prompt.isEmpty ? nil : prompt }
+        let prompts = model.config.prompts ?? [:]
+        if let name = options.promptName {
+            guard let text = prompts[name] else {
+                let known = prompts.keys.sorted().joined(separator: ", ")
+                throw BertError.invalidInput(reason: prompts.isEmpty
+                    ? "prompt name '\(printable(name))': \(model.folder.lastPathComponent) has no prompts; give the text with --prompt instead"
+                    : "prompt name '\(printable(name))' is not one of \(model.folder.lastPathComponent)'s prompts (\(known))")
+            }
+            return text
+        }
+        return model.config.defaultPromptName.flatMap { prompts[$0] }
+    }
+
     public func embed(_ text: String, options: Options = Options()) throws -> [Float] {
         try embed([text], options: options).vectors[0]
     }
 
     public func embed(_ texts: [String], options: Options = Options()) throws -> Embeddings {
         let limit = try maxLength(options.maxLength)
-        let encodings = texts.map { tokenizer.encode($0, maxLength: limit) }
+        let prompt = try prompt(for: options)
+        // sentence-transformers puts the prompt before the text, then tokenizes and truncates
+        // the whole; the prompt's length counts [CLS] and its tokens (not [SEP]).
+        let promptLength = prompt.map { tokenizer.encode($0, maxLength: limit).ids.count - 1 } ?? 0
+        let encodings = texts.map { tokenizer.encode((prompt ?? "") + $0, maxLength: limit) }
         var vectors = [[Float]](repeating: [], count: texts.count)
         // Similar lengths together keep each pass's attention work balanced across threads.
         let order = encodings.indices.sorted { encodings[$0].ids.count < encodings[$1].ids.count }
         for start in stride(from: 0, to: order.count, by: max(1, options.batchSize)) {
             let chunk = Array(order[start..<min(start + max(1, options.batchSize), order.count)])
             let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
-            for (vector, index) in zip(model.pool(output, pooling: options.pooling, normalize: options.normalize), chunk) {
-                vectors[index] = vector
+            for (s, index) in chunk.enumerated() {
+                vectors[index] = model.sentenceHead(output, sequence: s, promptLength: promptLength, pooling: options.pooling,
+                                      normalize: options.normalize)
             }
         }
         return Embeddings(vectors: vectors, truncated: encodings.indices.filter { encodings[$0].wasTruncated })

@@ -172,6 +172,11 @@ public final class BertTokenizer: @unchecked Sendable {
 
     /// Text back from ids, as HF's decode: unknown ids and (by default) special tokens are
     /// skipped, "##" pieces are joined, spaces before punctuation are cleaned up.
+    /// Tokens joined back into text by the tokenizer's decoder (HF's convert_tokens_to_string).
+    public func convertTokensToString(_ tokens: [String]) -> String {
+        decoder?.decode(tokens) ?? tokens.joined(separator: " ")
+    }
+
     public func decode(_ ids: [Int32], skipSpecialTokens: Bool = true) -> String {
         let tokens = ids.compactMap { addedTokenDecodings[$0] ?? token(of: $0) }
             .filter { !skipSpecialTokens || !specialTokenContents.contains($0) }

@@ -1,8 +1,47 @@
 import Foundation
 
-/// How token vectors become one sentence vector.
+/// How token vectors become one sentence vector: sentence-transformers' pooling modes, with
+/// their names as its `pooling_mode` writes them.
 public enum Pooling: String, Codable, Sendable, CaseIterable {
-    case mean, cls
+    /// The first token ([CLS]; the first token after the prompt when the prompt is excluded).
+    case cls
+    /// Average over the tokens.
+    case mean
+    /// Element-wise maximum over the tokens.
+    case max
+    /// Sum over the tokens divided by the square root of their count.
+    case meanSqrtLenTokens = "mean_sqrt_len_tokens"
+    /// Average weighted by position (1 for the first token, 2 for the second, ...).
+    case weightedMean = "weightedmean"
+    /// The last token ([SEP]).
+    case lastToken = "lasttoken"
+}
+
+/// The model families SwiftBERT runs.
+public enum Architecture: String, Codable, Sendable {
+    case bert, distilBERT = "distilbert"
+}
+
+/// A classification layer on top of the encoder, as transformers' *For*Classification classes.
+public enum TaskHead: String, Codable, Sendable {
+    /// One label set per text (or text pair): pooler (dense + tanh on [CLS]) then classifier.
+    case sequenceClassification = "sequence_classification"
+    /// One label per token: classifier on every hidden state.
+    case tokenClassification = "token_classification"
+}
+
+/// A sentence-transformers Dense module (`2_Dense`): y = activation(W·x + b). Its weights are
+/// stored in the converted model.safetensors as `sentence_transformers.dense.<index>.{weight,bias}`.
+public struct DenseLayerConfig: Codable, Sendable, Equatable {
+    public enum Activation: String, Codable, Sendable { case tanh, identity, relu }
+    public var inFeatures: Int
+    public var outFeatures: Int
+    public var hasBias: Bool
+    public var activation: Activation
+
+    enum CodingKeys: String, CodingKey {
+        case inFeatures = "in_features", outFeatures = "out_features", hasBias = "bias", activation
+    }
 }
 
 /// The hyper-parameters of a converted model: Hugging Face's config.json fields the engine
@@ -25,6 +64,28 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var hasMaskedLMHead: Bool
     /// True when the masked-LM decoder is a separate matrix rather than the word embeddings.
     public var hasUntiedDecoder: Bool
+    /// sentence-transformers' `include_prompt` (nil: true): false leaves the prompt's tokens,
+    /// [CLS] included, out of the pooling.
+    public var includePrompt: Bool? = nil
+    /// Whether sentence vectors are L2-normalised: the Normalize module is in modules.json.
+    /// nil (a folder without modules.json): true, SwiftBERT's long-standing default.
+    public var normalize: Bool? = nil
+    /// sentence-transformers' Dense modules after pooling, in order.
+    public var denseLayers: [DenseLayerConfig]? = nil
+    /// `prompts` and `default_prompt_name` from config_sentence_transformers.json.
+    public var prompts: [String: String]? = nil
+    public var defaultPromptName: String? = nil
+    /// True when BERT's pooler (dense + tanh on [CLS]) is stored as pooler.dense.*.
+    public var hasPooler: Bool? = nil
+    /// Which family the checkpoint came from (nil: BERT). DistilBERT runs the same encoder under
+    /// other tensor names, without token types.
+    public var architecture: Architecture? = nil
+    /// The task head the checkpoint carries besides the encoder (nil: none, or only masked-LM).
+    public var head: TaskHead? = nil
+    /// Class names in id order (id2label), for a task head.
+    public var labels: [String]? = nil
+    /// Hugging Face's problem_type: "multi_label_classification" scores with sigmoid, not softmax.
+    public var problemType: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case vocabSize = "vocab_size", hiddenSize = "hidden_size", numHiddenLayers = "num_hidden_layers"
@@ -33,9 +94,12 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case layerNormEps = "layer_norm_eps", hiddenAct = "hidden_act", pooling
         case maxSequenceLength = "max_seq_length", hasMaskedLMHead = "has_masked_lm_head"
         case hasUntiedDecoder = "has_untied_decoder"
+        case includePrompt = "include_prompt", normalize, denseLayers = "dense_layers", prompts
+        case defaultPromptName = "default_prompt_name", hasPooler = "has_pooler", architecture, head, labels, problemType = "problem_type"
     }
 
     public var headDim: Int { hiddenSize / numAttentionHeads }
+    public var isDistilBERT: Bool { architecture == .distilBERT }
 
     /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
     /// low enough that no product of two sizes overflows and no table is sized before the
@@ -66,7 +130,20 @@ public struct BertConfig: Codable, Sendable, Equatable {
         guard maxSequenceLength <= maxPositionEmbeddings else {
             throw fail("max_seq_length \(maxSequenceLength) exceeds max_position_embeddings \(maxPositionEmbeddings): \(fix)")
         }
+        var width = hiddenSize
+        for (i, dense) in (denseLayers ?? []).enumerated() {
+            guard dense.inFeatures == width, dense.outFeatures > 0, dense.outFeatures <= Self.maximumSize else {
+                throw fail("dense layer \(i) maps \(dense.inFeatures) to \(dense.outFeatures) features, but its input has \(width): \(fix)")
+            }
+            width = dense.outFeatures
+        }
+        if let name = defaultPromptName, prompts?[name] == nil {
+            throw fail("default_prompt_name '\(printable(name))' is not one of the prompts: \(fix)")
+        }
     }
+
+    /// Length of the sentence vectors: the last Dense layer's width, else hidden_size.
+    public var embeddingDimension: Int { denseLayers?.last?.outFeatures ?? hiddenSize }
 
     public static func load(from url: URL) throws -> BertConfig {
         let data: Data

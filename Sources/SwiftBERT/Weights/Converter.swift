@@ -19,31 +19,26 @@ public enum Converter {
             throw BertError.fileNotFound(path: source.path, hint: "Give the folder of a Hugging Face BERT checkpoint.")
         }
         let config = try readConfig(source)
-        let weightsURL = source.appendingPathComponent("model.safetensors")  // Hugging Face's name
-        guard fm.fileExists(atPath: weightsURL.path) else {
-            let hasBin = fm.fileExists(atPath: source.appendingPathComponent("pytorch_model.bin").path)
-            throw BertError.notABertCheckpoint(path: source.path, reason: hasBin
-                ? "only pytorch_model.bin is present; save it as model.safetensors first (transformers: model.save_pretrained(dir, safe_serialization=True))"
-                : "model.safetensors is missing")
-        }
-        let file = try SafeTensorsFile(path: weightsURL.path)
+        let file = try CheckpointShards(folder: source)
+        let weightsPath = file.path
 
         // Canonical name -> name in the checkpoint.
         var names: [String: String] = [:]
-        for original in file.tensors.keys {
+        for original in file.names {
             var name = original
             if name.hasPrefix("bert.") { name.removeFirst(5) }
             if name.hasSuffix("LayerNorm.gamma") { name = String(name.dropLast(5)) + "weight" }
             if name.hasSuffix("LayerNorm.beta") { name = String(name.dropLast(4)) + "bias" }
+            if config.isDistilBERT { name = distilBERTName(name) }
             names[name] = original
         }
         func tensor(_ name: String, _ shape: [Int]) throws -> [Float] {
             guard let original = names[name] else {
-                throw BertError.notABertCheckpoint(path: weightsURL.path, reason: "missing tensor '\(name)'")
+                throw BertError.notABertCheckpoint(path: weightsPath, reason: "missing tensor '\(name)'")
             }
-            let info = file.tensors[original]!
+            let info = file.info(original)!
             guard info.shape == shape else {
-                throw BertError.invalidWeights(path: weightsURL.path, reason: "tensor '\(original)' has shape \(info.shape), config.json implies \(shape)")
+                throw BertError.invalidWeights(path: weightsPath, reason: "tensor '\(original)' has shape \(info.shape), config.json implies \(shape)")
             }
             return try file.floatArray(original)
         }
@@ -65,6 +60,10 @@ public enum Converter {
         }
         for module in TensorNames.modules(finalConfig) {
             switch module.kind {
+            case .table where module.name == TensorNames.tokenTypeEmbeddings && config.isDistilBERT:
+                // DistilBERT has no token types: one all-zero type row adds nothing, exactly.
+                out.append(.init(name: module.name + ".weight", shape: [module.rows, module.cols],
+                                 floats: [Float](repeating: 0, count: module.rows * module.cols)))
             case .table:
                 try copy(module.name + ".weight", [module.rows, module.cols])
             case .layerNorm:
@@ -92,12 +91,21 @@ public enum Converter {
             let legacy = TensorNames.join(TensorNames.maskedLMDecoder, "bias")
             try copy(TensorNames.maskedLMBias, [config.vocabSize], from: names[TensorNames.maskedLMBias] != nil ? nil : legacy)
         }
+        if names["classifier.weight"] != nil {
+            try copyTaskHead(config: &finalConfig, names: names, copy: { try copy($0, $1) })
+        } else if names["pooler.dense.weight"] != nil, !config.isDistilBERT {
+            // Kept (h×h, small) for `bert train-classifier`, whose features are the pooler's output.
+            let h = config.hiddenSize
+            try copy("pooler.dense.weight", [h, h])
+            try copy("pooler.dense.bias", [h])
+            finalConfig.hasPooler = true
+        }
+        out += try SentenceTransformersFolder.read(source, into: &finalConfig)
 
         let dropped = names.keys.filter { !used.contains($0) }.sorted().map { names[$0]! }
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
         try SafeTensorsWriter.write(out, metadata: ["format": "swiftbert", "format_version": formatVersion],
                                     to: destination.appendingPathComponent(WeightFiles.fp32).path)
-        try readSentenceTransformersSettings(source, into: &finalConfig)
         try finalConfig.validate(path: source.appendingPathComponent("config.json").path)
         try finalConfig.write(to: destination.appendingPathComponent("config.json"))
         try copyTokenizer(from: source, to: destination)
@@ -123,8 +131,9 @@ public enum Converter {
         }
         let modelType = json["model_type"]?.string ?? ""
         let architectures = (json["architectures"]?.array ?? []).compactMap(\.string)
-        guard modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
-            throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT encoders only")
+        let isDistilBERT = modelType == "distilbert" || (modelType.isEmpty && architectures.contains(where: { $0.hasPrefix("DistilBert") }))
+        guard isDistilBERT || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
+            throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT and DistilBERT encoders only")
         }
         if let kind = json["position_embedding_type"]?.string, kind != "absolute" {
             throw BertError.invalidConfig(path: path, reason: "position_embedding_type '\(printable(kind))' is not supported (absolute only); use a BERT checkpoint with absolute positions")
@@ -143,39 +152,97 @@ public enum Converter {
         let maxPositions = try int("max_position_embeddings")
         var eps: Float = 1e-12
         if case let .number(value)? = json["layer_norm_eps"] { eps = Float(value) }
-        let config = BertConfig(
-            vocabSize: try int("vocab_size"), hiddenSize: try int("hidden_size"),
-            numHiddenLayers: try int("num_hidden_layers"), numAttentionHeads: try int("num_attention_heads"),
-            intermediateSize: try int("intermediate_size"), maxPositionEmbeddings: maxPositions,
-            typeVocabSize: try int("type_vocab_size", 2),
+        // DistilBERT names its sizes differently (dim, n_layers, n_heads, hidden_dim, activation).
+        let key = isDistilBERT
+            ? ["hidden_size": "dim", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads", "intermediate_size": "hidden_dim", "hidden_act": "activation"]
+            : [:]
+        func name(_ bert: String) -> String { key[bert] ?? bert }
+        var config = BertConfig(
+            vocabSize: try int("vocab_size"), hiddenSize: try int(name("hidden_size")),
+            numHiddenLayers: try int(name("num_hidden_layers")), numAttentionHeads: try int(name("num_attention_heads")),
+            intermediateSize: try int(name("intermediate_size")), maxPositionEmbeddings: maxPositions,
+            typeVocabSize: try isDistilBERT ? 1 : int("type_vocab_size", 2),
             layerNormEps: eps,
-            hiddenAct: json["hidden_act"]?.string ?? "gelu",
+            hiddenAct: json[name("hidden_act")]?.string ?? "gelu",
             pooling: .mean, maxSequenceLength: maxPositions,
             hasMaskedLMHead: false, hasUntiedDecoder: false)
+        if isDistilBERT { config.architecture = .distilBERT }
+        var withHead = config
+        if architectures.contains(where: { $0.hasSuffix("ForSequenceClassification") }) {
+            withHead.head = .sequenceClassification
+        } else if architectures.contains(where: { $0.hasSuffix("ForTokenClassification") }) {
+            withHead.head = .tokenClassification
+        }
+        if withHead.head != nil {
+            withHead.labels = try readLabels(json, path: path)
+            withHead.problemType = json["problem_type"]?.string
+        }
         // Before any tensor is looked at: sizes drive loops and the shapes checked against the file.
-        try config.validate(path: path)
-        return config
+        try withHead.validate(path: path)
+        return withHead
     }
 
-    /// sentence-transformers' modules.json, 1_Pooling/config.json and sentence_bert_config.json, when present.
-    static func readSentenceTransformersSettings(_ folder: URL, into config: inout BertConfig) throws {
-        func json(_ path: String) -> JSONValue? {
-            guard let data = try? readBoundedFile(folder.appendingPathComponent(path), limit: 4 << 20, what: path) else { return nil }
-            return try? JSONDecoder().decode(JSONValue.self, from: data)
+    /// DistilBERT's tensor names (after `distilbert.` and the head's own) as the BERT names the
+    /// engine loads: the same computation under other names, but for the classification head's
+    /// pre_classifier, which keeps its name (ReLU, not the pooler's tanh).
+    static func distilBERTName(_ name: String) -> String {
+        var name = name
+        if name.hasPrefix("distilbert.") { name.removeFirst("distilbert.".count) }
+        let renames: [(String, String)] = [
+            ("transformer.layer.", "encoder.layer."),
+            (".attention.q_lin.", ".attention.self.query."), (".attention.k_lin.", ".attention.self.key."),
+            (".attention.v_lin.", ".attention.self.value."), (".attention.out_lin.", ".attention.output.dense."),
+            (".sa_layer_norm.", ".attention.output.LayerNorm."), (".ffn.lin1.", ".intermediate.dense."),
+            (".ffn.lin2.", ".output.dense."), (".output_layer_norm.", ".output.LayerNorm."),
+        ]
+        for (from, to) in renames { name = name.replacingOccurrences(of: from, with: to) }
+        let heads: [(String, String)] = [
+            ("vocab_transform.", "cls.predictions.transform.dense."),
+            ("vocab_layer_norm.", "cls.predictions.transform.LayerNorm."),
+            ("vocab_projector.bias", "cls.predictions.bias"), ("vocab_projector.weight", "cls.predictions.decoder.weight"),
+        ]
+        for (from, to) in heads where name.hasPrefix(from) { name = to + name.dropFirst(from.count) }
+        return name
+    }
+
+    /// id2label in id order ({"0": "negative", ...}); LABEL_<i> names when only num_labels is given.
+    static func readLabels(_ json: [String: JSONValue], path: String) throws -> [String] {
+        if case let .object(map)? = json["id2label"], !map.isEmpty {
+            var labels = [String?](repeating: nil, count: map.count)
+            for (key, value) in map {
+                guard let id = Int(key), id >= 0, id < map.count, labels[id] == nil, let name = value.string else {
+                    throw BertError.invalidConfig(path: path, reason: "id2label must map the ids 0..<\(map.count) to names; '\(printable(key))' does not fit: fix config.json")
+                }
+                labels[id] = name
+            }
+            return labels.map { $0! }
         }
-        if case let .number(length)? = json("sentence_bert_config.json")?["max_seq_length"], length >= 1, length <= 1e9 {
-            config.maxSequenceLength = min(Int(length), config.maxPositionEmbeddings)
+        if case let .number(count)? = json["num_labels"], count >= 1, count <= 1e6, count == count.rounded() {
+            return (0..<Int(count)).map { "LABEL_\($0)" }
         }
-        let modules = json("modules.json")?.array ?? []
-        guard let pooling = modules.first(where: { $0["type"]?.string?.hasSuffix("Pooling") == true }),
-              let path = pooling["path"]?.string, let settings = json(path + "/config.json") else { return }
-        if settings["pooling_mode_cls_token"]?.bool == true {
-            config.pooling = .cls
-        } else if settings["pooling_mode_mean_tokens"]?.bool == true {
-            config.pooling = .mean
-        } else {
-            throw BertError.notABertCheckpoint(path: folder.path, reason: "\(printable(path))/config.json asks for a pooling mode SwiftBERT does not implement (mean and cls only); use a model with mean or CLS pooling")
+        return ["LABEL_0", "LABEL_1"]  // transformers' default num_labels
+    }
+
+    /// The classifier of a *ForSequenceClassification / *ForTokenClassification checkpoint, with
+    /// the pooler a BERT sequence classifier applies first.
+    static func copyTaskHead(config: inout BertConfig, names: [String: String],
+                             copy: (String, [Int]) throws -> Void) throws {
+        guard let head = config.head else {
+            throw BertError.notABertCheckpoint(path: "config.json", reason: "the checkpoint holds classifier.weight but its architectures name no ForSequenceClassification or ForTokenClassification class; fix config.json's architectures")
         }
+        let h = config.hiddenSize, count = config.labels?.count ?? 0
+        guard count >= 1 else {
+            throw BertError.invalidConfig(path: "config.json", reason: "a classification head needs id2label (or num_labels); fix config.json")
+        }
+        if head == .sequenceClassification {
+            // BERT: the pooler (dense + tanh on [CLS]); DistilBERT: pre_classifier (dense + ReLU).
+            let first = config.isDistilBERT ? "pre_classifier" : "pooler.dense"
+            try copy(first + ".weight", [h, h])
+            try copy(first + ".bias", [h])
+            config.hasPooler = !config.isDistilBERT
+        }
+        try copy("classifier.weight", [count, h])
+        try copy("classifier.bias", [count])
     }
 
     static func copyTokenizer(from source: URL, to destination: URL) throws {

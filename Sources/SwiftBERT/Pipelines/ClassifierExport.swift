@@ -1,0 +1,82 @@
+import Foundation
+
+/// The features `bert train-classifier` learns from, and the folder it writes.
+public enum ClassifierExport {
+    /// BERT's pooler output, tanh(W·h[CLS] + b): what BertForSequenceClassification feeds its
+    /// classifier, so a classifier trained on these features drops into that class unchanged.
+    public static func features(_ model: BertModel, _ tokenizer: BertTokenizer, _ texts: [String], batchSize: Int = 32,
+                                progress: ((Int) -> Void)? = nil) throws -> [[Float]] {
+        guard model.config.hasPooler == true, !model.config.isDistilBERT else {
+            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no BERT pooler (pooler.dense); train-classifier needs a BERT checkpoint that kept it (convert the Hugging Face folder again with this version of `bert convert`)")
+        }
+        let pooler = try DenseLayer(model.weights, "pooler.dense", in: model.config.hiddenSize, out: model.config.hiddenSize, activation: .tanh)
+        let limit = model.config.maxSequenceLength
+        var out = [[Float]](repeating: [], count: texts.count)
+        let order = texts.indices.sorted { texts[$0].utf8.count < texts[$1].utf8.count }
+        var done = 0
+        for start in stride(from: 0, to: order.count, by: max(1, batchSize)) {
+            let chunk = Array(order[start..<min(start + max(1, batchSize), order.count)])
+            let encodings = chunk.map { tokenizer.encode(texts[$0], maxLength: limit) }
+            let output = try model.encode(encodings.map(\.ids), typeIds: encodings.map(\.typeIds))
+            for (s, index) in chunk.enumerated() {
+                out[index] = pooler(output.withRow(sequence: s, position: 0) { Array(UnsafeBufferPointer(start: $0, count: output.hiddenSize)) })
+            }
+            done += chunk.count
+            progress?(done)
+        }
+        return out
+    }
+
+    /// Writes a Hugging Face BertForSequenceClassification folder: the encoder and pooler of
+    /// `model` under transformers' names (Q/K/V split again), the trained classifier, a
+    /// config.json with id2label, and the tokenizer files. transformers loads it as it is.
+    public static func writeSequenceClassifier(model: BertModel, classifier: ClassifierTraining.Result,
+                                               labels: [String], to destination: URL) throws {
+        let c = model.config, h = c.hiddenSize
+        guard model.precision == .fp32 else {
+            throw BertError.invalidInput(reason: "the exported encoder must be the float32 one; load the model with precision fp32")
+        }
+        guard labels.count == classifier.classes, classifier.features == h else {
+            throw BertError.invalidInput(reason: "the classifier has \(classifier.classes) classes of \(classifier.features) features; expected \(labels.count) of \(h)")
+        }
+        let weights = model.weights
+        var entries: [SafeTensorsWriter.Entry] = []
+        for name in weights.tensors.keys.sorted() {
+            if name.hasPrefix("cls.") || name.hasPrefix("sentence_transformers.") || name.hasPrefix("classifier.") { continue }
+            let values = Array(try weights.floats(name))
+            let shape = weights.tensors[name]!.shape
+            if name.hasSuffix("attention.self.qkv.weight") || name.hasSuffix("attention.self.qkv.bias") {
+                let isWeight = name.hasSuffix(".weight")
+                let base = "bert." + name.replacingOccurrences(of: "qkv." + (isWeight ? "weight" : "bias"), with: "")
+                let part = isWeight ? h * h : h
+                for (i, piece) in ["query", "key", "value"].enumerated() {
+                    entries.append(.init(name: base + piece + (isWeight ? ".weight" : ".bias"), shape: isWeight ? [h, h] : [h],
+                                         floats: Array(values[i * part..<(i + 1) * part])))
+                }
+            } else {
+                entries.append(.init(name: "bert." + name, shape: shape, floats: values))
+            }
+        }
+        entries.append(.init(name: "classifier.weight", shape: [labels.count, h], floats: classifier.weight))
+        entries.append(.init(name: "classifier.bias", shape: [labels.count], floats: classifier.bias))
+        let fm = FileManager.default
+        do { try fm.createDirectory(at: destination, withIntermediateDirectories: true) }
+        catch { throw BertError.outputFailed(path: destination.path, reason: error.localizedDescription) }
+        try SafeTensorsWriter.write(entries, metadata: ["format": "pt"], to: destination.appendingPathComponent("model.safetensors").path)
+        let config: OrderedJSON = .object([
+            ("architectures", .array([.string("BertForSequenceClassification")])), ("model_type", .string("bert")),
+            ("vocab_size", .int(c.vocabSize)), ("hidden_size", .int(h)), ("num_hidden_layers", .int(c.numHiddenLayers)),
+            ("num_attention_heads", .int(c.numAttentionHeads)), ("intermediate_size", .int(c.intermediateSize)),
+            ("max_position_embeddings", .int(c.maxPositionEmbeddings)), ("type_vocab_size", .int(c.typeVocabSize)),
+            ("layer_norm_eps", .float(c.layerNormEps)), ("hidden_act", .string(c.hiddenAct)),
+            ("position_embedding_type", .string("absolute")), ("pad_token_id", .int(0)),
+            ("hidden_dropout_prob", .double(0.1)), ("attention_probs_dropout_prob", .double(0.1)), ("initializer_range", .double(0.02)),
+            ("id2label", .object(labels.enumerated().map { ("\($0.offset)", .string($0.element)) })),
+            ("label2id", .object(labels.enumerated().map { ($0.element, .int($0.offset)) })),
+        ])
+        do {
+            try Data((config.text + "\n").utf8).write(to: destination.appendingPathComponent("config.json"))
+        } catch { throw BertError.outputFailed(path: destination.appendingPathComponent("config.json").path, reason: error.localizedDescription) }
+        try Converter.copyTokenizer(from: model.folder, to: destination)
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// A label and its probability.
+public struct LabelScore: Sendable, Equatable {
+    public let label: String
+    public let score: Float
+}
+
+/// Texts (or text pairs) in, labels out: a *ForSequenceClassification checkpoint, scored as
+/// Hugging Face's text-classification pipeline does (softmax; sigmoid for
+/// multi_label_classification or a single label).
+public final class TextClassifier: @unchecked Sendable {
+    public let model: BertModel
+    public let tokenizer: BertTokenizer
+    let head: SequenceClassificationHead
+    /// Class names in id order.
+    public let labels: [String]
+
+    public init(model: BertModel, tokenizer: BertTokenizer) throws {
+        guard model.config.head == .sequenceClassification, let labels = model.config.labels else {
+            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no sequence-classification head; use a checkpoint saved from a *ForSequenceClassification model (bert convert keeps its classifier)")
+        }
+        self.model = model
+        self.tokenizer = tokenizer
+        self.labels = labels
+        head = try SequenceClassificationHead(model.weights, model.config)
+    }
+
+    public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
+        let model = try BertModel(folder: folder, threads: threads, precision: precision)
+        try self.init(model: model, tokenizer: try BertTokenizer.load(folder: folder))
+    }
+
+    /// Sigmoid per label (multi-label, or a single score), else softmax across labels.
+    public var usesSigmoid: Bool { model.config.problemType == "multi_label_classification" || labels.count == 1 }
+
+    /// Raw classifier outputs, one row per input; `pairs` gives each text its second segment.
+    public func logits(_ texts: [String], pairs: [String]? = nil, batchSize: Int = 32) throws -> [[Float]] {
+        if let pairs, pairs.count != texts.count {
+            throw BertError.invalidInput(reason: "\(texts.count) texts but \(pairs.count) pair texts")
+        }
+        let limit = model.config.maxSequenceLength
+        let encodings = texts.indices.map { tokenizer.encode(texts[$0], pair: pairs?[$0], maxLength: limit) }
+        var rows = [[Float]](repeating: [], count: texts.count)
+        for start in stride(from: 0, to: encodings.count, by: max(1, batchSize)) {
+            let chunk = Array(start..<min(start + max(1, batchSize), encodings.count))
+            let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
+            for (row, index) in zip(head.logits(output), chunk) { rows[index] = row }
+        }
+        return rows
+    }
+
+    /// Probabilities of each label, best first; `topK` nil gives every label (the HF pipeline with top_k=None).
+    public func classify(_ texts: [String], topK: Int? = nil, batchSize: Int = 32) throws -> [[LabelScore]] {
+        try logits(texts, batchSize: batchSize).map { scores($0, topK: topK) }
+    }
+
+    func scores(_ logits: [Float], topK: Int?) -> [LabelScore] {
+        let probabilities = usesSigmoid ? logits.map(sigmoid) : softmax(logits)
+        // Stable sort: equal scores keep label order, as Python's sorted does.
+        let ranked = probabilities.indices.sorted { probabilities[$0] > probabilities[$1] || (probabilities[$0] == probabilities[$1] && $0 < $1) }
+        return ranked.prefix(topK ?? ranked.count).map { LabelScore(label: labels[$0], score: probabilities[$0]) }
+    }
+}
+
+/// A query and documents in, documents by relevance out: a cross-encoder (a sequence
+/// classifier with one label, fed query/document pairs with token types 0/1), scored as
+/// sentence-transformers' CrossEncoder does (sigmoid of the logit).
+public final class Reranker: @unchecked Sendable {
+    public let classifier: TextClassifier
+
+    public struct Result: Sendable, Equatable {
+        /// Position of the document in the input.
+        public let index: Int
+        public let score: Float
+        public let text: String
+    }
+
+    public init(classifier: TextClassifier) throws {
+        guard classifier.labels.count == 1 else {
+            throw BertError.invalidInput(reason: "\(classifier.model.folder.lastPathComponent) has \(classifier.labels.count) labels; a cross-encoder for reranking has one (use `bert classify` for this model)")
+        }
+        self.classifier = classifier
+    }
+
+    public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
+        try self.init(classifier: TextClassifier(folder: folder, threads: threads, precision: precision))
+    }
+
+    /// Relevance of each document to the query, in input order.
+    public func scores(query: String, documents: [String], batchSize: Int = 32) throws -> [Float] {
+        guard !documents.isEmpty else { return [] }
+        return try classifier.logits([String](repeating: query, count: documents.count), pairs: documents, batchSize: batchSize)
+            .map { sigmoid($0[0]) }
+    }
+
+    /// Documents best first (ties keep input order); `topK` nil keeps all.
+    public func rerank(query: String, documents: [String], topK: Int? = nil, batchSize: Int = 32) throws -> [Result] {
+        let scores = try scores(query: query, documents: documents, batchSize: batchSize)
+        let order = scores.indices.sorted { scores[$0] > scores[$1] || (scores[$0] == scores[$1] && $0 < $1) }
+        return order.prefix(topK ?? order.count).map { Result(index: $0, score: scores[$0], text: documents[$0]) }
+    }
+}

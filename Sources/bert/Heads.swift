@@ -1,0 +1,172 @@
+import ArgumentParser
+import Foundation
+import SwiftBERT
+
+extension AggregationStrategy: ExpressibleByArgument {}
+
+/// Every text of the input (arguments, --input FILE or stdin), read whole: classification and
+/// NER keep one output record per input record, in order.
+func readAllTexts(_ input: InputOptions) throws -> (texts: [String], skips: SkipReport, source: String) {
+    let skips = SkipReport()
+    let reader = try input.plan.reader(report: skips)
+    var texts: [String] = []
+    while let record = try reader.next() { texts.append(record.text) }
+    guard !texts.isEmpty else { throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount) }
+    return (texts, skips, reader.sourceName)
+}
+
+struct Classify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Label texts with a sequence classifier (sentiment, topic, ...).",
+        discussion: """
+            The model is a converted BertForSequenceClassification or DistilBertForSequenceClassification \
+            checkpoint; labels come from its id2label. Scores are softmax probabilities, or one sigmoid \
+            per label when its problem_type is multi_label_classification, as Hugging Face's \
+            text-classification pipeline gives them. Same inputs as embed.
+
+            Examples:
+              bert classify --model weights/my-sentiment "What a lovely day."
+              bert classify --model M --json --top-k 1 --input reviews.txt
+            """)
+
+    @OptionGroup var input: InputOptions
+
+    @Option(help: "A converted sequence-classification model: a name under weights/ or a path.")
+    var model: String
+
+    @Option(name: .customLong("top-k"), help: "Labels per input, best first (default: all).")
+    var topK: Int?
+
+    @Flag(help: "JSON Lines: {\"labels\": [{\"label\", \"score\"}]} per input, best first.")
+    var json = false
+
+    @Option(help: "Inputs per forward pass.")
+    var batchSize = 32
+
+    @OptionGroup var engine: EngineOptions
+
+    func validate() throws {
+        if let topK, topK < 1 { throw ValidationError("--top-k must be at least 1") }
+        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+    }
+
+    func run() throws {
+        let (bert, tokenizer) = try engine.load(model)
+        let classifier = try TextClassifier(model: bert, tokenizer: tokenizer)
+        let (texts, skips, source) = try readAllTexts(input)
+        let sink = OutputSink.standardOutput()
+        for start in stride(from: 0, to: texts.count, by: batchSize) {
+            let batch = Array(texts[start..<min(start + batchSize, texts.count)])
+            for labels in try classifier.classify(batch, topK: topK, batchSize: batchSize) {
+                try sink.write(json ? ClassificationReport.json(labels).text + "\n" : ClassificationReport.text(labels))
+            }
+        }
+        try sink.close()
+        skips.summarize(source: source)
+    }
+}
+
+struct Rerank: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Order documents by relevance to a query with a cross-encoder.",
+        discussion: """
+            The model is a converted cross-encoder: a BertForSequenceClassification with one label, fed \
+            (query, document) pairs with token types 0 and 1. Scores are the sigmoid of its logit, as \
+            sentence-transformers' CrossEncoder gives them.
+
+            Examples:
+              bert rerank --model weights/ms-marco-MiniLM "how do I reset it" "Hold the button 5 s." "It is blue."
+              bert rerank --model M --documents docs.txt --top-k 3 --json "query"
+            """)
+
+    @Argument(help: "The query, then the documents (or give them with --documents).")
+    var arguments: [String] = []
+
+    @Option(help: ArgumentHelp("Read the documents from FILE, one per line (- is stdin).", valueName: "file"))
+    var documents: String?
+
+    @Option(help: "A converted cross-encoder: a name under weights/ or a path.")
+    var model: String
+
+    @Option(name: .customLong("top-k"), help: "Documents to show, best first (default: all).")
+    var topK: Int?
+
+    @Flag(help: "JSON: {\"query\", \"results\": [{\"index\", \"score\", \"text\"}]}, best first.")
+    var json = false
+
+    @OptionGroup var engine: EngineOptions
+
+    func validate() throws {
+        if arguments.isEmpty { throw ValidationError("give the query first") }
+        if documents == nil, arguments.count < 2 { throw ValidationError("give documents after the query, or --documents FILE") }
+        if documents != nil, arguments.count > 1 { throw ValidationError("give documents as arguments or with --documents, not both") }
+        if let topK, topK < 1 { throw ValidationError("--top-k must be at least 1") }
+    }
+
+    func run() throws {
+        let (bert, tokenizer) = try engine.load(model)
+        let reranker = try Reranker(classifier: TextClassifier(model: bert, tokenizer: tokenizer))
+        let query = arguments[0]
+        var docs = Array(arguments.dropFirst())
+        if let documents {
+            var options = try InputOptions.parse([])
+            options.input = documents
+            docs = try readAllTexts(options).texts
+        }
+        let results = try reranker.rerank(query: query, documents: docs, topK: topK)
+        let sink = OutputSink.standardOutput()
+        try sink.write(json ? RerankReport.json(query: query, results).text + "\n" : RerankReport.text(results))
+        try sink.close()
+    }
+}
+
+struct NER: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ner",
+        abstract: "Find named entities (or any token labels) with a token classifier.",
+        discussion: """
+            The model is a converted BertForTokenClassification or DistilBertForTokenClassification \
+            checkpoint. Tokens are grouped into entities with Hugging Face's aggregation strategies \
+            (none, simple, first, average, max); offsets are in Unicode code points of the input, \
+            [start, end). Same inputs as embed.
+
+            Examples:
+              bert ner --model weights/bert-ner "Angela Merkel visited Paris."
+              bert ner --model M --aggregation first --json --input news.txt
+            """)
+
+    @OptionGroup var input: InputOptions
+
+    @Option(help: "A converted token-classification model: a name under weights/ or a path.")
+    var model: String
+
+    @Option(help: "How tokens become entities: none, simple, first, average or max.")
+    var aggregation: AggregationStrategy = .simple
+
+    @Flag(help: "JSON Lines: {\"entities\": [{\"entity_group\", \"score\", \"word\", \"start\", \"end\"}]} per input.")
+    var json = false
+
+    @Option(help: "Inputs per forward pass.")
+    var batchSize = 32
+
+    @OptionGroup var engine: EngineOptions
+
+    func validate() throws {
+        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+    }
+
+    func run() throws {
+        let (bert, tokenizer) = try engine.load(model)
+        let ner = try TokenClassifier(model: bert, tokenizer: tokenizer)
+        let (texts, skips, source) = try readAllTexts(input)
+        let sink = OutputSink.standardOutput()
+        for start in stride(from: 0, to: texts.count, by: batchSize) {
+            let batch = Array(texts[start..<min(start + batchSize, texts.count)])
+            for entities in try ner.entities(batch, aggregation: aggregation, batchSize: batchSize) {
+                try sink.write(json ? EntityReport.json(entities).text + "\n" : EntityReport.text(entities))
+            }
+        }
+        try sink.close()
+        skips.summarize(source: source)
+    }
+}

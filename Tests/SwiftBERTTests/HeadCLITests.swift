@@ -1,0 +1,86 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+
+/// `bert classify`, `rerank`, `ner` and `embed --prompt-name` on the random-weight head fixtures
+/// (Hugging Face folders, converted by the command on first use): the JSON shapes of issue 15
+/// and the same numbers as the library.
+final class HeadCLITests: CLITestCase {
+    var heads: URL { HeadFixtureTests.fixtures }
+
+    func jsonLines(_ text: String) throws -> [[String: Any]] {
+        try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+    }
+
+    func testClassifyPrintsLabelsBestFirst() throws {
+        let texts = ["Hello!", "Linus Torvalds released Linux under the GNU General Public License."]
+        let folder = heads.appendingPathComponent("bert-classifier").path
+        let result = try bert(["classify", "--json", "--model", folder] + texts)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let records = try jsonLines(result.stdout)
+        XCTAssertEqual(records.count, 2)
+        let expected = try TextClassifier(folder: HeadFixtureTests.converted("bert-classifier"), threads: 2).classify(texts)
+        for (record, labels) in zip(records, expected) {
+            XCTAssertEqual(Array(record.keys), ["labels"])
+            let found = record["labels"] as! [[String: Any]]
+            XCTAssertEqual(found.map { $0["label"] as! String }, labels.map(\.label))
+            XCTAssertEqual(found.map { Float($0["score"] as! Double) }, labels.map(\.score))
+        }
+        let top = try bert(["classify", "--json", "--top-k", "1", "--model", folder, texts[0]])
+        XCTAssertEqual((try jsonLines(top.stdout)[0]["labels"] as! [[String: Any]]).count, 1)
+        let refused = try bert(["rerank", "--model", folder, "query", "document"])
+        XCTAssertEqual(refused.status, 65)
+        XCTAssertTrue(refused.stderr.contains("has 3 labels; a cross-encoder for reranking has one"), refused.stderr)
+    }
+
+    func testRerankPrintsQueryAndResultsBestFirst() throws {
+        let documents = ["Permission is hereby granted.", "Each contributor grants you a patent license.", "It is blue."]
+        let result = try bert(["rerank", "--json", "--model", heads.appendingPathComponent("bert-cross-encoder").path, "who may copy"] + documents)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.hasPrefix(#"{"query":"who may copy","results":[{"index":"#), result.stdout)
+        let record = try jsonLines(result.stdout)[0]
+        let expected = try Reranker(folder: HeadFixtureTests.converted("bert-cross-encoder"), threads: 2).rerank(query: "who may copy", documents: documents)
+        let found = record["results"] as! [[String: Any]]
+        XCTAssertEqual(found.map { $0["index"] as! Int }, expected.map(\.index))
+        XCTAssertEqual(found.map { $0["text"] as! String }, expected.map(\.text))
+        XCTAssertEqual(found.map { Float($0["score"] as! Double) }, expected.map(\.score))
+    }
+
+    func testNERPrintsEntitiesWithOffsets() throws {
+        let text = "José Müller moved from Zürich to São Paulo in 2019."
+        let folder = heads.appendingPathComponent("bert-ner").path
+        for strategy in AggregationStrategy.allCases {
+            let result = try bert(["ner", "--json", "--aggregation", strategy.rawValue, "--model", folder, text])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let entities = try jsonLines(result.stdout)[0]["entities"] as! [[String: Any]]
+            let expected = try TokenClassifier(folder: HeadFixtureTests.converted("bert-ner"), threads: 2).entities([text], aggregation: strategy)[0]
+            XCTAssertEqual(entities.count, expected.count, "\(strategy)")
+            XCTAssertFalse(entities.isEmpty)
+            let key = strategy == .none ? "entity" : "entity_group"
+            XCTAssertEqual(entities.map { $0[key] as! String }, expected.map(\.label))
+            XCTAssertEqual(entities.map { $0["start"] as! Int }, expected.map(\.start))
+            XCTAssertEqual(entities.map { $0["end"] as! Int }, expected.map(\.end))
+            XCTAssertEqual(entities.map { $0["word"] as! String }, expected.map(\.word))
+        }
+        let plain = try bert(["ner", "--json", "--model", folder, text])
+        XCTAssertTrue(plain.stdout.hasPrefix(#"{"entities":[{"entity_group":"#), plain.stdout)
+    }
+
+    func testEmbedTakesPromptsAndTheModelsWidth() throws {
+        let folder = heads.appendingPathComponent("st-cls").path
+        let texts = ["hello world", "Free software"]
+        let embedder = try SentenceEmbedder(folder: HeadFixtureTests.converted("st-cls"), threads: 2)
+        for (arguments, options) in [([String](), SentenceEmbedder.Options()),
+                                     (["--prompt-name", "passage"], SentenceEmbedder.Options(promptName: "passage")),
+                                     (["--prompt", ""], SentenceEmbedder.Options(prompt: ""))] {
+            let result = try bert(["embed", "--model", folder] + arguments + texts)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let vectors = try parseJSONLines(result.stdout)
+            XCTAssertEqual(vectors.first?.count, 64)  // the Dense module's width
+            XCTAssertEqual(vectors, try embedder.embed(texts, options: options).vectors, "\(arguments)")
+        }
+        let unknown = try bert(["embed", "--model", folder, "--prompt-name", "nope", "x"])
+        XCTAssertEqual(unknown.status, 65)
+        XCTAssertTrue(unknown.stderr.contains("prompt name 'nope' is not one of st-cls's prompts (passage, query)"), unknown.stderr)
+    }
+}
