@@ -20,7 +20,7 @@ class CLITestCase: XCTestCase {
         guard ProcessInfo.processInfo.environment["SWIFTBERT_BERT"] == nil, let executable,
               let built = modificationDate(executable) else { return nil }
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent()
-        for module in ["bert.build", "SwiftBERT.build"] {
+        for module in ["bert.build", "SwiftBERT.build", "SwiftBERTServer.build"] {
             let objects = (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent(module).path)) ?? []
             if let newer = objects.first(where: {
                 $0.hasSuffix(".o") && (modificationDate(folder.appendingPathComponent("\(module)/\($0)").path) ?? .distantPast) > built

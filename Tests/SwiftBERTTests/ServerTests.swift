@@ -47,6 +47,14 @@ final class ServerTests: CLITestCase {
         }
     }
 
+    func assertVectorsClose(_ a: [[Float]], _ b: [[Float]], tolerance: Float = 1e-5, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(a.count, b.count, file: file, line: line)
+        for (x, y) in zip(a, b) {
+            XCTAssertEqual(x.count, y.count, file: file, line: line)
+            XCTAssertLessThanOrEqual(zip(x, y).map { abs($0 - $1) }.max() ?? .infinity, tolerance, file: file, line: line)
+        }
+    }
+
     /// OpenAI's error shape: {"error": {"message", "type", "param", "code"}}; returns the message.
     @discardableResult
     func openAIError(_ reply: HTTPReply, status: Int, mentions: [String] = [], file: StaticString = #filePath, line: UInt = #line) -> String {
@@ -78,7 +86,7 @@ final class ServerTests: CLITestCase {
 
         let one = try server.post("/v1/embeddings", ["input": texts[0], "model": "all-MiniLM-L6-v2"])
         XCTAssertEqual(one.status, 200, one.text)
-        assertClose(try vectors(one), [expected[0]], tolerance: 1e-5)
+        assertVectorsClose(try vectors(one), [expected[0]])
         let object = try XCTUnwrap(one.json() as? [String: Any])
         XCTAssertEqual(object["object"] as? String, "list")
         XCTAssertEqual(object["model"] as? String, "all-MiniLM-L6-v2")
@@ -89,21 +97,21 @@ final class ServerTests: CLITestCase {
         // Several texts, no model (the first one served), base64.
         let many = try server.post("/v1/embeddings", ["input": texts, "encoding_format": "base64"])
         XCTAssertEqual(many.status, 200, many.text)
-        assertClose(try vectors(many), expected, tolerance: 1e-5)
+        assertVectorsClose(try vectors(many), expected)
 
         // Token ids, as /tokenize gives them, one list and several.
         let ids = texts.map { tokenizer.encode($0, maxLength: 256).ids.map(Int.init) }
         let byIds = try server.post("/v1/embeddings", ["input": ids])
-        assertClose(try vectors(byIds), expected, tolerance: 1e-5)
+        assertVectorsClose(try vectors(byIds), expected)
         let byOneList = try server.post("/v1/embeddings", ["input": ids[1]])
-        assertClose(try vectors(byOneList), [expected[1]], tolerance: 1e-5)
+        assertVectorsClose(try vectors(byOneList), [expected[1]])
 
         // dimensions: the first 64 values, renormalised.
         let cut = try vectors(server.post("/v1/embeddings", ["input": texts[0], "dimensions": 64]))[0]
         XCTAssertEqual(cut.count, 64)
         let prefix = Array(expected[0].prefix(64))
         let norm = prefix.reduce(0) { $0 + $1 * $1 }.squareRoot()
-        assertClose([cut], [prefix.map { $0 / norm }], tolerance: 1e-5)
+        assertVectorsClose([cut], [prefix.map { $0 / norm }])
         openAIError(try server.post("/v1/embeddings", ["input": "x", "dimensions": 385]), status: 422, mentions: ["384"])
 
         // Unknown model: 404 in OpenAI's shape, naming what is served.
@@ -118,12 +126,12 @@ final class ServerTests: CLITestCase {
         let embed = try server.post("/embed", ["inputs": texts])
         XCTAssertEqual(embed.status, 200, embed.text)
         let vectors = try XCTUnwrap(embed.json() as? [[NSNumber]]).map { $0.map(\.floatValue) }
-        assertClose(vectors, try libraryVectors(texts), tolerance: 1e-5)
+        assertVectorsClose(vectors, try libraryVectors(texts))
         let single = try XCTUnwrap(server.post("/embed", ["inputs": texts[0]]).json() as? [[NSNumber]])
         XCTAssertEqual(single.count, 1)
 
         let raw = try XCTUnwrap(server.post("/embed", ["inputs": texts[0], "normalize": false]).json() as? [[NSNumber]]).map { $0.map(\.floatValue) }
-        assertClose(raw, try libraryVectors([texts[0]], options: .init(normalize: false)), tolerance: 1e-5)
+        assertVectorsClose(raw, try libraryVectors([texts[0]], options: .init(normalize: false)))
         XCTAssertGreaterThan(abs(raw[0].reduce(0) { $0 + $1 * $1 } - 1), 1e-3, "not normalised")
 
         teiError(try server.post("/embed", ["inputs": "x", "prompt_name": "query"]), status: 422, mentions: ["query", "no prompts"])
@@ -133,7 +141,7 @@ final class ServerTests: CLITestCase {
         teiError(try server.post("/embed", ["inputs": long]), status: 413, mentions: ["256", "truncate"])
         let cut = try server.post("/embed", ["inputs": long, "truncate": true])
         XCTAssertEqual(cut.status, 200, cut.text)
-        assertClose(try XCTUnwrap(cut.json() as? [[NSNumber]]).map { $0.map(\.floatValue) }, try libraryVectors([long]), tolerance: 1e-5)
+        assertVectorsClose(try XCTUnwrap(cut.json() as? [[NSNumber]]).map { $0.map(\.floatValue) }, try libraryVectors([long]))
         // /v1/embeddings truncates by default, as `bert embed` does, and refuses with truncate false.
         XCTAssertEqual(try server.post("/v1/embeddings", ["input": long]).status, 200)
         openAIError(try server.post("/v1/embeddings", ["input": long, "truncate": false]), status: 413, mentions: ["256"])
@@ -322,7 +330,7 @@ final class ServerTests: CLITestCase {
             switch result {
             case let .success(reply):
                 XCTAssertEqual(reply.status, 200, reply.text)
-                if reply.status == 200 { assertClose(try vectors(reply), expected, tolerance: 1e-5) }
+                if reply.status == 200 { assertVectorsClose(try vectors(reply), expected) }
             case let .failure(error):
                 XCTFail("an accepted request was lost: \(error)")
             }
@@ -369,7 +377,7 @@ final class ServerTests: CLITestCase {
             let record = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             return try XCTUnwrap(record["embedding"] as? [NSNumber]).map(\.floatValue)
         }
-        assertClose(got, fromCLI, tolerance: 1e-5)
+        assertVectorsClose(got, fromCLI)
         XCTAssertGreaterThan(object["prompt_tokens"] as? Int ?? 0, texts.count * 2)
     }
 }
