@@ -65,7 +65,7 @@ final class MultilingualTokenizerTests: XCTestCase {
                 }
             }
             XCTAssertEqual(failures.count, 0, "\(key): \(failures.count) of \(lines.count) lines differ from HF; first:\n" + failures.prefix(8).joined(separator: "\n"))
-            XCTAssertGreaterThan(tokens, 20 * lines.count, key)
+            XCTAssertGreaterThan(tokens, 10 * lines.count, key)
         }
     }
 
@@ -128,7 +128,9 @@ final class MultilingualTokenizerTests: XCTestCase {
 
     func testSpecialTokens() throws {
         let xlmr = try tokenizer("xlmr"), roberta = try tokenizer("roberta")
-        for tokenizer in [xlmr, roberta] {
+        // HF keeps the stripped space in the token and (XLM-R) in its offsets; RoBERTa's
+        // trim_offsets takes it out of the offsets.
+        for (tokenizer, maskOffsets) in [(xlmr, 12..<19), (roberta, 13..<19)] {
             XCTAssertEqual(tokenizer.clsId, 0)
             XCTAssertEqual(tokenizer.sepId, 2)
             XCTAssertEqual(tokenizer.padId, 1)
@@ -136,8 +138,8 @@ final class MultilingualTokenizerTests: XCTestCase {
             // <mask> is one token wherever it is written, and takes the space before it (lstrip).
             let encoding = tokenizer.encode("Paris is the <mask> of France.")
             let at = try XCTUnwrap(encoding.ids.firstIndex(of: tokenizer.maskId))
-            XCTAssertEqual(encoding.offsets[at], 12..<19)
-            XCTAssertEqual(encoding.tokens[at], "<mask>")
+            XCTAssertEqual(encoding.offsets[at], maskOffsets)
+            XCTAssertEqual(encoding.tokens[at], " <mask>")
             XCTAssertEqual(encoding.ids.first, 0)
             XCTAssertEqual(encoding.ids.last, 2)
             XCTAssertEqual(tokenizer.encode("<s></s>", addSpecialTokens: false).ids, [0, 2])
@@ -160,7 +162,7 @@ final class MultilingualTokenizerTests: XCTestCase {
             ("post_processor", #"{"type":"Sequence","processors":[]}"#, "post-processor"),
             ("decoder", #"{"type":"CTC"}"#, "decoder"),
             ("model_fields", #"{"dropout":0.1}"#, "dropout"),
-            ("model_fields", #"{"continuing_subword_prefix":"##"}"#, "continuing_subword_prefix"),
+            ("model_fields", #"{"continuing_subword_prefix":"@@"}"#, "continuing_subword_prefix"),
             ("model_fields", #"{"type":"WordLevel"}"#, "WordLevel"),
         ]
         for (section, value, mention) in cases {
