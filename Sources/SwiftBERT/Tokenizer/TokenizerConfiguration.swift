@@ -201,7 +201,7 @@ extension TokenizerConfiguration {
             self.model = .unigram(pieces: pieces.map { ($0.piece, $0.score) }, unknownId: model.unk_id,
                                   byteFallback: model.byte_fallback ?? false)
         case "BPE":
-            guard let vocab = model.vocab else { throw fail("the BPE model has no vocab; give the model's own tokenizer.json") }
+            guard let vocab = model.vocab, !vocab.isEmpty else { throw fail("the BPE model has no vocab; give the model's own tokenizer.json") }
             for (token, id) in vocab { vocabulary[token] = try checkedId(id, token) }
             if let prefix = model.continuing_subword_prefix, !prefix.isEmpty {
                 throw fail("BPE with continuing_subword_prefix \(printable(prefix)) is not supported (byte-level BPE as GPT-2/RoBERTa use it is); use a RoBERTa-style tokenizer.json")
@@ -291,6 +291,7 @@ extension TokenizerConfiguration {
                 lowercase: lowercase))
         }
         var steps: [NormalizerStep] = []
+        let whole = describe(json)
         func add(_ json: JSONValue) throws {
             switch json.typeName {
             case nil: break
@@ -318,7 +319,7 @@ extension TokenizerConfiguration {
             case "Prepend":
                 steps.append(.prepend((json["prepend"]?.string ?? "").unicodeScalars.map(\.value)))
             case let other?:
-                throw fail("normalizer \(printable(describe(json))) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
+                throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
             }
         }
         try add(json)
