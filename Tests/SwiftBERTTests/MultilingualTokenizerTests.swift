@@ -172,8 +172,14 @@ final class MultilingualTokenizerTests: XCTestCase {
                 XCTAssertTrue(reason.contains(mention), reason)
             }
         }
-        let damaged = JSONValue.object(["normalizer": .object(["type": .string("Precompiled"), "precompiled_charsmap": .string("AAAA")])])
-        XCTAssertThrowsError(try patchedTokenizer(Self.url("xlmr-unigram/tokenizer.json"), patch: damaged))
+        // A damaged or missing charsmap is refused, not read past its end.
+        for charsmap: JSONValue in [.string("AAAA"), .string("not base64!"), .string("/////w=="), .null] {
+            let damaged = JSONValue.object(["normalizer": .object(["type": .string("Precompiled"), "precompiled_charsmap": charsmap])])
+            XCTAssertThrowsError(try patchedTokenizer(Self.url("xlmr-unigram/tokenizer.json"), patch: damaged)) { error in
+                guard case let BertError.invalidTokenizer(_, reason) = error else { return XCTFail("\(error)") }
+                XCTAssertTrue(reason.contains("precompiled_charsmap"), reason)
+            }
+        }
     }
 
     /// Random text (marks, controls, astral scalars, specials, long runs) never traps and gives

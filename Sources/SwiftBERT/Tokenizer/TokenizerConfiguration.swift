@@ -299,8 +299,7 @@ extension TokenizerConfiguration {
                 for item in json["normalizers"]?.array ?? [] { try add(item) }
             case "Precompiled":
                 guard let charsmap = json["precompiled_charsmap"]?.string else {
-                    steps.append(.precompiled(try PrecompiledCharsmap(bytes: [0, 0, 0, 0, 0, 0, 0, 0])))
-                    return
+                    throw fail("the Precompiled normalizer has no precompiled_charsmap; the file is damaged: give the model's own tokenizer.json")
                 }
                 do {
                     steps.append(.precompiled(try PrecompiledCharsmap(base64: charsmap)))
