@@ -7,6 +7,13 @@ import SwiftBERT
 ///
 ///     swift run -c release SwiftBERTBenchmarks tokenizer [--model all-MiniLM-L6-v2] [--seconds 5]
 ///
+/// `--tokenizer-json PATH --corpus PATH` measures another tokenizer.json on another JSON-lines
+/// corpus (records with "text"), e.g. the multilingual fixtures:
+///
+///     swift run -c release SwiftBERTBenchmarks tokenizer \
+///         --tokenizer-json Tests/SwiftBERTTests/Fixtures/multilingual/xlmr-unigram/tokenizer.json \
+///         --corpus Tests/SwiftBERTTests/Fixtures/multilingual/reference.jsonl
+///
 /// `--passes N` runs exactly N passes instead (fixed work, for `perf stat` or callgrind).
 func runTokenizerBenchmark(arguments: [String]) throws {
     func option(_ name: String) -> String? {
@@ -16,13 +23,15 @@ func runTokenizerBenchmark(arguments: [String]) throws {
     let seconds = option("--seconds").flatMap(Double.init) ?? 5
     let passes = option("--passes").flatMap(Int.init)
     let root = benchmarkRepositoryRoot()
-    let texts = try corpusTexts(root.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/tokenizer/corpus.jsonl"))
+    let texts = try corpusTexts(option("--corpus").map { URL(fileURLWithPath: $0) }
+        ?? root.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/tokenizer/corpus.jsonl"))
 
     let loadStart = DispatchTime.now()
-    let tokenizer = try BertTokenizer.load(folder: root.appendingPathComponent("weights/.cache/hf/\(model)"))
+    let tokenizer = try option("--tokenizer-json").map { try BertTokenizer(tokenizerJSON: URL(fileURLWithPath: $0)) }
+        ?? BertTokenizer.load(folder: root.appendingPathComponent("weights/.cache/hf/\(model)"))
     let loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - loadStart.uptimeNanoseconds) / 1e9
     let bytes = texts.reduce(0) { $0 + $1.utf8.count }
-    print("SwiftBERT tokenizer, \(model), \(texts.count) lines, \(String(format: "%.2f", Double(bytes) / 1e6)) MB UTF-8, 1 thread, loaded in \(String(format: "%.0f", loadSeconds * 1e3)) ms")
+    print("SwiftBERT tokenizer, \(option("--tokenizer-json") ?? model), \(texts.count) lines, \(String(format: "%.2f", Double(bytes) / 1e6)) MB UTF-8, 1 thread, loaded in \(String(format: "%.0f", loadSeconds * 1e3)) ms")
 
     measureTokens("encode (per line)", seconds: seconds, passes: passes) {
         texts.reduce(0) { $0 + tokenizer.encode($1).ids.count }

@@ -6,6 +6,7 @@
 
 Counts tokens as len(ids) with [CLS]/[SEP], no truncation, no padding: the same corpus and count as
 `swift run -c release SwiftBERTBenchmarks tokenizer` (Benchmarks/TokenizerBenchmark.swift).
+--tokenizer-json PATH --corpus PATH: another tokenizer.json on another JSON-lines corpus (as the Swift side).
 """
 import os
 
@@ -24,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "Tests/SwiftBERTTests/Fixtures/tokenizer/corpus.jsonl"
 
 
-def corpus():
-    with open(CORPUS, encoding="utf-8") as f:
+def corpus(path=CORPUS):
+    with open(path, encoding="utf-8") as f:
         return [r["text"] for r in map(json.loads, f) if "text" in r]
 
 
@@ -43,12 +44,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--seconds", type=float, default=5)
+    parser.add_argument("--tokenizer-json")
+    parser.add_argument("--corpus", default=str(CORPUS))
     args = parser.parse_args()
-    tok = Tokenizer.from_file(str(ROOT / "weights/.cache/hf" / args.model / "tokenizer.json"))
+    tok = Tokenizer.from_file(args.tokenizer_json or str(ROOT / "weights/.cache/hf" / args.model / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
-    texts = corpus()
-    print(f"tokenizers {__version__}, {args.model}, {len(texts)} lines, "
+    texts = corpus(args.corpus)
+    print(f"tokenizers {__version__}, {args.tokenizer_json or args.model}, {len(texts)} lines, "
           f"{sum(len(t.encode()) for t in texts) / 1e6:.2f} MB UTF-8, RAYON_NUM_THREADS=1")
     measure("encode_batch", lambda: sum(len(e.ids) for e in tok.encode_batch(texts)), args.seconds)
     measure("encode (per line)", lambda: sum(len(tok.encode(t).ids) for t in texts), args.seconds)

@@ -180,12 +180,12 @@ final class HostileInputTests: CLITestCase {
             Row(input: "vocab.txt: empty file (no tokenizer.json)", build: { folder in
                 folder.remove("tokenizer.json"); try folder.replace("vocab.txt", with: Data())
             }, expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["vocab.txt", "vocabulary is empty"], advice: "give the model's own vocab.txt")),
-            Row(input: "tokenizer.json: unsupported kind (BPE)", build: { try $0.tokenizerJSON { json in
-                json["model"] = ["type": "BPE", "vocab": ["a": 0], "merges": [String]()]
-            } }, expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["tokenizer.json", "BPE", "WordPiece"], advice: "use a BERT model's tokenizer")),
+            Row(input: "tokenizer.json: unsupported kind (WordLevel)", build: { try $0.tokenizerJSON { json in
+                json["model"] = ["type": "WordLevel", "vocab": ["a": 0], "unk_token": "a"]
+            } }, expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["tokenizer.json", "WordLevel", "WordPiece"], advice: "give a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")),
             Row(input: "tokenizer.json: unsupported normalizer", build: { try $0.tokenizerJSON { json in
                 json["normalizer"] = ["type": "Sequence", "normalizers": [["type": "NFD"], ["type": "Lowercase"]]]
-            } }, expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["Sequence[NFD, Lowercase]"], advice: "use a BERT model's tokenizer")),
+            } }, expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["Sequence[NFD, Lowercase]"], advice: "use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")),
             Row(input: "tokenizer.json: not JSON", build: { try $0.replace("tokenizer.json", with: Data("{\"model\": [".utf8)) },
                 expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["tokenizer.json", "not valid JSON"], advice: "give the model's own")),
             Row(input: "tokenizer.json: invalid UTF-8", build: { folder in

@@ -1,7 +1,8 @@
 import Foundation
 
-/// A BERT WordPiece tokenizer that gives the same ids and offsets as Hugging Face `tokenizers`
-/// on any text. Immutable after init, so one instance can serve many threads.
+/// The tokenizer of BERT-family encoders, driven by tokenizer.json's own pipeline (BERT's
+/// WordPiece, XLM-R's SentencePiece Unigram, RoBERTa's byte-level BPE), giving the same ids and
+/// offsets as Hugging Face `tokenizers`. Immutable after init, so one instance can serve many threads.
 public final class BertTokenizer: @unchecked Sendable {
     public let clsId: Int32
     public let sepId: Int32
@@ -15,9 +16,11 @@ public final class BertTokenizer: @unchecked Sendable {
     /// to the `maxLength` it is given.
     public let configuredMaxLength: Int?
 
-    private let wordPiece: WordPiece
-    private let normalizer: BertNormalizer?
-    private let splitsWords: Bool
+    private let model: TokenModel
+    private let normalizer: TextNormalizer?
+    private let preTokenizer: PreTokenizer
+    /// RobertaProcessing's trim_offsets: nil when offsets are not trimmed.
+    private let trimsByteLevelOffsets: ByteLevelOffsetTrim?
     /// Added tokens matched on the raw text (normalized: false) and on the normalized text.
     private let rawMatcher: AddedTokenMatcher
     private let normalizedMatcher: AddedTokenMatcher
@@ -29,7 +32,7 @@ public final class BertTokenizer: @unchecked Sendable {
     /// Model vocabulary by id ("" where no token has that id).
     private let tokenStrings: [String]
     private let template: PostProcessingTemplate
-    private let decoder: WordPieceDecoder?
+    private let decoder: TokenDecoder?
     private let truncatesFromLeft: Bool
     private let padTypeId: Int32
     private let padToken: String
@@ -66,7 +69,8 @@ public final class BertTokenizer: @unchecked Sendable {
         guard !c.vocabulary.isEmpty else {
             throw fail("the vocabulary is empty; give the tokenizer.json or vocab.txt the model was trained with")
         }
-        guard let unknownId = c.vocabulary[c.unknownToken] else {
+        let unknownId = c.vocabulary[c.unknownToken]
+        if case .wordPiece = c.model, unknownId == nil {
             throw fail("the unknown token \(printable(c.unknownToken)) is not in the vocabulary; give the tokenizer.json or vocab.txt the model was trained with")
         }
         let maxId = max(c.vocabulary.values.max() ?? 0, c.addedTokens.map(\.id).max() ?? 0)
@@ -95,14 +99,27 @@ public final class BertTokenizer: @unchecked Sendable {
         }
         specialTokenContents = Set(c.addedTokens.filter(\.special).map(\.content))
 
-        guard let wordPiece = WordPiece(vocabulary: c.vocabulary, unknownId: unknownId,
-                                        continuationPrefix: c.continuationPrefix,
-                                        maxInputCharsPerWord: c.maxInputCharsPerWord) else {
-            throw fail("the vocabulary is too large (\(c.vocabulary.count) tokens); SwiftBERT reads WordPiece vocabularies of up to about a million tokens")
+        let tooLarge = fail("the vocabulary is too large (\(c.vocabulary.count) tokens); SwiftBERT reads vocabularies of up to about a million tokens")
+        switch c.model {
+        case .wordPiece:
+            guard let wordPiece = WordPiece(vocabulary: c.vocabulary, unknownId: unknownId ?? 0,
+                                            continuationPrefix: c.continuationPrefix,
+                                            maxInputCharsPerWord: c.maxInputCharsPerWord) else { throw tooLarge }
+            model = .wordPiece(wordPiece)
+        case let .unigram(pieces, unknownId, byteFallback):
+            guard let unigram = Unigram(pieces: pieces, unknownId: unknownId, byteFallback: byteFallback) else { throw tooLarge }
+            model = .unigram(unigram)
+        case let .bpe(merges, unknownToken, fuseUnknown, byteFallback, ignoreMerges):
+            do {
+                model = .bpe(try BPE(vocabulary: c.vocabulary, merges: merges, unknownToken: unknownToken,
+                                     fuseUnknown: fuseUnknown, byteFallback: byteFallback, ignoreMerges: ignoreMerges))
+            } catch let error as BPE.MergeError {
+                throw fail("\(error.reason); the file is damaged: give the model's own tokenizer.json")
+            }
         }
-        self.wordPiece = wordPiece
         normalizer = c.normalizer
-        splitsWords = c.splitsWords
+        preTokenizer = c.preTokenizer
+        trimsByteLevelOffsets = c.trimsByteLevelOffsets
         let raw = c.addedTokens.filter { !$0.normalized }
         rawMatcher = AddedTokenMatcher(tokens: raw, contents: raw.map { Self.scalars($0.content) })
         let normalized = c.addedTokens.filter(\.normalized)
@@ -114,15 +131,15 @@ public final class BertTokenizer: @unchecked Sendable {
         truncatesFromLeft = c.truncationFromLeft
         configuredMaxLength = c.maxLength
 
-        guard let cls = ids["[CLS]"] ?? c.template.framingIds?.first,
-              let sep = ids["[SEP]"] ?? c.template.framingIds?.last else {
-            throw fail("no [CLS] or [SEP] token; give the tokenizer of a BERT model")
+        guard let cls = ids["[CLS]"] ?? c.template.framingIds?.first ?? ids["<s>"],
+              let sep = ids["[SEP]"] ?? c.template.framingIds?.last ?? ids["</s>"] else {
+            throw fail("no [CLS]/<s> or [SEP]/</s> token; give the tokenizer of a BERT-family model")
         }
         clsId = cls
         sepId = sep
-        unkId = unknownId
-        maskId = ids["[MASK]"] ?? -1
-        padId = c.padId ?? ids[c.padToken ?? "[PAD]"] ?? 0
+        unkId = unknownId ?? ids["<unk>"] ?? -1
+        maskId = ids["[MASK]"] ?? ids["<mask>"] ?? -1
+        padId = c.padId ?? ids[c.padToken ?? "[PAD]"] ?? ids["<pad>"] ?? 0
         padTypeId = c.padTypeId
         padToken = c.padToken ?? (padId >= 0 && Int(padId) < strings.count ? strings[Int(padId)] : "[PAD]")
         padsLeft = c.padsLeft
@@ -143,6 +160,10 @@ public final class BertTokenizer: @unchecked Sendable {
         // As HF: a maxLength with no room for the special tokens truncates nothing.
         if let maxLength, maxLength >= specials {
             truncated = truncateLongestFirst(&first, &second, maxLength: maxLength - specials, fromLeft: truncatesFromLeft)
+        }
+        if let trim = trimsByteLevelOffsets {
+            trimByteLevelOffsets(&first, addPrefixSpace: trim.addPrefixSpace)
+            if second != nil { trimByteLevelOffsets(&second!, addPrefixSpace: trim.addPrefixSpace) }
         }
         return frame(first, second, addSpecialTokens: addSpecialTokens, truncated: truncated)
     }
@@ -195,6 +216,7 @@ public final class BertTokenizer: @unchecked Sendable {
         var scratch = NormalizerScratch()
         var pieces: [TextPiece] = []
         var subPieces: [TextPiece] = []
+        var wordScratch = PreTokenizerScratch()
         input.withUnsafeBufferPointer { input in
             rawMatcher.split(input, 0..<input.count, into: &pieces)
             for piece in pieces {
@@ -203,19 +225,23 @@ public final class BertTokenizer: @unchecked Sendable {
                     continue
                 }
                 normalized.removeAll()
-                if let normalizer {
-                    normalizer.normalize(input, piece.range, into: &normalized, scratch: &scratch)
+                if case let .bert(bert)? = normalizer {
+                    bert.normalize(input, piece.range, into: &normalized, scratch: &scratch)
                 } else {
                     for i in piece.range { normalized.append(input[i], SourceSpan(start: i, end: i + 1)) }
+                    if case let .steps(steps)? = normalizer {
+                        for step in steps { step.apply(&normalized, pieceStart: piece.range.lowerBound) }
+                    }
                 }
-                appendTokens(of: normalized, into: &sink, subPieces: &subPieces)
+                appendTokens(of: normalized, into: &sink, subPieces: &subPieces, words: &wordScratch)
             }
         }
         return sink
     }
 
     /// Normalized added tokens, then words, then word pieces.
-    private func appendTokens(of text: NormalizedText, into sink: inout TokenSink, subPieces: inout [TextPiece]) {
+    private func appendTokens(of text: NormalizedText, into sink: inout TokenSink, subPieces: inout [TextPiece],
+                              words: inout PreTokenizerScratch) {
         text.scalars.withUnsafeBufferPointer { scalars in
             subPieces.removeAll(keepingCapacity: true)
             normalizedMatcher.split(scalars, 0..<scalars.count, into: &subPieces)
@@ -223,12 +249,10 @@ public final class BertTokenizer: @unchecked Sendable {
                 if let id = piece.addedTokenId {
                     let span = text.spans[piece.range.lowerBound].start..<text.spans[piece.range.upperBound - 1].end
                     sink.append(id, token: Self.string(scalars, piece.range), span)
-                } else if splitsWords {
-                    BertPreTokenizer.forEachWord(scalars, piece.range) { word in
-                        wordPiece.tokenize(text, word, into: &sink)
-                    }
                 } else {
-                    wordPiece.tokenize(text, piece.range, into: &sink)
+                    preTokenizer.forEachWord(text, piece.range, scratch: &words) { wordText, word in
+                        model.tokenize(wordText, word, into: &sink)
+                    }
                 }
             }
         }
@@ -304,12 +328,19 @@ public final class BertTokenizer: @unchecked Sendable {
 
     private static func scalars(_ text: String) -> [UInt32] { text.unicodeScalars.map(\.value) }
 
-    private static func normalize(_ text: String, with normalizer: BertNormalizer?) -> [UInt32] {
+    private static func normalize(_ text: String, with normalizer: TextNormalizer?) -> [UInt32] {
         let input = scalars(text)
-        guard let normalizer else { return input }
         var out = NormalizedText()
-        var scratch = NormalizerScratch()
-        input.withUnsafeBufferPointer { normalizer.normalize($0, 0..<$0.count, into: &out, scratch: &scratch) }
+        switch normalizer {
+        case nil:
+            return input
+        case let .bert(bert)?:
+            var scratch = NormalizerScratch()
+            input.withUnsafeBufferPointer { bert.normalize($0, 0..<$0.count, into: &out, scratch: &scratch) }
+        case let .steps(steps)?:
+            for (i, scalar) in input.enumerated() { out.append(scalar, SourceSpan(start: i, end: i + 1)) }
+            for step in steps { step.apply(&out, pieceStart: 0) }
+        }
         return out.scalars
     }
 

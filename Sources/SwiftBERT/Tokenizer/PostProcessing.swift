@@ -52,6 +52,19 @@ extension PostProcessingTemplate {
                 throw fail("BertProcessing without cls/sep")
             }
             self = .bert(cls: (cls.id, cls.token), sep: (sep.id, sep.token))
+        case "RobertaProcessing":
+            // <s> A </s> and <s> A </s></s> B </s>, every type id 0 (its offset trimming is read
+            // by the configuration).
+            guard let cls = Self.tokenAndId(json["cls"]), let sep = Self.tokenAndId(json["sep"]) else {
+                throw fail("RobertaProcessing without cls/sep")
+            }
+            let clsPiece = Piece.special(ids: [cls.id], tokens: [cls.token], typeId: 0)
+            let sepPiece = Piece.special(ids: [sep.id], tokens: [sep.token], typeId: 0)
+            self.init(single: [clsPiece, .sequence(isPair: false, typeId: 0), sepPiece],
+                      pair: [clsPiece, .sequence(isPair: false, typeId: 0), sepPiece, sepPiece,
+                             .sequence(isPair: true, typeId: 0), sepPiece])
+        case "ByteLevel":
+            self = .none  // only trims offsets
         case "TemplateProcessing":
             var specials: [String: (ids: [Int32], tokens: [String])] = [:]
             if case let .object(entries)? = json["special_tokens"] {
@@ -93,7 +106,7 @@ extension PostProcessingTemplate {
                 throw fail("TemplateProcessing must hold sequence A once in \"single\", and A and B once each in \"pair\"")
             }
         case let other?:
-            throw fail("post-processor \(other) is not supported (only TemplateProcessing and BertProcessing)")
+            throw fail("post-processor \(other) is not supported (TemplateProcessing, BertProcessing, RobertaProcessing and ByteLevel are); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
         }
     }
 

@@ -2,23 +2,33 @@ import Foundation
 
 /// Everything a BertTokenizer is built from, read from tokenizer.json or vocab.txt.
 struct TokenizerConfiguration {
+    /// Token → id for every model (Unigram: piece → its index).
     var vocabulary: [String: Int32] = [:]
+    var model = ModelSection.wordPiece
     var unknownToken = "[UNK]"
     var continuationPrefix = "##"
     var maxInputCharsPerWord = 100
     /// nil: the text is not normalized.
-    var normalizer: BertNormalizer? = BertNormalizer()
-    /// false: no pre-tokenizer, the whole text is one word.
-    var splitsWords = true
+    var normalizer: TextNormalizer? = .bert(BertNormalizer())
+    var preTokenizer = PreTokenizer.bert
     var addedTokens: [AddedToken] = []
     var template = PostProcessingTemplate.none
-    var decoder: WordPieceDecoder? = WordPieceDecoder()
+    /// RobertaProcessing's (or a ByteLevel post-processor's) trim_offsets, with its add_prefix_space.
+    var trimsByteLevelOffsets: ByteLevelOffsetTrim?
+    var decoder: TokenDecoder? = .wordPiece(WordPieceDecoder())
     var truncationFromLeft = false
     var maxLength: Int?
     var padId: Int32?
     var padTypeId: Int32 = 0
     var padToken: String?
     var padsLeft = false
+}
+
+/// What the model section holds beyond the vocabulary.
+enum ModelSection {
+    case wordPiece
+    case unigram(pieces: [(String, Double)], unknownId: Int?, byteFallback: Bool)
+    case bpe(merges: [(String, String)], unknownToken: String?, fuseUnknown: Bool, byteFallback: Bool, ignoreMerges: Bool)
 }
 
 // MARK: - tokenizer.json
@@ -31,20 +41,81 @@ private struct TokenizerFile: Decodable {
         var unk_token: String?
         var continuing_subword_prefix: String?
         var max_input_chars_per_word: Int?
+        // Unigram
+        var pieces: [UnigramPiece]?
+        var unk_id: Int?
+        var byte_fallback: Bool?
+        // BPE
+        var merges: [Merge]?
+        var fuse_unk: Bool?
+        var ignore_merges: Bool?
+        var end_of_word_suffix: String?
+        var dropout: Double?
 
         enum CodingKeys: String, CodingKey {
             case type, vocab, merges, unk_token, continuing_subword_prefix, max_input_chars_per_word
+            case unk_id, byte_fallback, fuse_unk, ignore_merges, end_of_word_suffix, dropout
+        }
+
+        /// ["piece", score]
+        struct UnigramPiece: Decodable {
+            var piece: String
+            var score: Double
+            init(from decoder: Decoder) throws {
+                var container = try decoder.unkeyedContainer()
+                piece = try container.decode(String.self)
+                score = try container.decode(Double.self)
+            }
+        }
+
+        /// ["left", "right"], or "left right" in older files.
+        struct Merge: Decodable {
+            var left: String
+            var right: String
+            init(from decoder: Decoder) throws {
+                if var pair = try? decoder.unkeyedContainer() {
+                    left = try pair.decode(String.self)
+                    right = try pair.decode(String.self)
+                    return
+                }
+                let text = try decoder.singleValueContainer().decode(String.self)
+                let parts = text.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2 else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "merge \"\(text)\" is not two tokens"))
+                }
+                left = String(parts[0])
+                right = String(parts[1])
+            }
         }
 
         init(from decoder: Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             type = try container.decodeIfPresent(String.self, forKey: .type)
             if type == nil, container.contains(.merges) { type = "BPE" }
-            guard type == "WordPiece" else { return }
-            vocab = try container.decodeIfPresent([String: Int].self, forKey: .vocab)
-            unk_token = try container.decodeIfPresent(String.self, forKey: .unk_token)
-            continuing_subword_prefix = try container.decodeIfPresent(String.self, forKey: .continuing_subword_prefix)
-            max_input_chars_per_word = try container.decodeIfPresent(Int.self, forKey: .max_input_chars_per_word)
+            if type == nil, container.contains(.unk_id) { type = "Unigram" }
+            switch type {
+            case "WordPiece":
+                vocab = try container.decodeIfPresent([String: Int].self, forKey: .vocab)
+                unk_token = try container.decodeIfPresent(String.self, forKey: .unk_token)
+                continuing_subword_prefix = try container.decodeIfPresent(String.self, forKey: .continuing_subword_prefix)
+                max_input_chars_per_word = try container.decodeIfPresent(Int.self, forKey: .max_input_chars_per_word)
+            case "Unigram":
+                pieces = try container.decodeIfPresent([UnigramPiece].self, forKey: .vocab)
+                unk_id = try container.decodeIfPresent(Int.self, forKey: .unk_id)
+                byte_fallback = try container.decodeIfPresent(Bool.self, forKey: .byte_fallback)
+            case "BPE":
+                vocab = try container.decodeIfPresent([String: Int].self, forKey: .vocab)
+                merges = try container.decodeIfPresent([Merge].self, forKey: .merges)
+                unk_token = try container.decodeIfPresent(String.self, forKey: .unk_token)
+                continuing_subword_prefix = try container.decodeIfPresent(String.self, forKey: .continuing_subword_prefix)
+                end_of_word_suffix = try container.decodeIfPresent(String.self, forKey: .end_of_word_suffix)
+                fuse_unk = try container.decodeIfPresent(Bool.self, forKey: .fuse_unk)
+                byte_fallback = try container.decodeIfPresent(Bool.self, forKey: .byte_fallback)
+                ignore_merges = try container.decodeIfPresent(Bool.self, forKey: .ignore_merges)
+                dropout = try container.decodeIfPresent(Double.self, forKey: .dropout)
+            default:
+                break
+            }
         }
     }
     struct Added: Decodable {
@@ -77,36 +148,22 @@ extension TokenizerConfiguration {
         } catch {
             throw fail("not a tokenizer.json (\(SwiftBERT.describe(error))); give the model's own tokenizer.json")
         }
-        guard file.model.type == "WordPiece" else {
-            let kind = file.model.type.map { printable($0) } ?? "of unknown type"
-            throw fail("its model is \(kind); SwiftBERT implements WordPiece (BERT) tokenizers only: use a BERT model's tokenizer")
-        }
-        guard let vocab = file.model.vocab else { throw fail("the WordPiece model has no vocab; give the model's own tokenizer.json") }
-        for (token, id) in vocab {
-            guard id >= 0, id <= Int(Int32.max) else { throw fail("bad id \(id) for token \(printable(token)); the file is damaged: give the model's own tokenizer.json") }
-            vocabulary[token] = Int32(id)
-        }
-        unknownToken = file.model.unk_token ?? "[UNK]"
-        continuationPrefix = file.model.continuing_subword_prefix ?? "##"
-        maxInputCharsPerWord = file.model.max_input_chars_per_word ?? 100
-
+        try readModel(file.model, fail)
         normalizer = try Self.normalizer(file.normalizer ?? .null, fail)
-        switch file.pre_tokenizer?.typeName {
-        case nil: splitsWords = false
-        case "BertPreTokenizer": splitsWords = true
-        case let other?: throw fail("pre-tokenizer \(printable(other)) is not supported (only BertPreTokenizer); use a BERT model's tokenizer")
-        }
+        preTokenizer = try Self.preTokenizer(file.pre_tokenizer ?? .null, fail)
         addedTokens = Self.assignIds(file.added_tokens ?? [], vocabulary: vocabulary)
-        template = try PostProcessingTemplate(json: file.post_processor ?? .null, idOf: { [vocabulary, addedTokens] token in
+        let postProcessor = file.post_processor ?? .null
+        template = try PostProcessingTemplate(json: postProcessor, idOf: { [vocabulary, addedTokens] token in
             addedTokens.first { $0.content == token }?.id ?? vocabulary[token]
         }, fail)
-        switch file.decoder?.typeName {
-        case nil: decoder = nil
-        case "WordPiece":
-            decoder = WordPieceDecoder(prefix: file.decoder?["prefix"]?.string ?? "##",
-                                       cleanup: file.decoder?["cleanup"]?.bool ?? true)
-        case let other?: throw fail("decoder \(printable(other)) is not supported (only WordPiece); use a BERT model's tokenizer")
+        switch postProcessor.typeName {
+        case "RobertaProcessing", "ByteLevel":
+            if postProcessor["trim_offsets"]?.bool ?? true {
+                trimsByteLevelOffsets = ByteLevelOffsetTrim(addPrefixSpace: postProcessor["add_prefix_space"]?.bool ?? true)
+            }
+        default: break
         }
+        decoder = try TokenDecoder(json: file.decoder ?? .null, fail)
         if let truncation = file.truncation, !truncation.isNull {
             maxLength = truncation["max_length"]?.int
             truncationFromLeft = truncation["direction"]?.string == "Left"
@@ -116,6 +173,82 @@ extension TokenizerConfiguration {
             padTypeId = padding["pad_type_id"]?.int.map(Int32.init) ?? 0
             padToken = padding["pad_token"]?.string
             padsLeft = padding["direction"]?.string == "Left"
+        }
+    }
+
+    private mutating func readModel(_ model: TokenizerFile.Model, _ fail: (String) -> BertError) throws {
+        func checkedId(_ id: Int, _ token: String) throws -> Int32 {
+            guard id >= 0, id <= Int(Int32.max) else { throw fail("bad id \(id) for token \(printable(token)); the file is damaged: give the model's own tokenizer.json") }
+            return Int32(id)
+        }
+        switch model.type {
+        case "WordPiece":
+            guard let vocab = model.vocab else { throw fail("the WordPiece model has no vocab; give the model's own tokenizer.json") }
+            for (token, id) in vocab { vocabulary[token] = try checkedId(id, token) }
+            unknownToken = model.unk_token ?? "[UNK]"
+            continuationPrefix = model.continuing_subword_prefix ?? "##"
+            maxInputCharsPerWord = model.max_input_chars_per_word ?? 100
+            self.model = .wordPiece
+        case "Unigram":
+            guard let pieces = model.pieces, !pieces.isEmpty else { throw fail("the Unigram model has no vocab; give the model's own tokenizer.json") }
+            for (id, piece) in pieces.enumerated() {
+                vocabulary[piece.piece] = Int32(id)  // a repeated piece keeps its last id, as HF's token_to_ids
+            }
+            if let unknownId = model.unk_id, !(0..<pieces.count).contains(unknownId) {
+                throw fail("the Unigram model's unk_id \(unknownId) is not one of its \(pieces.count) pieces; the file is damaged")
+            }
+            unknownToken = model.unk_id.map { pieces[$0].piece } ?? ""
+            self.model = .unigram(pieces: pieces.map { ($0.piece, $0.score) }, unknownId: model.unk_id,
+                                  byteFallback: model.byte_fallback ?? false)
+        case "BPE":
+            guard let vocab = model.vocab, !vocab.isEmpty else { throw fail("the BPE model has no vocab; give the model's own tokenizer.json") }
+            for (token, id) in vocab { vocabulary[token] = try checkedId(id, token) }
+            if let prefix = model.continuing_subword_prefix, !prefix.isEmpty {
+                throw fail("BPE with continuing_subword_prefix \(printable(prefix)) is not supported (byte-level BPE as GPT-2/RoBERTa use it is); use a RoBERTa-style tokenizer.json")
+            }
+            if let suffix = model.end_of_word_suffix, !suffix.isEmpty {
+                throw fail("BPE with end_of_word_suffix \(printable(suffix)) is not supported (byte-level BPE as GPT-2/RoBERTa use it is); use a RoBERTa-style tokenizer.json")
+            }
+            if let dropout = model.dropout, dropout > 0 {
+                throw fail("BPE dropout \(dropout) makes tokenization random; set \"dropout\": null for inference")
+            }
+            unknownToken = model.unk_token ?? ""
+            self.model = .bpe(merges: (model.merges ?? []).map { ($0.left, $0.right) }, unknownToken: model.unk_token,
+                              fuseUnknown: model.fuse_unk ?? false, byteFallback: model.byte_fallback ?? false,
+                              ignoreMerges: model.ignore_merges ?? false)
+        case let other:
+            let kind = other.map { printable($0) } ?? "of unknown type"
+            throw fail("its model is \(kind); SwiftBERT implements WordPiece, Unigram and BPE tokenizers: give a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
+        }
+    }
+
+    private static func preTokenizer(_ json: JSONValue, _ fail: (String) -> BertError) throws -> PreTokenizer {
+        switch json.typeName {
+        case nil: return .none
+        case "BertPreTokenizer": return .bert
+        case "Metaspace":
+            var metaspace = Metaspace()
+            if let replacement = json["replacement"]?.string {
+                guard replacement.unicodeScalars.count == 1, let scalar = replacement.unicodeScalars.first else {
+                    throw fail("Metaspace replacement \(printable(replacement)) is not one character")
+                }
+                metaspace.replacement = scalar.value
+            }
+            if let scheme = json["prepend_scheme"]?.string {
+                guard let value = Metaspace.PrependScheme(rawValue: scheme) else {
+                    throw fail("Metaspace prepend_scheme \(printable(scheme)) is unknown (always, never or first)")
+                }
+                metaspace.prependScheme = value
+            } else if let addPrefixSpace = json["add_prefix_space"]?.bool {  // files before tokenizers 0.15
+                metaspace.prependScheme = addPrefixSpace ? .always : .never
+            }
+            metaspace.split = json["split"]?.bool ?? true
+            return .metaspace(metaspace)
+        case "ByteLevel":
+            return .byteLevel(ByteLevel(addPrefixSpace: json["add_prefix_space"]?.bool ?? true,
+                                        useRegex: json["use_regex"]?.bool ?? true))
+        case let other?:
+            throw fail("pre-tokenizer \(printable(other)) is not supported (BertPreTokenizer, Metaspace and ByteLevel are); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
         }
     }
 
@@ -147,17 +280,49 @@ extension TokenizerConfiguration {
         return tokens
     }
 
-    private static func normalizer(_ json: JSONValue, _ fail: (String) -> BertError) throws -> BertNormalizer? {
+    private static func normalizer(_ json: JSONValue, _ fail: (String) -> BertError) throws -> TextNormalizer? {
         guard let kind = json.typeName else { return nil }
-        guard kind == "BertNormalizer" else {
-            throw fail("normalizer \(printable(describe(json))) is not supported (only BertNormalizer); use a BERT model's tokenizer")
+        if kind == "BertNormalizer" {
+            let lowercase = json["lowercase"]?.bool ?? true
+            return .bert(BertNormalizer(
+                cleanText: json["clean_text"]?.bool ?? true,
+                handleChineseChars: json["handle_chinese_chars"]?.bool ?? true,
+                stripAccents: json["strip_accents"]?.bool ?? lowercase,  // null means: as lowercase
+                lowercase: lowercase))
         }
-        let lowercase = json["lowercase"]?.bool ?? true
-        return BertNormalizer(
-            cleanText: json["clean_text"]?.bool ?? true,
-            handleChineseChars: json["handle_chinese_chars"]?.bool ?? true,
-            stripAccents: json["strip_accents"]?.bool ?? lowercase,  // null means: as lowercase
-            lowercase: lowercase)
+        var steps: [NormalizerStep] = []
+        let whole = describe(json)
+        func add(_ json: JSONValue) throws {
+            switch json.typeName {
+            case nil: break
+            case "Sequence":
+                for item in json["normalizers"]?.array ?? [] { try add(item) }
+            case "Precompiled":
+                guard let charsmap = json["precompiled_charsmap"]?.string else {
+                    throw fail("the Precompiled normalizer has no precompiled_charsmap; the file is damaged: give the model's own tokenizer.json")
+                }
+                do {
+                    steps.append(.precompiled(try PrecompiledCharsmap(base64: charsmap)))
+                } catch let error as PrecompiledCharsmap.CharsmapError {
+                    throw fail("\(error.reason); the file is damaged: give the model's own tokenizer.json")
+                }
+            case "Strip":
+                steps.append(.strip(left: json["strip_left"]?.bool ?? true, right: json["strip_right"]?.bool ?? true))
+            case "Replace":
+                guard let patternJSON = json["pattern"], let pattern = ReplacePattern(json: patternJSON) else {
+                    throw fail("Replace normalizer with pattern \(printable(String(describing: json["pattern"] ?? .null))) is not supported (a literal string, or a regex that is one character with +, {n} or {n,}); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
+                }
+                steps.append(.replace(pattern, content: (json["content"]?.string ?? "").unicodeScalars.map(\.value)))
+            case "Lowercase":
+                steps.append(.lowercase)
+            case "Prepend":
+                steps.append(.prepend((json["prepend"]?.string ?? "").unicodeScalars.map(\.value)))
+            case let other?:
+                throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
+            }
+        }
+        try add(json)
+        return .steps(steps)
     }
 
     /// "Sequence[NFD, Lowercase]" for a sequence, else the type.
@@ -184,8 +349,8 @@ extension TokenizerConfiguration {
             while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
             vocabulary[String(scalars)] = Int32(index)  // a repeated token keeps its last line
         }
-        normalizer = BertNormalizer(cleanText: true, handleChineseChars: true, stripAccents: lowercase, lowercase: lowercase)
-        splitsWords = true
+        normalizer = .bert(BertNormalizer(cleanText: true, handleChineseChars: true, stripAccents: lowercase, lowercase: lowercase))
+        preTokenizer = .bert
         addedTokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"].compactMap { token in
             vocabulary[token].map { AddedToken(id: $0, content: token) }
         }
@@ -193,6 +358,6 @@ extension TokenizerConfiguration {
             throw BertError.invalidTokenizer(path: path, reason: vocabulary.isEmpty ? "the vocabulary is empty; give the model's own vocab.txt" : "vocab.txt has no [CLS] or no [SEP] token; give the vocab.txt of a BERT model")
         }
         template = .bert(cls: (cls, "[CLS]"), sep: (sep, "[SEP]"))
-        decoder = WordPieceDecoder()
+        decoder = .wordPiece(WordPieceDecoder())
     }
 }

@@ -1,0 +1,183 @@
+import Foundation
+
+/// A tokenizer.json normalizer: BertNormalizer (its own fused pass), or a sequence of the
+/// other steps HF applies one after another to the whole piece of text.
+enum TextNormalizer: Sendable {
+    case bert(BertNormalizer)
+    case steps([NormalizerStep])
+}
+
+/// One normalizer step of tokenizer.json (alone or inside a Sequence), with HF's alignment rules.
+enum NormalizerStep: Sendable {
+    case precompiled(PrecompiledCharsmap)
+    case strip(left: Bool, right: Bool)
+    case replace(ReplacePattern, content: [UInt32])
+    case lowercase
+    case prepend([UInt32])
+
+    /// Applies the step to `text` (one piece of the input, starting at original offset `pieceStart`).
+    func apply(_ text: inout NormalizedText, pieceStart: Int) {
+        switch self {
+        case let .precompiled(charsmap):
+            charsmap.normalize(&text, pieceStart: pieceStart)
+        case let .strip(left, right):
+            var start = 0, end = text.scalars.count
+            if left { while start < end && Self.isWhitespace(text.scalars[start]) { start += 1 } }
+            if right { while end > start && Self.isWhitespace(text.scalars[end - 1]) { end -= 1 } }
+            if start > 0 || end < text.scalars.count {
+                text.scalars = Array(text.scalars[start..<end])
+                text.spans = Array(text.spans[start..<end])
+            }
+        case let .replace(pattern, content):
+            let matches = pattern.matches(in: text.scalars)
+            guard !matches.isEmpty else { return }
+            // HF: each match is removed and the content chars are "added": they all take the
+            // alignment of the last removed char.
+            var out = NormalizedText()
+            var position = 0
+            for match in matches {
+                for i in position..<match.lowerBound { out.append(text.scalars[i], text.spans[i]) }
+                let span = text.spans[match.upperBound - 1]
+                for scalar in content { out.append(scalar, span) }
+                position = match.upperBound
+            }
+            for i in position..<text.scalars.count { out.append(text.scalars[i], text.spans[i]) }
+            text = out
+        case .lowercase:
+            var changes: [(UInt32, Int)] = []
+            changes.reserveCapacity(text.scalars.count)
+            var lowered: [UInt32] = []
+            for scalar in text.scalars {
+                lowered.removeAll(keepingCapacity: true)
+                if let value = Unicode.Scalar(scalar) {
+                    for s in value.properties.lowercaseMapping.unicodeScalars { lowered.append(s.value) }
+                } else {
+                    lowered.append(scalar)
+                }
+                for (k, s) in lowered.enumerated() { changes.append((s, k == 0 ? 0 : 1)) }
+            }
+            text.transform(changes, initialOffset: 0, pieceStart: pieceStart)
+        case let .prepend(prefix):
+            // HF prepends only to a non-empty string; the prefix takes the first char's alignment.
+            guard let first = text.spans.first, !prefix.isEmpty else { return }
+            text.scalars.insert(contentsOf: prefix, at: 0)
+            text.spans.insert(contentsOf: repeatElement(first, count: prefix.count), at: 0)
+        }
+    }
+
+    /// Rust's char::is_whitespace: White_Space.
+    static func isWhitespace(_ value: UInt32) -> Bool {
+        UnicodeData.traits(value).contains(.whitespace)
+    }
+}
+
+/// The pattern of a Replace normalizer: a literal string, or the one regex shape real
+/// tokenizers use ("X{n,}", "X+", "X{n}": runs of one character).
+enum ReplacePattern: Sendable {
+    case literal([UInt32])
+    case run(UInt32, minimum: Int, maximum: Int?)
+
+    /// Reads {"String": "..."} or {"Regex": "..."}; nil for a regex this reader does not know.
+    init?(json: JSONValue) {
+        if let literal = json["String"]?.string {
+            guard !literal.isEmpty else { return nil }
+            self = .literal(literal.unicodeScalars.map(\.value))
+            return
+        }
+        guard let regex = json["Regex"]?.string else { return nil }
+        var scalars = Array(regex.unicodeScalars)
+        guard !scalars.isEmpty else { return nil }
+        var character = scalars.removeFirst()
+        if character == "\\" {
+            guard !scalars.isEmpty else { return nil }
+            let escaped = scalars.removeFirst()
+            switch escaped {
+            case "t": character = "\t"
+            case "n": character = "\n"
+            case "r": character = "\r"
+            case " ", ".", "-", "_", "*", "+", "?", "(", ")", "[", "]", "{", "}", "|", "\\", "^", "$", "/": character = escaped
+            default: return nil
+            }
+        } else if "()[]{}|.*+?^$\\".unicodeScalars.contains(character) {
+            return nil
+        }
+        let quantifier = String(String.UnicodeScalarView(scalars))
+        if quantifier.isEmpty {
+            self = .literal([character.value])
+        } else if quantifier == "+" {
+            self = .run(character.value, minimum: 1, maximum: nil)
+        } else if quantifier.hasPrefix("{"), quantifier.hasSuffix("}") {
+            let body = quantifier.dropFirst().dropLast()
+            let parts = body.split(separator: ",", omittingEmptySubsequences: false)
+            guard let low = Int(parts[0]), low >= 1 else { return nil }
+            if parts.count == 1 {
+                self = .run(character.value, minimum: low, maximum: low)
+            } else if parts.count == 2, parts[1].isEmpty {
+                self = .run(character.value, minimum: low, maximum: nil)
+            } else {
+                return nil
+            }
+        } else {
+            return nil
+        }
+    }
+
+    /// Non-overlapping matches, left to right (greedy runs).
+    func matches(in scalars: [UInt32]) -> [Range<Int>] {
+        var out: [Range<Int>] = []
+        var i = 0
+        switch self {
+        case let .literal(pattern):
+            while i + pattern.count <= scalars.count {
+                if scalars[i] == pattern[0] && scalars[i..<(i + pattern.count)].elementsEqual(pattern) {
+                    out.append(i..<(i + pattern.count))
+                    i += pattern.count
+                } else {
+                    i += 1
+                }
+            }
+        case let .run(character, minimum, maximum):
+            while i < scalars.count {
+                guard scalars[i] == character else { i += 1; continue }
+                var end = i
+                while end < scalars.count && scalars[end] == character { end += 1 }
+                var start = i
+                // A bounded run {n} matches n at a time; an unbounded one takes it all.
+                while end - start >= minimum {
+                    let length = maximum.map { min($0, end - start) } ?? (end - start)
+                    out.append(start..<(start + length))
+                    start += length
+                    if maximum == nil { break }
+                }
+                i = end
+            }
+        }
+        return out
+    }
+}
+
+extension NormalizedText {
+    /// HF's NormalizedString::transform over the whole text, one entry per new scalar:
+    /// change 0 replaces the next old scalar (and takes its alignment), -n replaces it and
+    /// removes n more, +1 inserts a scalar with the alignment of the old scalar before the
+    /// cursor (an empty span at the piece start when there is none). Old scalars never
+    /// consumed are dropped, as in HF.
+    mutating func transform(_ changes: [(UInt32, Int)], initialOffset: Int, pieceStart: Int) {
+        var out = NormalizedText()
+        out.scalars.reserveCapacity(changes.count)
+        out.spans.reserveCapacity(changes.count)
+        var cursor = initialOffset
+        let empty = SourceSpan(start: pieceStart, end: pieceStart)
+        for (scalar, change) in changes {
+            let span: SourceSpan
+            if change > 0 {
+                span = cursor >= 1 && cursor - 1 < spans.count ? spans[cursor - 1] : empty
+            } else {
+                span = cursor < spans.count ? spans[cursor] : (spans.last ?? empty)
+                cursor += 1 - change
+            }
+            out.append(scalar, span)
+        }
+        self = out
+    }
+}
