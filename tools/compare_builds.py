@@ -28,8 +28,10 @@ def main():
     parser.add_argument("a", help="bert binary A (before)")
     parser.add_argument("b", help="bert binary B (after)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("options", nargs="*", help="options for bert bench (after --)")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    options = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.options = options
     runs = {"a": [], "b": []}
     for r in range(args.rounds):
         for name in ("a", "b"):

@@ -137,20 +137,16 @@ struct TextInputs: Decodable {
 
 struct OpenAIEmbeddingRequest: Decodable {
     var input: EmbeddingInput
-    var model: String?
-    var encoding_format: String?
+    var model, encoding_format, user: String?
     var dimensions: Int?
-    var user: String?
     /// Not in OpenAI's API: false refuses inputs over the model's limit instead of cutting them.
     var truncate: Bool?
 }
 
 struct TEIEmbedRequest: Decodable {
     var inputs: TextInputs
-    var normalize: Bool?
-    var truncate: Bool?
-    var truncation_direction: String?
-    var prompt_name: String?
+    var normalize, truncate: Bool?
+    var truncation_direction, prompt_name: String?
     var dimensions: Int?
     /// Not in TEI's API (one model per TEI process): which of this server's models.
     var model: String?

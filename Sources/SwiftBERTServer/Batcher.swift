@@ -259,9 +259,15 @@ final class EmbeddingRequest: @unchecked Sendable {
     }
 
     func scheduleTimeout(_ timeout: Duration) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in
-            self?.finish(RequestTimeout(seconds: timeout.seconds))
-        }
+        afterTimeout(timeout, of: self) { $0.finish($1) }
+    }
+}
+
+/// Calls `expire` with the timeout error once `timeout` has passed, unless `owner` is gone by then.
+func afterTimeout<Owner: AnyObject & Sendable>(_ timeout: Duration, of owner: Owner,
+                                              _ expire: @escaping @Sendable (Owner, RequestTimeout) -> Void) {
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak owner] in
+        if let owner { expire(owner, RequestTimeout(seconds: timeout.seconds)) }
     }
 }
 
@@ -279,9 +285,7 @@ final class JobBox<T: Sendable>: @unchecked Sendable {
     }
 
     func scheduleTimeout(_ timeout: Duration) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in
-            self?.finish(.failure(RequestTimeout(seconds: timeout.seconds)))
-        }
+        afterTimeout(timeout, of: self) { $0.finish(.failure($1)) }
     }
 }
 

@@ -15,6 +15,21 @@ func readAllTexts(_ input: InputOptions) throws -> (texts: [String], skips: Skip
     return (texts, skips, reader.sourceName)
 }
 
+/// Reads every text of `input`, runs `results` over them `batchSize` at a time, and writes one
+/// record per text, in input order: a JSON line, or `text`'s rendering.
+func writeRecords<Record>(of input: InputOptions, batchSize: Int, json: Bool, _ results: ([String]) throws -> [Record],
+                          jsonLine: (Record) -> String, text: (Record) -> String) throws {
+    let (texts, skips, source) = try readAllTexts(input)
+    let sink = OutputSink.standardOutput()
+    for start in stride(from: 0, to: texts.count, by: batchSize) {
+        for record in try results(Array(texts[start..<min(start + batchSize, texts.count)])) {
+            try sink.write(json ? jsonLine(record) + "\n" : text(record))
+        }
+    }
+    try sink.close()
+    skips.summarize(source: source)
+}
+
 struct Classify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Label texts with a sequence classifier (sentiment, topic, ...).",
@@ -40,29 +55,19 @@ struct Classify: ParsableCommand {
     @Flag(help: "JSON Lines: {\"labels\": [{\"label\", \"score\"}]} per input, best first.")
     var json = false
 
-    @Option(help: "Inputs per forward pass.")
-    var batchSize = 32
+    @OptionGroup var batch: BatchSizeOption
 
     @OptionGroup var engine: EngineOptions
 
     func validate() throws {
         if let topK, topK < 1 { throw ValidationError("--top-k must be at least 1") }
-        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
     }
 
     func run() throws {
         let (bert, tokenizer) = try engine.load(model)
         let classifier = try TextClassifier(model: bert, tokenizer: tokenizer)
-        let (texts, skips, source) = try readAllTexts(input)
-        let sink = OutputSink.standardOutput()
-        for start in stride(from: 0, to: texts.count, by: batchSize) {
-            let batch = Array(texts[start..<min(start + batchSize, texts.count)])
-            for labels in try classifier.classify(batch, topK: topK, batchSize: batchSize) {
-                try sink.write(json ? ClassificationReport.json(labels).text + "\n" : ClassificationReport.text(labels))
-            }
-        }
-        try sink.close()
-        skips.summarize(source: source)
+        try writeRecords(of: input, batchSize: batch.batchSize, json: json, { try classifier.classify($0, topK: topK, batchSize: batch.batchSize) },
+                         jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
     }
 }
 
@@ -146,27 +151,14 @@ struct NER: ParsableCommand {
     @Flag(help: "JSON Lines: {\"entities\": [{\"entity_group\", \"score\", \"word\", \"start\", \"end\"}]} per input.")
     var json = false
 
-    @Option(help: "Inputs per forward pass.")
-    var batchSize = 32
+    @OptionGroup var batch: BatchSizeOption
 
     @OptionGroup var engine: EngineOptions
-
-    func validate() throws {
-        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
-    }
 
     func run() throws {
         let (bert, tokenizer) = try engine.load(model)
         let ner = try TokenClassifier(model: bert, tokenizer: tokenizer)
-        let (texts, skips, source) = try readAllTexts(input)
-        let sink = OutputSink.standardOutput()
-        for start in stride(from: 0, to: texts.count, by: batchSize) {
-            let batch = Array(texts[start..<min(start + batchSize, texts.count)])
-            for entities in try ner.entities(batch, aggregation: aggregation, batchSize: batchSize) {
-                try sink.write(json ? EntityReport.json(entities).text + "\n" : EntityReport.text(entities))
-            }
-        }
-        try sink.close()
-        skips.summarize(source: source)
+        try writeRecords(of: input, batchSize: batch.batchSize, json: json, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize) },
+                         jsonLine: { EntityReport.json($0).text }, text: { EntityReport.text($0) })
     }
 }

@@ -211,3 +211,13 @@ extension ProgressBar {
         return try body()
     }
 }
+
+/// --batch-size, for the commands that run the model over many inputs.
+struct BatchSizeOption: ParsableArguments {
+    @Option(help: "Inputs per forward pass.")
+    var batchSize = 32
+
+    func validate() throws {
+        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+    }
+}

@@ -9,7 +9,7 @@ public struct LabelScore: Sendable, Equatable {
 /// Texts (or text pairs) in, labels out: a *ForSequenceClassification checkpoint, scored as
 /// Hugging Face's text-classification pipeline does (softmax; sigmoid for
 /// multi_label_classification or a single label).
-public final class TextClassifier: @unchecked Sendable {
+public final class TextClassifier: TaskPipeline, @unchecked Sendable {
     public let model: BertModel
     public let tokenizer: BertTokenizer
     let head: SequenceClassificationHead
@@ -17,18 +17,9 @@ public final class TextClassifier: @unchecked Sendable {
     public let labels: [String]
 
     public init(model: BertModel, tokenizer: BertTokenizer) throws {
-        guard model.config.head == .sequenceClassification, let labels = model.config.labels else {
-            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no sequence-classification head; use a checkpoint saved from a *ForSequenceClassification model (bert convert keeps its classifier)")
-        }
-        self.model = model
-        self.tokenizer = tokenizer
-        self.labels = labels
+        labels = try model.taskLabels(.sequenceClassification, name: "sequence-classification", savedFrom: "*ForSequenceClassification")
+        (self.model, self.tokenizer) = (model, tokenizer)
         head = try SequenceClassificationHead(model.weights, model.config)
-    }
-
-    public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
-        let model = try BertModel(folder: folder, threads: threads, precision: precision)
-        try self.init(model: model, tokenizer: try BertTokenizer.load(folder: folder))
     }
 
     /// Sigmoid per label (multi-label, or a single score), else softmax across labels.

@@ -28,7 +28,7 @@ public struct Entity: Sendable, Equatable {
 
 /// Named-entity recognition and other token labelling: a *ForTokenClassification checkpoint,
 /// with the token-classification pipeline's post-processing of transformers.
-public final class TokenClassifier: @unchecked Sendable {
+public final class TokenClassifier: TaskPipeline, @unchecked Sendable {
     public let model: BertModel
     public let tokenizer: BertTokenizer
     let head: TokenClassificationHead
@@ -37,18 +37,9 @@ public final class TokenClassifier: @unchecked Sendable {
     public var ignoredLabels: Set<String> = ["O"]
 
     public init(model: BertModel, tokenizer: BertTokenizer) throws {
-        guard model.config.head == .tokenClassification, let labels = model.config.labels else {
-            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no token-classification head; use a checkpoint saved from a *ForTokenClassification model (bert convert keeps its classifier)")
-        }
-        self.model = model
-        self.tokenizer = tokenizer
-        self.labels = labels
+        labels = try model.taskLabels(.tokenClassification, name: "token-classification", savedFrom: "*ForTokenClassification")
+        (self.model, self.tokenizer) = (model, tokenizer)
         head = try TokenClassificationHead(model.weights, model.config)
-    }
-
-    public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
-        let model = try BertModel(folder: folder, threads: threads, precision: precision)
-        try self.init(model: model, tokenizer: try BertTokenizer.load(folder: folder))
     }
 
     /// Entities of each text, in text order.

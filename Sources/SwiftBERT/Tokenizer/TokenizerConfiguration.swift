@@ -121,11 +121,7 @@ private struct TokenizerFile: Decodable {
     struct Added: Decodable {
         var id: Int
         var content: String
-        var single_word: Bool?
-        var lstrip: Bool?
-        var rstrip: Bool?
-        var normalized: Bool?
-        var special: Bool?
+        var single_word, lstrip, rstrip, normalized, special: Bool?
     }
     var model: Model
     var added_tokens: [Added]?
