@@ -20,17 +20,13 @@ struct Fill: ParsableCommand, TopKCommand {
     @Argument(help: "Text holding one or more [MASK].")
     var text: String
 
-    @Option(name: .customLong("top-k"), help: "Candidates per [MASK].")
-    var topK = 5
+    @Option(name: .customLong("top-k"), help: "Candidates per [MASK].") var topK = 5
 
-    @Flag(help: "Only whole words: no ## pieces, punctuation or special tokens.")
-    var wordsOnly = false
+    @Flag(help: "Only whole words: no ## pieces, punctuation or special tokens.") var wordsOnly = false
 
-    @Option(help: ArgumentHelp("Only words starting with these letters (case-insensitive).", valueName: "letters"))
-    var prefix: String?
+    @Option(help: ArgumentHelp("Only words starting with these letters (case-insensitive).", valueName: "letters")) var prefix: String?
 
-    @Flag(help: "JSON: {\"masks\": [{\"position\", \"candidates\": [{\"token\", \"id\", \"probability\"}]}]}.")
-    var json = false
+    @Flag(help: "JSON: {\"masks\": [{\"position\", \"candidates\": [{\"token\", \"id\", \"probability\"}]}]}.") var json = false
 
     @OptionGroup var model: MaskedLMModelOptions
 

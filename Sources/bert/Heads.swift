@@ -46,14 +46,11 @@ struct Classify: ParsableCommand {
 
     @OptionGroup var input: InputOptions
 
-    @Option(help: "A converted sequence-classification model: a name under weights/ or a path.")
-    var model: String
+    @Option(help: "A converted sequence-classification model: a name under weights/ or a path.") var model: String
 
-    @Option(name: .customLong("top-k"), help: "Labels per input, best first (default: all).")
-    var topK: Int?
+    @Option(name: .customLong("top-k"), help: "Labels per input, best first (default: all).") var topK: Int?
 
-    @Flag(help: "JSON Lines: {\"labels\": [{\"label\", \"score\"}]} per input, best first.")
-    var json = false
+    @Flag(help: "JSON Lines: {\"labels\": [{\"label\", \"score\"}]} per input, best first.") var json = false
 
     @OptionGroup var batch: BatchSizeOption
 
@@ -90,14 +87,11 @@ struct Rerank: ParsableCommand {
     @Option(help: ArgumentHelp("Read the documents from FILE, one per line (- is stdin).", valueName: "file"))
     var documents: String?
 
-    @Option(help: "A converted cross-encoder: a name under weights/ or a path.")
-    var model: String
+    @Option(help: "A converted cross-encoder: a name under weights/ or a path.") var model: String
 
-    @Option(name: .customLong("top-k"), help: "Documents to show, best first (default: all).")
-    var topK: Int?
+    @Option(name: .customLong("top-k"), help: "Documents to show, best first (default: all).") var topK: Int?
 
-    @Flag(help: "JSON: {\"query\", \"results\": [{\"index\", \"score\", \"text\"}]}, best first.")
-    var json = false
+    @Flag(help: "JSON: {\"query\", \"results\": [{\"index\", \"score\", \"text\"}]}, best first.") var json = false
 
     @OptionGroup var engine: EngineOptions
 
@@ -142,14 +136,12 @@ struct NER: ParsableCommand {
 
     @OptionGroup var input: InputOptions
 
-    @Option(help: "A converted token-classification model: a name under weights/ or a path.")
-    var model: String
+    @Option(help: "A converted token-classification model: a name under weights/ or a path.") var model: String
 
     @Option(help: "How tokens become entities: none, simple, first, average or max.")
     var aggregation: AggregationStrategy = .simple
 
-    @Flag(help: "JSON Lines: {\"entities\": [{\"entity_group\", \"score\", \"word\", \"start\", \"end\"}]} per input.")
-    var json = false
+    @Flag(help: "JSON Lines: {\"entities\": [{\"entity_group\", \"score\", \"word\", \"start\", \"end\"}]} per input.") var json = false
 
     @OptionGroup var batch: BatchSizeOption
 

@@ -22,14 +22,11 @@ struct Suggest: ParsableCommand, TopKCommand {
     @Argument(help: "The text typed so far (quote it to keep a trailing space).")
     var text: String
 
-    @Option(name: .customLong("top-k"), help: "Suggestions to offer.")
-    var topK = 3
+    @Option(name: .customLong("top-k"), help: "Suggestions to offer.") var topK = 3
 
-    @Option(help: ArgumentHelp("The user's own words (names, jargon) from FILE: one per line, optionally followed by a count.", valueName: "file"))
-    var words: String?
+    @Option(help: ArgumentHelp("The user's own words (names, jargon) from FILE: one per line, optionally followed by a count.", valueName: "file")) var words: String?
 
-    @Flag(help: "JSON: {\"suggestions\": [{\"word\", \"kind\", \"score\"}]}.")
-    var json = false
+    @Flag(help: "JSON: {\"suggestions\": [{\"word\", \"kind\", \"score\"}]}.") var json = false
 
     @OptionGroup var model: MaskedLMModelOptions
 
