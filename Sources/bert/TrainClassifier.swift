@@ -5,6 +5,8 @@ import SwiftBERT
 import Glibc
 #endif
 
+extension ClassifierTraining.Optimizer: ExpressibleByArgument {}
+
 struct TrainClassifier: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "train-classifier",
@@ -12,10 +14,12 @@ struct TrainClassifier: ParsableCommand {
         discussion: """
             Reads JSON Lines {"text": ..., "label": ...}. Computes each text's features once (BERT's \
             pooler output, what BertForSequenceClassification classifies), then trains the \
-            classification layer with cross-entropy and AdamW, keeping the epoch with the best \
-            validation accuracy and stopping when it has not improved for --patience epochs (--valid). Writes a Hugging Face BertForSequenceClassification \
-            folder (model.safetensors, config.json with id2label, tokenizer) that `bert classify` \
-            and transformers both load.
+            classification layer with cross-entropy. By default with L-BFGS on scikit-learn's \
+            LogisticRegression objective (L2 penalty of strength 1/C, bias unpenalised), C chosen on \
+            --valid from --C; or with AdamW (--optimizer adamw), keeping the epoch with the best \
+            validation accuracy and stopping when it has not improved for --patience epochs. Writes \
+            a Hugging Face BertForSequenceClassification folder (model.safetensors, config.json with \
+            id2label, tokenizer) that `bert classify` and transformers both load.
 
             Examples:
               bert train-classifier --model all-MiniLM-L6-v2 --train train.jsonl --valid valid.jsonl --output my-classifier
@@ -40,7 +44,23 @@ struct TrainClassifier: ParsableCommand {
     @Option(help: ArgumentHelp("Also write the features as train.npy, valid.npy, test.npy (float32, one row per record in input order) to DIR, for comparing learners on the same inputs.", valueName: "dir"))
     var saveFeatures: String?
 
-    @Option(help: "Passes over the training set, at most.")
+    @Option(name: .customLong("features"), help: ArgumentHelp("Read the features from DIR (as --save-features wrote them) instead of computing them.", valueName: "dir"))
+    var storedFeatures: String?
+
+    @Option(help: "lbfgs (scikit-learn's LogisticRegression objective) or adamw (mini-batches, early stopping).")
+    var optimizer = ClassifierTraining.Optimizer.lbfgs
+
+    @Option(name: .customLong("C"), parsing: .upToNextOption,
+            help: ArgumentHelp("L-BFGS: inverse L2 strength, scikit-learn's C; several are chosen between on --valid (default: 0.1 1 10 100 with --valid, else 1).", valueName: "C"))
+    var inverseRegularization: [Double] = []
+
+    @Option(help: "L-BFGS: iterations per C, at most.")
+    var maxIterations = 2000
+
+    @Option(help: "L-BFGS: stop when every gradient component is at most this (scikit-learn's tol).")
+    var tolerance = 1e-4
+
+    @Option(help: "AdamW: passes over the training set, at most.")
     var epochs = 300
 
     @Option(help: "AdamW learning rate.")
@@ -49,10 +69,10 @@ struct TrainClassifier: ParsableCommand {
     @Option(help: "AdamW weight decay.")
     var weightDecay: Float = 1e-4
 
-    @Option(help: "Epochs without a better validation accuracy before stopping.")
+    @Option(help: "AdamW: epochs without a better validation accuracy before stopping.")
     var patience = 30
 
-    @Option(help: "Training examples per step.")
+    @Option(help: "AdamW: training examples per step.")
     var batchSize = 128
 
     @Flag(name: [.short, .long], help: "No progress on stderr.")
@@ -67,6 +87,11 @@ struct TrainClassifier: ParsableCommand {
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if !(learningRate > 0) { throw ValidationError("--learning-rate must be positive") }
         if !(weightDecay >= 0) { throw ValidationError("--weight-decay must be 0 or more") }
+        if maxIterations < 1 { throw ValidationError("--max-iterations must be at least 1") }
+        if !(tolerance > 0) { throw ValidationError("--tolerance must be positive") }
+        if inverseRegularization.contains(where: { !($0 > 0) || !$0.isFinite }) { throw ValidationError("--C values must be positive") }
+        if inverseRegularization.count > 1, valid == nil { throw ValidationError("several --C values are chosen between on --valid; give it, or one value") }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
     }
 
     func run() throws {
@@ -84,14 +109,24 @@ struct TrainClassifier: ParsableCommand {
         let showProgress = !quiet && isatty(STDERR_FILENO) == 1
 
         let started = DispatchTime.now()
-        func features(_ set: [(text: String, label: String)], _ name: String) throws -> [[Float]] {
+        func compute(_ set: [(text: String, label: String)], _ name: String) throws -> [[Float]] {
             try ClassifierExport.features(bert, tokenizer, set.map { $0.text }) { done in
                 if showProgress { writeStandardError("\r\u{1B}[Kbert: features of \(name): \(done)/\(set.count)") }
             }
         }
-        let xTrain = try features(trainSet, "train")
-        let xValid = try validSet.map { try features($0, "valid") }
-        let xTest = try testSet.map { try features($0, "test") }
+        let stored = storedFeatures.map { URL(fileURLWithPath: $0) }
+        func features(_ set: [(text: String, label: String)]?, _ name: String) throws -> [[Float]]? {
+            guard let set else { return nil }
+            guard let stored else { return try compute(set, name) }
+            let rows = try readNpy(stored.appendingPathComponent("\(name).npy"))
+            guard rows.count == set.count, rows.allSatisfy({ $0.count == bert.config.hiddenSize }) else {
+                throw BertError.invalidInput(reason: "\(stored.path)/\(name).npy holds \(rows.count) rows of \(rows.first?.count ?? 0) features; \(name) has \(set.count) texts and the model \(bert.config.hiddenSize) features")
+            }
+            return rows
+        }
+        let xTrain = try features(trainSet, "train")!
+        let xValid = try features(validSet, "valid")
+        let xTest = try features(testSet, "test")
         if let saveFeatures {
             let dir = URL(fileURLWithPath: saveFeatures)
             try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -101,19 +136,28 @@ struct TrainClassifier: ParsableCommand {
         }
         let featureSeconds = seconds(since: started)
         if showProgress { writeStandardError("\r\u{1B}[K") }
-        if !quiet { writeStandardError("bert: features of \(trainSet.count + (validSet?.count ?? 0)) texts in \(String(format: "%.1f", featureSeconds)) s\n") }
+        if !quiet {
+            let texts = trainSet.count + (validSet?.count ?? 0) + (testSet?.count ?? 0)
+            writeStandardError("bert: features of \(texts) texts \(stored == nil ? "computed" : "read") in \(String(format: "%.1f", featureSeconds)) s\n")
+        }
 
         var options = ClassifierTraining.Options()
+        options.optimizer = optimizer
+        options.inverseRegularization = !inverseRegularization.isEmpty ? inverseRegularization : valid != nil ? [0.1, 1, 10, 100] : [1]
+        options.maxIterations = maxIterations; options.tolerance = tolerance
         options.epochs = epochs; options.learningRate = learningRate; options.weightDecay = weightDecay
         options.patience = patience; options.batchSize = batchSize
+        if let threads { options.threads = threads }
+        let limit = optimizer == .lbfgs ? maxIterations : epochs
         let result = try ClassifierTraining.train(
             features: xTrain, labels: trainSet.map { ids[$0.label]! }, classes: labels.count,
-            valid: xValid.map { ($0, validSet!.map { ids[$0.label]! }) }, options: options) { epoch in
+            valid: xValid.map { ($0, validSet!.map { ids[$0.label]! }) }, options: options) { step in
                 guard showProgress else { return }
-                let width = 24, filled = width * epoch.epoch / epochs
+                let width = 24, filled = min(width, width * step.step / limit)
                 let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-                var line = "\r\u{1B}[K[\(bar)] epoch \(epoch.epoch)/\(epochs)  loss \(String(format: "%.4f", epoch.trainLoss))  train \(String(format: "%.2f", epoch.trainAccuracy * 100))%"
-                if let loss = epoch.validLoss, let accuracy = epoch.validAccuracy {
+                let what = step.inverseRegularization.map { "C \(formatC($0))  iteration" } ?? "epoch"
+                var line = "\r\u{1B}[K[\(bar)] \(what) \(step.step)/\(limit)  loss \(String(format: "%.4f", step.trainLoss))  train \(String(format: "%.2f", step.trainAccuracy * 100))%"
+                if let loss = step.validLoss, let accuracy = step.validAccuracy {
                     line += "  valid loss \(String(format: "%.4f", loss))  valid \(String(format: "%.2f", accuracy * 100))%"
                 }
                 writeStandardError(line)
@@ -122,8 +166,17 @@ struct TrainClassifier: ParsableCommand {
         let destination = URL(fileURLWithPath: output)
         try ClassifierExport.writeSequenceClassifier(model: bert, classifier: result, labels: labels, to: destination)
         if !quiet {
-            let best = result.history[result.bestEpoch - 1]
-            var summary = "bert: trained \(labels.count) labels on \(trainSet.count) texts in \(String(format: "%.2f", result.seconds)) s (\(result.history.count) epochs, kept epoch \(result.bestEpoch): train accuracy \(String(format: "%.2f", best.trainAccuracy * 100))%"
+            for fit in result.fits {
+                var line = "bert: C \(formatC(fit.inverseRegularization)): \(fit.iterations) iterations, \(fit.evaluations) evaluations, \(fit.stop), \(String(format: "%.2f", fit.seconds)) s"
+                if let accuracy = result.history.last(where: { $0.inverseRegularization == fit.inverseRegularization })?.validAccuracy {
+                    line += ", valid accuracy \(String(format: "%.2f", accuracy * 100))%"
+                }
+                writeStandardError(line + "\n")
+            }
+            let best = result.history[result.kept]
+            let how = result.inverseRegularization.map { "L-BFGS, kept C \(formatC($0))" }
+                ?? "AdamW, \(result.history.count) epochs, kept epoch \(best.step)"
+            var summary = "bert: trained \(labels.count) labels on \(trainSet.count) texts in \(String(format: "%.2f", result.seconds)) s (\(how): train accuracy \(String(format: "%.2f", best.trainAccuracy * 100))%"
             if let accuracy = best.validAccuracy { summary += ", valid accuracy \(String(format: "%.2f", accuracy * 100))%" }
             writeStandardError(summary + "); wrote \(destination.path)\n")
         }
@@ -133,6 +186,8 @@ struct TrainClassifier: ParsableCommand {
             if !quiet { writeStandardError(line) }
         }
     }
+
+    func formatC(_ c: Double) -> String { String(format: "%g", c) }
 
     func seconds(since start: DispatchTime) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 }
 
@@ -148,5 +203,29 @@ struct TrainClassifier: ParsableCommand {
         data.append(contentsOf: Array(header.utf8))
         for row in rows { row.withUnsafeBytes { data.append(contentsOf: $0) } }
         do { try data.write(to: url) } catch { throw BertError.outputFailed(path: url.path, reason: error.localizedDescription) }
+    }
+
+    /// The (N, D) little-endian float32 arrays `writeNpy` writes (version 1.0, C order).
+    func readNpy(_ url: URL) throws -> [[Float]] {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw BertError.fileNotFound(path: url.path, hint: "Write the features first with --save-features.")
+        }
+        let bytes = [UInt8](data)
+        guard bytes.count >= 10, bytes[0] == 0x93, Array(bytes[1..<6]) == Array("NUMPY".utf8), bytes[6] == 1 else {
+            throw BertError.invalidInput(reason: "\(url.path) is not a NumPy .npy file of version 1.0")
+        }
+        let headerLength = Int(bytes[8]) | Int(bytes[9]) << 8
+        guard 10 + headerLength <= bytes.count, let header = String(bytes: bytes[10..<10 + headerLength], encoding: .ascii),
+              header.contains("'descr': '<f4'"), header.contains("'fortran_order': False"),
+              let open = header.range(of: "'shape': ("), let close = header[open.upperBound...].firstIndex(of: ")") else {
+            throw BertError.invalidInput(reason: "\(url.path): expected a float32 (<f4) array in C order, as --save-features writes")
+        }
+        let shape = header[open.upperBound..<close].split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard shape.count == 2, shape[0] >= 0, shape[1] >= 0, bytes.count - 10 - headerLength == shape[0] * shape[1] * 4 else {
+            throw BertError.invalidInput(reason: "\(url.path): expected a two-dimensional array whose size matches the file")
+        }
+        let values = data.dropFirst(10 + headerLength).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        return (0..<shape[0]).map { Array(values[$0 * shape[1]..<($0 + 1) * shape[1]]) }
     }
 }

@@ -1,41 +1,96 @@
 import Foundation
 
-/// transformers' BertForSequenceClassification head: the pooler (dense + tanh on the [CLS]
-/// vector), then the classifier (dropout is inactive at inference). DistilBERT's has
-/// pre_classifier (dense + ReLU) in the pooler's place.
-struct SequenceClassificationHead {
-    let pooler: DenseLayer
-    let classifier: DenseLayer
+/// transformers' BertPooler: dense + tanh on each sequence's [CLS] vector. DistilBERT's
+/// sequence classifier has its pre_classifier (dense + ReLU) in this place.
+struct BertPooler {
+    let dense: Linear
+    let activation: DenseLayerConfig.Activation
 
-    init(_ weights: SafeTensorsFile, _ config: BertConfig) throws {
-        let h = config.hiddenSize, labels = config.labels?.count ?? 0
-        pooler = config.isDistilBERT
-            ? try DenseLayer(weights, "pre_classifier", in: h, out: h, activation: .relu)
-            : try DenseLayer(weights, "pooler.dense", in: h, out: h, activation: .tanh)
-        classifier = try DenseLayer(weights, "classifier", in: h, out: labels)
+    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
+        let h = config.hiddenSize
+        dense = try Linear(file, config.isDistilBERT ? TensorNames.preClassifier : TensorNames.pooler, k: h, n: h)
+        activation = config.isDistilBERT ? .relu : .tanh
+    }
+
+    /// [sequences × H]: the pooled vector of every sequence of the batch.
+    func callAsFunction(_ output: EncoderOutput, threads: Int) -> [Float] {
+        let h = output.hiddenSize, m = output.count
+        var cls = [Float](repeating: 0, count: m * h), pooled = [Float](repeating: 0, count: m * h)
+        for s in 0..<m {
+            output.withRow(sequence: s, position: 0) { row in for c in 0..<h { cls[s * h + c] = row[c] } }
+        }
+        cls.withUnsafeBufferPointer { x in
+            pooled.withUnsafeMutableBufferPointer { y in
+                dense(x.baseAddress!, m: m, into: y.baseAddress!, .forHead(rows: m, threads: threads))
+                activation.apply(y.baseAddress!, count: m * h)
+            }
+        }
+        return pooled
+    }
+}
+
+/// transformers' BertForSequenceClassification head: the pooler, then the classifier (dropout
+/// is inactive at inference). DistilBertForSequenceClassification: pre_classifier, then the classifier.
+struct SequenceClassificationHead {
+    let pooler: BertPooler
+    let classifier: Linear
+
+    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
+        pooler = try BertPooler(file, config)
+        classifier = try Linear(file, TensorNames.classifier, k: config.hiddenSize, n: config.labels?.count ?? 0)
     }
 
     /// One row of logits per sequence.
-    func logits(_ output: EncoderOutput) -> [[Float]] {
-        (0..<output.count).map { s in
-            let cls = output.withRow(sequence: s, position: 0) { Array(UnsafeBufferPointer(start: $0, count: output.hiddenSize)) }
-            return classifier(pooler(cls))
-        }
+    func logits(_ output: EncoderOutput, threads: Int) -> [[Float]] {
+        let pooled = pooler(output, threads: threads)
+        return pooled.withUnsafeBufferPointer { classifier.rows($0.baseAddress!, m: output.count, threads: threads) }
     }
 }
 
 /// transformers' BertForTokenClassification head: the classifier on every token's hidden state.
 struct TokenClassificationHead {
-    let classifier: DenseLayer
+    let classifier: Linear
 
-    init(_ weights: SafeTensorsFile, _ config: BertConfig) throws {
-        classifier = try DenseLayer(weights, "classifier", in: config.hiddenSize, out: config.labels?.count ?? 0)
+    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
+        classifier = try Linear(file, TensorNames.classifier, k: config.hiddenSize, n: config.labels?.count ?? 0)
     }
 
-    /// Logits per token of sequence `s`: [length][labels].
-    func logits(_ output: EncoderOutput, sequence s: Int) -> [[Float]] {
-        (0..<output.lengths[s]).map { t in
-            classifier(output.withRow(sequence: s, position: t) { Array(UnsafeBufferPointer(start: $0, count: output.hiddenSize)) })
+    /// Logits of every token of every sequence: [sequence][position][label].
+    func logits(_ output: EncoderOutput, threads: Int) -> [[[Float]]] {
+        // The packed hidden states are one [T × H] matrix: one product for the whole batch.
+        var rows = classifier.rows(output.storage, m: output.lengths.reduce(0, +), threads: threads)[...]
+        return output.lengths.map { length in
+            defer { rows = rows.dropFirst(length) }
+            return Array(rows.prefix(length))
+        }
+    }
+}
+
+extension Linear {
+    /// x[m × k]·Wᵀ + b as m rows of n, for a head. With INT8 weights the head is weight-only
+    /// (float activations), as the masked-LM head: it runs on few rows, so this costs nothing.
+    func rows(_ x: UnsafePointer<Float>, m: Int, threads: Int) -> [[Float]] {
+        var y = [Float](repeating: 0, count: m * n)
+        y.withUnsafeMutableBufferPointer { self(x, m: m, into: $0.baseAddress!, .forHead(rows: m, threads: threads)) }
+        return (0..<m).map { Array(y[$0 * n..<($0 + 1) * n]) }
+    }
+}
+
+extension ForwardContext {
+    /// A context that only runs a head's Linear layers on `rows` rows: no scratch, and no
+    /// activation quantisation (INT8 head weights run weight-only).
+    static func forHead(rows: Int, threads: Int) -> ForwardContext {
+        ForwardContext(sequences: PackedSequences(lengths: [rows]), threads: threads, quantizesActivations: false)
+    }
+}
+
+extension DenseLayerConfig.Activation {
+    /// In place, on `count` values.
+    func apply(_ y: UnsafeMutablePointer<Float>, count: Int) {
+        switch self {
+        case .tanh: for i in 0..<count { y[i] = Foundation.tanh(y[i]) }
+        case .relu: for i in 0..<count { y[i] = Swift.max(y[i], 0) }
+        case .identity: break
         }
     }
 }

@@ -5,26 +5,41 @@ import Foundation
 struct SentenceHead {
     let pooling: Pooling
     let includePrompt: Bool
-    let dense: [DenseLayer]
+    /// sentence-transformers' Dense modules: a Linear layer and its activation each.
+    let dense: [(linear: Linear, activation: DenseLayerConfig.Activation)]
     let normalize: Bool
 
-    init(_ weights: SafeTensorsFile, _ config: BertConfig) throws {
+    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
         pooling = config.pooling
         includePrompt = config.includePrompt ?? true
         normalize = config.normalize ?? true
         dense = try (config.denseLayers ?? []).enumerated().map { index, layer in
-            try DenseLayer(weights, "sentence_transformers.dense.\(index)", layer)
+            (try Linear(file, TensorNames.sentenceDense(index), k: layer.inFeatures, n: layer.outFeatures), layer.activation)
         }
     }
 
-    /// The sentence vector of sequence `s`. `promptLength` counts [CLS] and the prompt's tokens;
-    /// they are left out of the pooling when the model says include_prompt false.
-    func callAsFunction(_ output: EncoderOutput, sequence s: Int, promptLength: Int = 0,
-                        pooling override: Pooling? = nil, normalize normalizeOverride: Bool? = nil) -> [Float] {
-        var v = pool(output, sequence: s, mode: override ?? pooling, skipping: includePrompt ? 0 : promptLength)
-        for layer in dense { v = layer(v) }
-        if normalizeOverride ?? normalize { l2Normalize(&v) }
-        return v
+    /// The sentence vector of every sequence of the batch. `promptLength` counts [CLS] and the
+    /// prompt's tokens; they are left out of the pooling when the model says include_prompt false.
+    func callAsFunction(_ output: EncoderOutput, promptLength: Int = 0, pooling override: Pooling? = nil,
+                        normalize normalizeOverride: Bool? = nil, threads: Int) -> [[Float]] {
+        let m = output.count
+        var width = output.hiddenSize
+        var x = (0..<m).flatMap { pool(output, sequence: $0, mode: override ?? pooling, skipping: includePrompt ? 0 : promptLength) }
+        for (linear, activation) in dense {
+            var y = [Float](repeating: 0, count: m * linear.n)
+            x.withUnsafeBufferPointer { x in
+                y.withUnsafeMutableBufferPointer { y in
+                    linear(x.baseAddress!, m: m, into: y.baseAddress!, .forHead(rows: m, threads: threads))
+                    activation.apply(y.baseAddress!, count: m * linear.n)
+                }
+            }
+            (x, width) = (y, linear.n)
+        }
+        return (0..<m).map { s in
+            var v = Array(x[s * width..<(s + 1) * width])
+            if normalizeOverride ?? normalize { l2Normalize(&v) }
+            return v
+        }
     }
 }
 
@@ -72,42 +87,4 @@ func l2Normalize(_ v: inout [Float]) {
     for x in v { sumSquares += x * x }
     let inverse = 1 / Swift.max(sumSquares.squareRoot(), 1e-12)
     for c in v.indices { v[c] *= inverse }
-}
-
-/// A small fully connected layer applied to one vector at a time (sentence-transformers' Dense,
-/// a classifier): y = activation(W·x + b), W stored [out, in].
-struct DenseLayer {
-    let weight: [Float]
-    let bias: [Float]?
-    let inFeatures: Int
-    let outFeatures: Int
-    let activation: DenseLayerConfig.Activation
-
-    init(_ weights: SafeTensorsFile, _ prefix: String, _ layer: DenseLayerConfig) throws {
-        try self.init(weights, prefix, in: layer.inFeatures, out: layer.outFeatures, hasBias: layer.hasBias, activation: layer.activation)
-    }
-
-    init(_ weights: SafeTensorsFile, _ prefix: String, in inFeatures: Int, out outFeatures: Int,
-         hasBias: Bool = true, activation: DenseLayerConfig.Activation = .identity) throws {
-        weight = Array(try weights.floats(prefix + ".weight", shape: [outFeatures, inFeatures]))
-        bias = hasBias ? Array(try weights.floats(prefix + ".bias", shape: [outFeatures])) : nil
-        (self.inFeatures, self.outFeatures, self.activation) = (inFeatures, outFeatures, activation)
-    }
-
-    func callAsFunction(_ x: [Float]) -> [Float] {
-        precondition(x.count == inFeatures, "DenseLayer input width")
-        return (0..<outFeatures).map { o in
-            var sum: Float = 0
-            weight.withUnsafeBufferPointer { w in
-                let row = w.baseAddress! + o * inFeatures
-                for i in 0..<inFeatures { sum += row[i] * x[i] }
-            }
-            let y = sum + (bias?[o] ?? 0)
-            switch activation {
-            case .tanh: return tanh(y)
-            case .relu: return Swift.max(y, 0)
-            case .identity: return y
-            }
-        }
-    }
 }

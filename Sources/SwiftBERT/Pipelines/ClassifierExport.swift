@@ -9,7 +9,7 @@ public enum ClassifierExport {
         guard model.config.hasPooler == true, !model.config.isDistilBERT else {
             throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no BERT pooler (pooler.dense); train-classifier needs a BERT checkpoint that kept it (convert the Hugging Face folder again with this version of `bert convert`)")
         }
-        let pooler = try DenseLayer(model.weights, "pooler.dense", in: model.config.hiddenSize, out: model.config.hiddenSize, activation: .tanh)
+        let pooler = try BertPooler(model.weights, model.config)
         let limit = model.config.maxSequenceLength
         var out = [[Float]](repeating: [], count: texts.count)
         let order = texts.indices.sorted { texts[$0].utf8.count < texts[$1].utf8.count }
@@ -18,9 +18,8 @@ public enum ClassifierExport {
             let chunk = Array(order[start..<min(start + max(1, batchSize), order.count)])
             let encodings = chunk.map { tokenizer.encode(texts[$0], maxLength: limit) }
             let output = try model.encode(encodings.map(\.ids), typeIds: encodings.map(\.typeIds))
-            for (s, index) in chunk.enumerated() {
-                out[index] = pooler(output.withRow(sequence: s, position: 0) { Array(UnsafeBufferPointer(start: $0, count: output.hiddenSize)) })
-            }
+            let pooled = pooler(output, threads: model.threads), h = output.hiddenSize
+            for (s, index) in chunk.enumerated() { out[index] = Array(pooled[s * h..<(s + 1) * h]) }
             done += chunk.count
             progress?(done)
         }

@@ -77,10 +77,9 @@ public final class SentenceEmbedder: @unchecked Sendable {
         for start in stride(from: 0, to: order.count, by: max(1, options.batchSize)) {
             let chunk = Array(order[start..<min(start + max(1, options.batchSize), order.count)])
             let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
-            for (s, index) in chunk.enumerated() {
-                vectors[index] = model.sentenceHead(output, sequence: s, promptLength: promptLength, pooling: options.pooling,
-                                      normalize: options.normalize)
-            }
+            let pooled = model.sentenceHead(output, promptLength: promptLength, pooling: options.pooling,
+                                            normalize: options.normalize, threads: model.threads)
+            for (vector, index) in zip(pooled, chunk) { vectors[index] = vector }
         }
         return Embeddings(vectors: vectors, truncated: encodings.indices.filter { encodings[$0].wasTruncated })
     }

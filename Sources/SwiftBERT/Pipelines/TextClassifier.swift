@@ -36,7 +36,7 @@ public final class TextClassifier: TaskPipeline, @unchecked Sendable {
         for start in stride(from: 0, to: encodings.count, by: max(1, batchSize)) {
             let chunk = Array(start..<min(start + max(1, batchSize), encodings.count))
             let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
-            for (row, index) in zip(head.logits(output), chunk) { rows[index] = row }
+            for (row, index) in zip(head.logits(output, threads: model.threads), chunk) { rows[index] = row }
         }
         return rows
     }

@@ -50,8 +50,9 @@ public final class TokenClassifier: TaskPipeline, @unchecked Sendable {
             let chunk = Array(start..<min(start + max(1, batchSize), texts.count))
             let encodings = chunk.map { tokenizer.encode(texts[$0], maxLength: limit) }
             let output = try model.encode(encodings.map(\.ids), typeIds: encodings.map(\.typeIds))
+            let logits = head.logits(output, threads: model.threads)
             for (s, index) in chunk.enumerated() {
-                let scores = head.logits(output, sequence: s).map(softmax)
+                let scores = logits[s].map(softmax)
                 result[index] = entities(texts[index], encodings[s], scores, aggregation)
             }
         }

@@ -45,6 +45,13 @@ public enum Converter {
 
         var finalConfig = config
         finalConfig.hasMaskedLMHead = names[TensorNames.join(TensorNames.maskedLMTransform, TensorNames.dense, "weight")] != nil
+        try checkTaskHead(config, hasClassifier: names[TensorNames.join(TensorNames.classifier, "weight")] != nil)
+        // BERT's pooler comes before a sequence classifier; a plain encoder's is kept too (h×h,
+        // small) for `bert train-classifier`, whose features are its output.
+        if !config.isDistilBERT, config.head == .sequenceClassification
+            || (config.head == nil && names[TensorNames.join(TensorNames.pooler, "weight")] != nil) {
+            finalConfig.hasPooler = true
+        }
         var out: [SafeTensorsWriter.Entry] = []
         var used: Set<String> = []
         func copy(_ name: String, _ shape: [Int], from original: String? = nil) throws {
@@ -58,6 +65,9 @@ public enum Converter {
             used.insert(decoderName)
             finalConfig.hasUntiedDecoder = try tensor(decoderName, shape) != tensor(TensorNames.join(TensorNames.wordEmbeddings, "weight"), shape)
         }
+        // Every module of the table: the encoder, the masked-LM transform, the task head. (The
+        // config has no Dense modules yet: SentenceTransformersFolder reads them, with their
+        // tensors, below.)
         for module in TensorNames.modules(finalConfig) {
             switch module.kind {
             case .table where module.name == TensorNames.tokenTypeEmbeddings && config.isDistilBERT:
@@ -90,15 +100,6 @@ public enum Converter {
             // The output bias is saved as cls.predictions.bias, or (older checkpoints) as decoder.bias.
             let legacy = TensorNames.join(TensorNames.maskedLMDecoder, "bias")
             try copy(TensorNames.maskedLMBias, [config.vocabSize], from: names[TensorNames.maskedLMBias] != nil ? nil : legacy)
-        }
-        if names["classifier.weight"] != nil {
-            try copyTaskHead(config: &finalConfig, names: names, copy: { try copy($0, $1) })
-        } else if names["pooler.dense.weight"] != nil, !config.isDistilBERT {
-            // Kept (h×h, small) for `bert train-classifier`, whose features are the pooler's output.
-            let h = config.hiddenSize
-            try copy("pooler.dense.weight", [h, h])
-            try copy("pooler.dense.bias", [h])
-            finalConfig.hasPooler = true
         }
         out += try SentenceTransformersFolder.read(source, into: &finalConfig)
 
@@ -182,26 +183,14 @@ public enum Converter {
         return withHead
     }
 
-    /// DistilBERT's tensor names (after `distilbert.` and the head's own) as the BERT names the
-    /// engine loads: the same computation under other names, but for the classification head's
+    /// DistilBERT's tensor names as the BERT names the engine loads (`TensorNames`' DistilBERT
+    /// table): the same computation under other names, but for the classification head's
     /// pre_classifier, which keeps its name (ReLU, not the pooler's tanh).
     static func distilBERTName(_ name: String) -> String {
         var name = name
         if name.hasPrefix("distilbert.") { name.removeFirst("distilbert.".count) }
-        let renames: [(String, String)] = [
-            ("transformer.layer.", "encoder.layer."),
-            (".attention.q_lin.", ".attention.self.query."), (".attention.k_lin.", ".attention.self.key."),
-            (".attention.v_lin.", ".attention.self.value."), (".attention.out_lin.", ".attention.output.dense."),
-            (".sa_layer_norm.", ".attention.output.LayerNorm."), (".ffn.lin1.", ".intermediate.dense."),
-            (".ffn.lin2.", ".output.dense."), (".output_layer_norm.", ".output.LayerNorm."),
-        ]
-        for (from, to) in renames { name = name.replacingOccurrences(of: from, with: to) }
-        let heads: [(String, String)] = [
-            ("vocab_transform.", "cls.predictions.transform.dense."),
-            ("vocab_layer_norm.", "cls.predictions.transform.LayerNorm."),
-            ("vocab_projector.bias", "cls.predictions.bias"), ("vocab_projector.weight", "cls.predictions.decoder.weight"),
-        ]
-        for (from, to) in heads where name.hasPrefix(from) { name = to + name.dropFirst(from.count) }
+        for (from, to) in TensorNames.distilBERTLayerNames { name = name.replacingOccurrences(of: from, with: to) }
+        for (from, to) in TensorNames.distilBERTMaskedLMNames where name.hasPrefix(from) { name = to + name.dropFirst(from.count) }
         return name
     }
 
@@ -223,26 +212,15 @@ public enum Converter {
         return ["LABEL_0", "LABEL_1"]  // transformers' default num_labels
     }
 
-    /// The classifier of a *ForSequenceClassification / *ForTokenClassification checkpoint, with
-    /// the pooler a BERT sequence classifier applies first.
-    static func copyTaskHead(config: inout BertConfig, names: [String: String],
-                             copy: (String, [Int]) throws -> Void) throws {
-        guard let head = config.head else {
+    /// A classifier in the checkpoint needs a *ForSequenceClassification / *ForTokenClassification
+    /// architecture to say how it is used, and such a head needs labels.
+    static func checkTaskHead(_ config: BertConfig, hasClassifier: Bool) throws {
+        if hasClassifier, config.head == nil {
             throw BertError.notABertCheckpoint(path: "config.json", reason: "the checkpoint holds classifier.weight but its architectures name no ForSequenceClassification or ForTokenClassification class; fix config.json's architectures")
         }
-        let h = config.hiddenSize, count = config.labels?.count ?? 0
-        guard count >= 1 else {
+        if config.head != nil, (config.labels?.count ?? 0) < 1 {
             throw BertError.invalidConfig(path: "config.json", reason: "a classification head needs id2label (or num_labels); fix config.json")
         }
-        if head == .sequenceClassification {
-            // BERT: the pooler (dense + tanh on [CLS]); DistilBERT: pre_classifier (dense + ReLU).
-            let first = config.isDistilBERT ? "pre_classifier" : "pooler.dense"
-            try copy(first + ".weight", [h, h])
-            try copy(first + ".bias", [h])
-            config.hasPooler = !config.isDistilBERT
-        }
-        try copy("classifier.weight", [count, h])
-        try copy("classifier.bias", [count])
     }
 
     static func copyTokenizer(from source: URL, to destination: URL) throws {

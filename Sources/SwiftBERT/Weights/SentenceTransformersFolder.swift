@@ -112,12 +112,13 @@ enum SentenceTransformersFolder {
             }
             return try file.floatArray(name)
         }
-        let prefix = "sentence_transformers.dense.\(index)."
-        var entries = [SafeTensorsWriter.Entry(name: prefix + "weight", shape: [layer.outFeatures, layer.inFeatures],
-                                               floats: try tensor("linear.weight", [layer.outFeatures, layer.inFeatures]))]
-        if layer.hasBias {
-            entries.append(.init(name: prefix + "bias", shape: [layer.outFeatures], floats: try tensor("linear.bias", [layer.outFeatures])))
-        }
+        let prefix = TensorNames.sentenceDense(index) + "."
+        // A Dense module without bias gets a zero one (adding it changes nothing), so that it
+        // loads as every Linear layer does.
+        let bias = layer.hasBias ? try tensor("linear.bias", [layer.outFeatures]) : [Float](repeating: 0, count: layer.outFeatures)
+        let entries = [SafeTensorsWriter.Entry(name: prefix + "weight", shape: [layer.outFeatures, layer.inFeatures],
+                                               floats: try tensor("linear.weight", [layer.outFeatures, layer.inFeatures])),
+                       SafeTensorsWriter.Entry(name: prefix + "bias", shape: [layer.outFeatures], floats: bias)]
         config.denseLayers = (config.denseLayers ?? []) + [layer]
         return entries
     }

@@ -25,6 +25,32 @@ enum TensorNames {
     static let maskedLMDecoder = "cls.predictions.decoder"
     static let maskedLMBias = "cls.predictions.bias"
 
+    // Task heads (BertForSequenceClassification, BertForTokenClassification, DistilBERT's)
+    /// BertPooler's dense (+ tanh on [CLS]): before a BERT sequence classifier, and kept for
+    /// `bert train-classifier`, whose features are its output.
+    static let pooler = "pooler.dense"
+    /// DistilBERT's sequence classifier has this dense (+ ReLU on [CLS]) in the pooler's place.
+    static let preClassifier = "pre_classifier"
+    static let classifier = "classifier"
+    /// sentence-transformers' Dense module `index`, counted in modules.json order (2_Dense, ...).
+    static func sentenceDense(_ index: Int) -> String { "sentence_transformers.dense.\(index)" }
+
+    /// DistilBERT's checkpoint names (after `distilbert.`) → the names above: the same
+    /// computation as BERT's under other names. Substrings inside an encoder layer's name, then
+    /// prefixes of the masked-LM head's; `pre_classifier` and `classifier` keep their names.
+    static let distilBERTLayerNames: [(String, String)] = [
+        ("transformer.layer.", "encoder.layer."),
+        (".attention.q_lin.", ".attention.self.query."), (".attention.k_lin.", ".attention.self.key."),
+        (".attention.v_lin.", ".attention.self.value."), (".attention.out_lin.", ".attention.output.dense."),
+        (".sa_layer_norm.", ".attention.output.LayerNorm."), (".ffn.lin1.", ".intermediate.dense."),
+        (".ffn.lin2.", ".output.dense."), (".output_layer_norm.", ".output.LayerNorm."),
+    ]
+    static let distilBERTMaskedLMNames: [(String, String)] = [
+        ("vocab_transform.", "cls.predictions.transform.dense."),
+        ("vocab_layer_norm.", "cls.predictions.transform.LayerNorm."),
+        ("vocab_projector.bias", "cls.predictions.bias"), ("vocab_projector.weight", "cls.predictions.decoder.weight"),
+    ]
+
     static func join(_ parts: String...) -> String { parts.joined(separator: ".") }
 
     /// One module's parameters: `NAME.weight` [rows × cols] and, for Linear and LayerNorm,
@@ -37,8 +63,9 @@ enum TensorNames {
         let cols: Int
     }
 
-    /// Every module of a converted checkpoint with this config, in file order. The masked-LM
-    /// output bias and an untied decoder are listed by `maskedLMHead`.
+    /// Every module of a converted checkpoint with this config, in file order: the encoder, the
+    /// masked-LM head (its output bias is not a module), the pooler or pre_classifier and the
+    /// classifier of a task head, and sentence-transformers' Dense modules.
     static func modules(_ config: BertConfig) -> [Module] {
         let h = config.hiddenSize, ffn = config.intermediateSize
         var modules: [Module] = [
@@ -67,12 +94,24 @@ enum TensorNames {
                 modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.vocabSize, cols: h))
             }
         }
+        if config.hasPooler == true {
+            modules.append(Module(name: pooler, kind: .linear, rows: h, cols: h))
+        }
+        if config.head == .sequenceClassification, config.isDistilBERT {
+            modules.append(Module(name: preClassifier, kind: .linear, rows: h, cols: h))
+        }
+        if config.head != nil {
+            modules.append(Module(name: classifier, kind: .linear, rows: config.labels?.count ?? 0, cols: h))
+        }
+        for (index, layer) in (config.denseLayers ?? []).enumerated() {
+            modules.append(Module(name: sentenceDense(index), kind: .linear, rows: layer.outFeatures, cols: layer.inFeatures))
+        }
         return modules
     }
 
     /// The matrices the quantizer turns into INT8 (per output channel; per row for the
-    /// embedding table, which is also the tied decoder): every Linear, the word embeddings and
-    /// an untied decoder. Position and token-type tables and all vectors stay float32.
+    /// embedding table, which is also the tied decoder): every Linear (the heads' too), the word
+    /// embeddings and an untied decoder. Position and token-type tables and all vectors stay float32.
     static func int8Matrices(_ config: BertConfig) -> [Module] {
         modules(config).filter { $0.kind == .linear || $0.name == wordEmbeddings || $0.name == maskedLMDecoder }
     }
