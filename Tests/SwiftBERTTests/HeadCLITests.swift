@@ -28,6 +28,12 @@ final class HeadCLITests: CLITestCase {
         }
         let top = try bert(["classify", "--json", "--top-k", "1", "--model", folder, texts[0]])
         XCTAssertEqual((try jsonLines(top.stdout)[0]["labels"] as! [[String: Any]]).count, 1)
+        // The same input options as embed: a file of lines, and JSON Lines on stdin.
+        let fromFile = try bert(["classify", "--json", "--model", folder, "--input", try temporaryFile(texts.joined(separator: "\n") + "\n")])
+        XCTAssertEqual(fromFile.stdout, result.stdout, fromFile.stderr)
+        let jsonl = texts.map { #"{"text": "\#($0)"}"# }.joined(separator: "\n") + "\n"
+        let fromStdin = try bert(["classify", "--json", "--model", folder, "--input-format", "jsonl"], stdin: jsonl)
+        XCTAssertEqual(fromStdin.stdout, result.stdout, fromStdin.stderr)
         let refused = try bert(["rerank", "--model", folder, "query", "document"])
         XCTAssertEqual(refused.status, 65)
         XCTAssertTrue(refused.stderr.contains("has 3 labels; a cross-encoder for reranking has one"), refused.stderr)
@@ -44,6 +50,41 @@ final class HeadCLITests: CLITestCase {
         XCTAssertEqual(found.map { $0["index"] as! Int }, expected.map(\.index))
         XCTAssertEqual(found.map { $0["text"] as! String }, expected.map(\.text))
         XCTAssertEqual(found.map { Float($0["score"] as! Double) }, expected.map(\.score))
+        let fromFile = try bert(["rerank", "--json", "--model", heads.appendingPathComponent("bert-cross-encoder").path,
+                                 "--documents", try temporaryFile(documents.joined(separator: "\n") + "\n"), "who may copy"])
+        XCTAssertEqual(fromFile.stdout, result.stdout, fromFile.stderr)
+    }
+
+    /// train-classifier end to end on the random-weight classifier fixture's encoder: it writes a
+    /// folder classify runs, and training again from the features it saved (--features) gives
+    /// the same classifier, bit for bit (L-BFGS from zero is deterministic).
+    func testTrainClassifierWritesAFolderClassifyRuns() throws {
+        let texts = (HeadFixtureTests.reference["classify"] as! [String: Any])["texts"] as! [String]
+        let records = texts.map { text -> String in
+            let label = text.lowercased().contains("software") ? "software" : "other"
+            let data = try! JSONSerialization.data(withJSONObject: ["text": text, "label": label])
+            return String(decoding: data, as: UTF8.self)
+        }
+        let train = try temporaryFile(records.joined(separator: "\n") + "\n")
+        let features = temporaryPath("train-features"), first = temporaryPath("trained-1"), second = temporaryPath("trained-2")
+        let model = heads.appendingPathComponent("bert-classifier").path
+        let run = try bert(["train-classifier", "--model", model, "--train", train, "--valid", train, "--output", first,
+                            "--save-features", features, "--C", "1", "10"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stderr.contains("(L-BFGS, kept C "), run.stderr)
+        let again = try bert(["train-classifier", "--model", model, "--train", train, "--valid", train, "--output", second,
+                              "--features", features, "--C", "1", "10", "--quiet"])
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertEqual(again.stderr, "")
+        let weights = try [first, second].map { try SafeTensorsFile(path: $0 + "/model.safetensors").floatArray("classifier.weight") }
+        XCTAssertEqual(weights[0], weights[1])
+        let classified = try bert(["classify", "--json", "--model", first, texts[0]])
+        XCTAssertEqual(classified.status, 0, classified.stderr)
+        let labels = (try jsonLines(classified.stdout)[0]["labels"] as! [[String: Any]]).map { $0["label"] as! String }
+        XCTAssertEqual(Set(labels), ["other", "software"])
+        let refused = try bert(["train-classifier", "--model", model, "--train", train, "--output", first, "--C", "1", "10"])
+        XCTAssertEqual(refused.status, 64, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("several --C values are chosen between on --valid"), refused.stderr)
     }
 
     func testNERPrintsEntitiesWithOffsets() throws {

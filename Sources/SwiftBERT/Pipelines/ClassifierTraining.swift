@@ -66,8 +66,9 @@ public enum ClassifierTraining {
         public let inverseRegularization: Double
         public let iterations: Int
         public let evaluations: Int
-        /// Why it stopped (the gradient tolerance, when it converged).
+        /// Why it stopped.
         public let stop: String
+        /// Stopped by scipy's own convergence tests: the gradient tolerance, or no more decrease.
         public let converged: Bool
         public let seconds: Double
     }
@@ -155,7 +156,7 @@ public enum ClassifierTraining {
             }
             let theta = outcome.x
             fits.append(Fit(inverseRegularization: c, iterations: outcome.iterations, evaluations: outcome.evaluations,
-                            stop: outcome.stop.rawValue, converged: outcome.stop == .gradientTolerance,
+                            stop: outcome.stop.rawValue, converged: outcome.stop.isConvergence,
                             seconds: seconds(since: fitStart)))
             let accuracy = valid?.evaluate(theta).accuracy ?? 0
             if best == nil || accuracy > best!.accuracy {
@@ -329,13 +330,15 @@ final class SoftmaxRegressionObjective {
                             row[c] += b[c]
                             if row[c] > top { top = row[c]; best = c }
                         }
+                        // Cross-entropy logsumexp(z) − z[label], the exponentials kept for the softmax.
+                        let labelLogit = row[label]
                         var sum = 0.0
-                        for c in 0..<classes { sum += Foundation.exp(row[c] - top) }
-                        let logSum = top + Foundation.log(sum)
-                        loss += logSum - row[label]
+                        for c in 0..<classes { row[c] = Foundation.exp(row[c] - top); sum += row[c] }
+                        loss += top + Foundation.log(sum) - labelLogit
                         if best == label { correct += 1 }
                         // d(loss)/d(logits) = softmax − onehot.
-                        for c in 0..<classes { row[c] = Foundation.exp(row[c] - logSum) }
+                        let inverse = 1 / sum
+                        for c in 0..<classes { row[c] *= inverse }
                         row[label] -= 1
                     }
                     (losses[block], corrects[block]) = (loss, correct)

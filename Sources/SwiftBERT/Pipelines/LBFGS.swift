@@ -23,6 +23,9 @@ struct LBFGS {
         case relativeDecrease = "objective no longer decreasing"
         case maxIterations = "iteration limit"
         case lineSearchFailed = "line search found no decrease"
+
+        /// scipy reports both of its convergence tests as success.
+        var isConvergence: Bool { self == .gradientTolerance || self == .relativeDecrease }
     }
 
     struct Outcome {

@@ -1,9 +1,10 @@
 import Foundation
 
-/// Turns a converted FP32 model into `model.int8.safetensors` beside it: every encoder Linear,
-/// the masked-LM transform and the word-embedding table (also the tied decoder) become INT8 per
-/// output channel (per row for the table), packed for the kernel; biases, LayerNorm parameters
-/// and the small position/token-type tables stay float32.
+/// Turns a converted FP32 model into `model.int8.safetensors` beside it: the matrices of
+/// `TensorNames.int8Matrices` (every encoder Linear, the masked-LM transform and the
+/// word-embedding table, also the tied decoder) become INT8 per output channel (per row for the
+/// table), packed for the kernel; biases, LayerNorm parameters, the small position/token-type
+/// tables and the heads' Linear layers stay float32.
 public enum Quantizer {
     public static let fileName = WeightFiles.int8
 

@@ -110,10 +110,16 @@ enum TensorNames {
     }
 
     /// The matrices the quantizer turns into INT8 (per output channel; per row for the
-    /// embedding table, which is also the tied decoder): every Linear (the heads' too), the word
-    /// embeddings and an untied decoder. Position and token-type tables and all vectors stay float32.
+    /// embedding table, which is also the tied decoder): every Linear of the encoder and the
+    /// masked-LM transform, the word embeddings and an untied decoder. Position and token-type
+    /// tables, all vectors and the heads' Linear layers stay float32: INT8 heads (measured on
+    /// the head fixtures, docs/models.md) made rerank scores 7 times further from FP32, for a
+    /// size and a time the encoder dwarfs. A head whose file does hold INT8 runs it weight-only.
     static func int8Matrices(_ config: BertConfig) -> [Module] {
-        modules(config).filter { $0.kind == .linear || $0.name == wordEmbeddings || $0.name == maskedLMDecoder }
+        let heads = Set([pooler, preClassifier, classifier] + (0..<(config.denseLayers?.count ?? 0)).map(sentenceDense))
+        return modules(config).filter {
+            ($0.kind == .linear && !heads.contains($0.name)) || $0.name == wordEmbeddings || $0.name == maskedLMDecoder
+        }
     }
 }
 
