@@ -38,26 +38,37 @@ public enum ClassifierExport {
         guard labels.count == classifier.classes, classifier.features == h else {
             throw BertError.invalidInput(reason: "the classifier has \(classifier.classes) classes of \(classifier.features) features; expected \(labels.count) of \(h)")
         }
-        let weights = model.weights
+        // The encoder and its pooler, from the table of names: `bert.` + each module's name,
+        // with Q, K and V split again (they are stacked by output channel).
+        var encoder = c
+        (encoder.hasMaskedLMHead, encoder.hasUntiedDecoder, encoder.denseLayers) = (false, false, nil)
+        (encoder.head, encoder.labels, encoder.hasPooler) = (nil, nil, true)
+        let weights = model.weights, names = TensorNames.self
         var entries: [SafeTensorsWriter.Entry] = []
-        for name in weights.tensors.keys.sorted() {
-            if name.hasPrefix("cls.") || name.hasPrefix("sentence_transformers.") || name.hasPrefix("classifier.") { continue }
-            let values = Array(try weights.floats(name))
-            let shape = weights.tensors[name]!.shape
-            if name.hasSuffix("attention.self.qkv.weight") || name.hasSuffix("attention.self.qkv.bias") {
-                let isWeight = name.hasSuffix(".weight")
-                let base = "bert." + name.replacingOccurrences(of: "qkv." + (isWeight ? "weight" : "bias"), with: "")
-                let part = isWeight ? h * h : h
-                for (i, piece) in ["query", "key", "value"].enumerated() {
-                    entries.append(.init(name: base + piece + (isWeight ? ".weight" : ".bias"), shape: isWeight ? [h, h] : [h],
-                                         floats: Array(values[i * part..<(i + 1) * part])))
+        func copy(_ name: String) throws {
+            guard let info = weights.tensors[name] else {
+                throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no tensor '\(name)'; the exported classifier needs a BERT encoder with its pooler (convert the Hugging Face folder again with this version)")
+            }
+            entries.append(.init(name: "bert." + name, shape: info.shape, floats: Array(try weights.floats(name))))
+        }
+        for module in names.modules(encoder) {
+            let parameters = module.kind == .table ? ["weight"] : ["weight", "bias"]
+            if module.name.hasSuffix("." + names.qkv) {
+                let prefix = String(module.name.dropLast(names.qkv.count))
+                for parameter in parameters {
+                    let values = try weights.floats(names.join(module.name, parameter))
+                    let part = values.count / 3
+                    for (i, projection) in [names.query, names.key, names.value].enumerated() {
+                        entries.append(.init(name: "bert." + names.join(prefix + projection, parameter),
+                                             shape: parameter == "weight" ? [h, h] : [h], floats: Array(values[i * part..<(i + 1) * part])))
+                    }
                 }
             } else {
-                entries.append(.init(name: "bert." + name, shape: shape, floats: values))
+                for parameter in parameters { try copy(names.join(module.name, parameter)) }
             }
         }
-        entries.append(.init(name: "classifier.weight", shape: [labels.count, h], floats: classifier.weight))
-        entries.append(.init(name: "classifier.bias", shape: [labels.count], floats: classifier.bias))
+        entries.append(.init(name: names.join(names.classifier, "weight"), shape: [labels.count, h], floats: classifier.weight))
+        entries.append(.init(name: names.join(names.classifier, "bias"), shape: [labels.count], floats: classifier.bias))
         let fm = FileManager.default
         do { try fm.createDirectory(at: destination, withIntermediateDirectories: true) }
         catch { throw BertError.outputFailed(path: destination.path, reason: error.localizedDescription) }
