@@ -1,17 +1,3 @@
-/// MobileBERT's hidden_act: ReLU (as google/mobilebert-uncased is trained) or exact GELU.
-enum MobileBertActivation {
-    case relu, gelu
-
-    init(_ config: BertConfig) { self = config.hiddenAct == "relu" ? .relu : .gelu }
-
-    func callAsFunction(_ x: UnsafeMutablePointer<Float>, count: Int) {
-        switch self {
-        case .relu: SwiftBERT.relu(x, count: count)
-        case .gelu: SwiftBERT.gelu(x, count: count)
-        }
-    }
-}
-
 /// The scratch of one MobileBERT forward pass beyond the `ForwardContext`'s, each [T × true hidden].
 final class MobileBertBuffers {
     /// The attention block's input and residual (bottleneck.input).
@@ -156,11 +142,11 @@ struct MobileBertProjectionOutput {
 /// MobileBertIntermediate: the feed-forward network's first projection and its activation.
 struct MobileBertIntermediate {
     let dense: Linear
-    let activation: MobileBertActivation
+    let activation: HiddenActivation
 
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
         dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: mobile.trueHiddenSize(config), n: config.intermediateSize)
-        activation = MobileBertActivation(config)
+        activation = HiddenActivation(config)
     }
 
     /// y[T × FFN] = activation(x·Wᵀ + b).

@@ -17,7 +17,8 @@ public final class MobileBertModel: MaskedLanguageModel, @unchecked Sendable {
     let weights: SafeTensorsFile
     let embeddings: MobileBertEmbeddings
     let layers: [MobileBertLayer]
-    let maskedLMHead: MobileBertMaskedLMHead?
+    /// BERT's head with MobileBERT's activation and widened decoder (see `BertMaskedLMHead`).
+    let maskedLMHead: BertMaskedLMHead?
 
     /// Loads `folder/config.json` and memory-maps the weights of `precision`, checking every
     /// tensor's presence, dtype and shape (and, unless told not to, that none holds NaN or infinity).
@@ -32,7 +33,8 @@ public final class MobileBertModel: MaskedLanguageModel, @unchecked Sendable {
         layers = try loadInParallel(config.numHiddenLayers, threads: threads) {
             try MobileBertLayer(weights, TensorNames.layer($0), config, mobile)
         }
-        maskedLMHead = config.hasMaskedLMHead ? try MobileBertMaskedLMHead(weights, config) : nil
+        maskedLMHead = config.hasMaskedLMHead  // the decoder is untied: the embeddings are not read
+            ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         (self.config, self.mobile, self.folder, self.weights) = (config, mobile, folder, weights)
         (self.threads, self.precision) = (threads, precision)
         useSingleThreadedBLAS()
