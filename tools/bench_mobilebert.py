@@ -7,7 +7,9 @@ A keystroke that reads a new context runs the encoder on `[CLS] context [MASK] [
 masked-LM head at the [MASK] (what `WordSuggester` does): that is what every engine times here,
 at b1x16 (the suggester's usual input: up to 32 word pieces of context) and b1x128. One thread
 each, as the suggester runs. Token ids are real text (Debian's license texts) tokenized once and
-given to every engine; the times are the engine call alone, measured inside each worker.
+given to every engine; the times are the engine call alone, measured inside each worker: wall
+time, and the process's CPU time (all threads; with one thread, the call without the time it
+waited for a core on a shared machine).
 
 Engines are interleaved: every round runs `--calls` calls of each engine in turn, the order
 rotated each round, so the load of a shared machine falls on all alike; the table gives the
@@ -66,7 +68,9 @@ class SwiftWorker:
         return answer
 
     def run(self, workload, calls, warmup=0):
-        return self.ask({"op": "keystroke", "workload": workload, "threads": 1, "calls": calls, "warmup": warmup})["ms"]
+        """Wall and process CPU times of each call, in ms."""
+        answer = self.ask({"op": "keystroke", "workload": workload, "threads": 1, "calls": calls, "warmup": warmup})
+        return answer["ms"], answer["cpu_ms"]
 
     def close(self):
         self.process.stdin.write(json.dumps({"op": "quit"}) + "\n")
@@ -85,16 +89,19 @@ class OnnxWorker:
         self.inputs = {w: [np.array(b, dtype=np.int64) for b in batches[w]] for w in batches}
 
     def run(self, workload, calls, warmup=0):
-        times = []
+        """Wall and process CPU times of each call, in ms (ORT runs in this process, one thread)."""
+        wall, cpu = [], []
         for call in range(warmup + calls):
-            total = 0.0
+            total, total_cpu = 0.0, 0.0
             for ids in self.inputs[workload]:
-                start = time.perf_counter()
+                cpu_start, start = time.process_time(), time.perf_counter()
                 self.session.run(None, {"input_ids": ids})
                 total += (time.perf_counter() - start) * 1e3
+                total_cpu += (time.process_time() - cpu_start) * 1e3
             if call >= warmup:
-                times.append(total)
-        return times
+                wall.append(total)
+                cpu.append(total_cpu)
+        return wall, cpu
 
     def close(self):
         pass
@@ -114,6 +121,7 @@ def main():
                OnnxWorker("ONNX Runtime fp32", ONNX / "keystroke.onnx", batches),
                OnnxWorker("ONNX Runtime int8", ONNX / "keystroke.int8.onnx", batches)]
     times = {(e.name, w): [] for e in engines for w in SHAPES}
+    cpu = {(e.name, w): [] for e in engines for w in SHAPES}
     for w in SHAPES:
         for e in engines:
             e.run(w, calls=1, warmup=2)
@@ -122,28 +130,33 @@ def main():
         order = engines[r % len(engines):] + engines[:r % len(engines)]
         for w in SHAPES:
             for e in order:
-                times[(e.name, w)] += e.run(w, calls=args.calls)
+                wall, used = e.run(w, calls=args.calls)
+                times[(e.name, w)] += wall
+                cpu[(e.name, w)] += used
     seconds = time.time() - started
     load_after = os.getloadavg()
     for e in engines:
         e.close()
 
     medians = {k: statistics.median(v) for k, v in times.items()}
+    cpu_medians = {k: statistics.median(v) for k, v in cpu.items()}
     print(f"MobileBERT keystroke (encoder + masked-LM head at the [MASK]), mobilebert-random (24 layers, hidden 512, "
           f"intra 128, RANDOM weights), 1 thread, {args.rounds} interleaved rounds x {args.calls} calls, {seconds:.0f} s; "
           f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on {os.cpu_count()} cores; "
           f"onnxruntime {onnxruntime.__version__}")
     print()
-    print("| engine | " + " | ".join(f"{w} median ms | vs ORT fp32" for w in SHAPES) + " |")
-    print("|---|" + "---:|---:|" * len(SHAPES))
+    print("| engine | " + " | ".join(f"{w} wall median ms | vs ORT fp32 | CPU median ms | vs ORT fp32" for w in SHAPES) + " |")
+    print("|---|" + "---:|---:|---:|---:|" * len(SHAPES))
     for e in engines:
         cells = []
         for w in SHAPES:
-            m = medians[(e.name, w)]
-            cells.append(f"{m:.2f} | {medians[('ONNX Runtime fp32', w)] / m:.2f}x")
+            m, c = medians[(e.name, w)], cpu_medians[(e.name, w)]
+            cells.append(f"{m:.2f} | {medians[('ONNX Runtime fp32', w)] / m:.2f}x | "
+                         f"{c:.2f} | {cpu_medians[('ONNX Runtime fp32', w)] / c:.2f}x")
         print(f"| {e.name} | " + " | ".join(cells) + " |")
     result = {"rounds": args.rounds, "calls": args.calls, "seconds": seconds, "load_before": load_before,
               "load_after": load_after, "times_ms": {f"{k[0]} {k[1]}": v for k, v in times.items()},
+              "cpu_ms": {f"{k[0]} {k[1]}": v for k, v in cpu.items()},
               "swift_info": engines[0].info, "onnxruntime": onnxruntime.__version__}
     out = ONNX / f"results-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(result, indent=1))
