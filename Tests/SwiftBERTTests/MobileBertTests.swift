@@ -226,3 +226,20 @@ final class MobileBertTests: XCTestCase {
         }
     }
 }
+
+/// `bert fill` and `bert suggest` on a converted MobileBERT: the commands pick its encoder.
+final class MobileBertCLITests: CLITestCase {
+    func testFillGivesPyTorchsTop10AndSuggestRuns() throws {
+        let folder = try MobileBertTests.converted("mobilebert-nonorm")
+        let meta = try JSONDecoder().decode(MobileBertTests.Meta.self, from: Data(contentsOf:
+            MobileBertTests.fixtures.appendingPathComponent("mobilebert-nonorm.json")))
+        let fill = try bert("fill", "--model", folder.path, "--json", "--top-k", "10", meta.fill_mask[1].text)
+        XCTAssertEqual(fill.status, 0, fill.stderr)
+        let masks = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(fill.stdout.utf8)) as? [String: Any])?["masks"] as? [[String: Any]])
+        let ids = try XCTUnwrap(masks.first?["candidates"] as? [[String: Any]]).compactMap { ($0["id"] as? NSNumber)?.int32Value }
+        XCTAssertEqual(ids, meta.fill_mask[1].top_ids[0])
+        let suggest = try bert("suggest", "--model", folder.path, "--json", "The license is ")
+        XCTAssertEqual(suggest.status, 0, suggest.stderr)
+        XCTAssertTrue(suggest.stdout.contains("\"next_word\""), suggest.stdout)
+    }
+}

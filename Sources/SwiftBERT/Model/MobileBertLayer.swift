@@ -227,7 +227,7 @@ struct MobileBertLayer {
         output = try MobileBertOutput(file, names.join(name, names.output), config, mobile)
     }
 
-    /// Attention inputs without bottlenecks: the hidden state for all four.
+    /// What the bottleneck gives the attention block; without bottlenecks, the hidden state for all four.
     func attentionInputs(_ x: UnsafePointer<Float>, _ buffers: MobileBertBuffers, _ context: ForwardContext) -> MobileBertAttentionInputs {
         bottleneck?(x, buffers, context) ?? MobileBertAttentionInputs(query: x, key: x, value: x, residual: x)
     }
