@@ -21,6 +21,9 @@ import SwiftBERT
 ///
 ///     {"op":"info"}                                            the engine, OpenBLAS core, load time
 ///     {"op":"run","workload":W,"threads":T,"calls":K,"warmup":N}   → {"ms":[K wall times],"cpu_ms":[K process CPU times]}
+///     {"op":"keystroke", …as run…}   the same, each call also running the masked-LM head at every
+///                                    sequence's [MASK] (the token before [SEP]), as one keystroke of
+///                                    `WordSuggester` does; MobileBERT or BERT
 ///     {"op":"profile","workload":W,"threads":T,"calls":K,"warmup":N}   → {"stage_ms":{stage: ms per call}}
 ///     {"op":"pool","workload":W,"threads":T}                   → {"pooled":[[mean of the last hidden state]]}
 ///     {"op":"sgemm","workload":W,"threads":T,"calls":K,"warmup":N,"split":"openblas"|"engine"}
@@ -65,14 +68,14 @@ public func runPeerBenchmark(arguments: [String]) throws {
 
     let workloads = try loadWorkloads(path: inputPath)
     let folder = try ModelLocator.resolve(modelPath)
-    var models: [Int: BertModel] = [:]
-    for t in threadCounts { models[t] = try BertModel(folder: folder, threads: t, precision: precision) }
+    var models: [Int: any MaskedLanguageModel] = [:]
+    for t in threadCounts { models[t] = try loadMaskedLanguageModel(folder: folder, threads: t, precision: precision) }
     let config = models[threadCounts[0]]!.config
     var sgemmBuffers: SgemmModelBuffers?
 
-    func model(_ threads: Int) throws -> BertModel {
+    func model(_ threads: Int) throws -> any MaskedLanguageModel {
         if let m = models[threads] { return m }
-        let m = try BertModel(folder: folder, threads: threads, precision: precision)
+        let m = try loadMaskedLanguageModel(folder: folder, threads: threads, precision: precision)
         models[threads] = m
         return m
     }
@@ -80,16 +83,23 @@ public func runPeerBenchmark(arguments: [String]) throws {
         guard let w = workloads[name] else { throw PeerError.usage("no workload named \(name) in \(inputPath)") }
         return w
     }
-    /// Wall time and process CPU time (all threads) of each call, in ms.
-    func timeEncode(_ batches: [[[Int32]]], _ model: BertModel, calls: Int, warmup: Int) throws -> (wall: [Double], cpu: [Double]) {
-        for _ in 0..<warmup { for batch in batches { _ = try model.encode(batch) } }
+    /// Wall time and process CPU time (all threads) of each call, in ms. `keystroke`: the
+    /// masked-LM head at each sequence's [MASK] too.
+    func timeEncode(_ batches: [[[Int32]]], _ model: any MaskedLanguageModel, calls: Int, warmup: Int,
+                    keystroke: Bool = false) throws -> (wall: [Double], cpu: [Double]) {
+        func encode(_ batch: [[Int32]]) throws -> EncoderOutput {
+            let output = try model.encode(batch)
+            if keystroke { _ = try model.maskedLMLogits(output, at: batch.indices.map { ($0, batch[$0].count - 2) }) }
+            return output
+        }
+        for _ in 0..<warmup { for batch in batches { _ = try encode(batch) } }
         var wall: [Double] = [], cpu: [Double] = []
         for _ in 0..<calls {
             var total = 0.0, totalCPU = 0.0
             for batch in batches {
                 let cpuStart = processCPUMilliseconds()
                 let start = DispatchTime.now().uptimeNanoseconds
-                let output = try model.encode(batch)
+                let output = try encode(batch)
                 total += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
                 totalCPU += processCPUMilliseconds() - cpuStart
                 withExtendedLifetime(output) {}
@@ -107,7 +117,7 @@ public func runPeerBenchmark(arguments: [String]) throws {
             "openblas_config": openblas_get_config().map { String(cString: $0) } ?? "?",
             "OPENBLAS_CORETYPE": env["OPENBLAS_CORETYPE"] ?? "(unset)",
             "OPENBLAS_L2_SIZE": env["OPENBLAS_L2_SIZE"] ?? "(unset)",
-            "load_seconds": models.values.map(\.loadSeconds).max() ?? 0,
+            "load_seconds": models.values.map { ($0 as? BertModel)?.loadSeconds ?? ($0 as? MobileBertModel)?.loadSeconds ?? .nan }.max() ?? 0,
             "hidden_size": config.hiddenSize, "layers": config.numHiddenLayers,
             "intermediate_size": config.intermediateSize, "heads": config.numAttentionHeads,
         ]
@@ -136,22 +146,23 @@ public func runPeerBenchmark(arguments: [String]) throws {
             switch op {
             case "info":
                 writeJSON(info())
-            case "run":
+            case "run", "keystroke":
                 let (ms, cpu) = try timeEncode(try workload(request["workload"] as? String ?? ""), try model(threads),
-                                               calls: calls, warmup: warmup)
+                                               calls: calls, warmup: warmup, keystroke: op == "keystroke")
                 writeJSON(["ms": ms, "cpu_ms": cpu])
             case "pool":
                 // Mean-pooled last hidden states of the workload's first batch, unnormalised: lets the
                 // harness check that every engine computed the same thing on the same ids.
-                let output = try model(threads).encode(try workload(request["workload"] as? String ?? "")[0])
-                writeJSON(["pooled": try model(threads).pool(output, pooling: .mean, normalize: false)])
+                guard let bert = try model(threads) as? BertModel else { throw PeerError.usage("pool runs BERT models only") }
+                let output = try bert.encode(try workload(request["workload"] as? String ?? "")[0])
+                writeJSON(["pooled": bert.pool(output, pooling: .mean, normalize: false)])
             case "profile":
                 // Where the time goes: per-stage wall time of `calls` calls (after `warmup`), summed.
                 let batches = try workload(request["workload"] as? String ?? "")
                 let m = try model(threads)
                 for _ in 0..<warmup { for batch in batches { _ = try m.encode(batch) } }
                 let profile = StageProfile()
-                for _ in 0..<calls { for batch in batches { _ = try m.encode(batch, profile: profile) } }
+                for _ in 0..<calls { for batch in batches { _ = try m.encode(batch, typeIds: nil, profile: profile) } }
                 var stages: [String: Double] = [:]
                 for (stage, seconds) in profile.seconds { stages[stage.rawValue] = seconds * 1000 / Double(calls) }
                 writeJSON(["stage_ms": stages])

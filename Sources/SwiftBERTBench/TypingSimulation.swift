@@ -114,13 +114,13 @@ public struct FrequencyBaseline: WordPredictor {
 /// and the model's top vocabulary entries as they come (## pieces, punctuation, special tokens),
 /// kept when they start with the typed characters. The baseline `WordSuggester` replaces.
 public final class HandRolledMaskedLM: WordPredictor {
-    public let model: BertModel
+    public let model: any MaskedLanguageModel
     public let tokenizer: BertTokenizer
     /// Words of context written before the [MASK] (the last ones), to fit the model's window.
     public let contextWords: Int
     private var cache: (context: String, probabilities: [Float])?
 
-    public init(model: BertModel, tokenizer: BertTokenizer, contextWords: Int = 40) {
+    public init(model: any MaskedLanguageModel, tokenizer: BertTokenizer, contextWords: Int = 40) {
         (self.model, self.tokenizer, self.contextWords) = (model, tokenizer, contextWords)
     }
 

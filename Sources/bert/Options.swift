@@ -79,7 +79,12 @@ struct MaskedLMModelOptions: ParsableArguments {
 
     @OptionGroup var engine: EngineOptions
 
-    func load() throws -> (BertModel, BertTokenizer) { try engine.load(model) }
+    /// BERT-shaped models or MobileBERT, whichever the folder holds.
+    func load() throws -> (any MaskedLanguageModel, BertTokenizer) {
+        let folder = try ModelLocator.converted(ModelLocator.resolve(model))
+        let bert = try loadMaskedLanguageModel(folder: folder, threads: engine.threads, precision: engine.precision)
+        return (bert, try BertTokenizer.load(folder: folder))
+    }
 }
 
 /// The model a sentence-embedding command uses, its embedding settings and how it runs

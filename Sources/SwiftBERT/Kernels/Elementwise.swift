@@ -113,3 +113,8 @@ func softmaxRows(_ x: UnsafeMutablePointer<Float>, rows: Int, cols: Int, stride:
         for c in 0..<cols { row[c] *= inv }
     }
 }
+
+/// ReLU in place (MobileBERT's hidden_act).
+func relu(_ x: UnsafeMutablePointer<Float>, count: Int) {
+    for i in 0..<count { x[i] = x[i] > 0 ? x[i] : 0 }
+}

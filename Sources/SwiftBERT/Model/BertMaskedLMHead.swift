@@ -1,7 +1,9 @@
 /// BertOnlyMLMHead: the transform (dense, GELU, LayerNorm), then the decoder (usually tied to
-/// the word embeddings) plus the output bias.
+/// the word embeddings) plus the output bias. MobileBERT's head is the same with its hidden_act
+/// (ReLU) and an untied decoder: the converter joins its embeddings and `cls.predictions.dense`.
 struct BertMaskedLMHead {
     let transform: Linear
+    let activation: HiddenActivation
     let layerNorm: LayerNorm
     /// hidden → vocabulary logits; its weight is usually the word-embedding table.
     let decoder: Linear
@@ -10,6 +12,7 @@ struct BertMaskedLMHead {
     init(_ file: SafeTensorsFile, _ config: BertConfig, wordEmbeddings: WeightMatrix) throws {
         let h = config.hiddenSize, names = TensorNames.self
         transform = try Linear(file, names.join(names.maskedLMTransform, names.dense), k: h, n: h)
+        activation = HiddenActivation(config)
         layerNorm = try LayerNorm(file, names.join(names.maskedLMTransform, names.layerNorm), size: h, eps: config.layerNormEps)
         let weight = config.hasUntiedDecoder
             ? try WeightMatrix(file, names.maskedLMDecoder, n: config.vocabSize, k: h)
@@ -28,7 +31,7 @@ struct BertMaskedLMHead {
                                      hidden: hidden)
         let t = context.projected
         transform(x, m: m, into: t, context)
-        gelu(t, count: m * hidden)
+        activation(t, count: m * hidden)
         layerNorm(t, residual: nil, m: m)
         decoder(t, m: m, into: logits, context)
     }

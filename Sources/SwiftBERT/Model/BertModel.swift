@@ -19,7 +19,7 @@ public enum Precision: String, CaseIterable, Sendable {
 
 /// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
 /// the checkpoint has one. Immutable after loading: one instance can serve many threads at once.
-public final class BertModel: @unchecked Sendable {
+public final class BertModel: MaskedLanguageModel, @unchecked Sendable {
     public let config: BertConfig
     public let folder: URL
     /// Worker threads used inside one forward pass.
@@ -40,29 +40,13 @@ public final class BertModel: @unchecked Sendable {
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
         self.folder = folder
-        guard FileManager.default.fileExists(atPath: folder.path) else {
-            throw BertError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
+        let (config, weights) = try openConvertedModel(folder: folder, precision: precision, checksFiniteWeights: checksFiniteWeights)
+        guard config.mobileBert == nil else {
+            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a MobileBERT model: it runs as a masked-LM (bert fill, bert suggest; MobileBertModel or loadMaskedLanguageModel in Swift)")
         }
-        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-        let weightsPath = folder.appendingPathComponent(precision.fileName).path
-        if precision != .fp32, !FileManager.default.fileExists(atPath: weightsPath) {
-            throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `bert quantize \(folder.path)`.")
-        }
-        let weights = try SafeTensorsFile(path: weightsPath)
-        // A NaN or infinity in any float32 tensor would turn every output into NaN without a
-        // word: one vectorised pass over the weights refuses them here (docs/robustness.md has
-        // its cost, a few ms per 100 MB once the file is in the page cache).
-        if checksFiniteWeights { try weights.checkFinite() }
         let threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
         let embeddings = try BertEmbeddings(weights, config)
-        // FP32 layers repack their weights (PackedFloatMatrix): one layer per thread.
-        var loaded = [Result<BertLayer, Error>?](repeating: nil, count: config.numHiddenLayers)
-        loaded.withUnsafeMutableBufferPointer { slots in
-            parallelFor(slots.count, threads: threads) { index, _ in
-                slots[index] = Result { try BertLayer(weights, TensorNames.layer(index), config) }
-            }
-        }
-        layers = try loaded.map { try $0!.get() }
+        layers = try loadInParallel(config.numHiddenLayers, threads: threads) { try BertLayer(weights, TensorNames.layer($0), config) }
         maskedLMHead = config.hasMaskedLMHead
             ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         sentenceHead = try SentenceHead(weights, config)
@@ -84,7 +68,7 @@ public final class BertModel: @unchecked Sendable {
     /// [CLS]/[SEP]). Sequences may differ in length; none is padded. Pass a `StageProfile` to
     /// learn where the time goes.
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        let (ids, types, sequences) = try pack(batch, typeIds: typeIds)
+        let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * config.hiddenSize)
         forward(ids: ids, typeIds: types, hidden: hidden, context(for: sequences, profile: profile))
         return EncoderOutput(owning: hidden, sequences: sequences, hiddenSize: config.hiddenSize)
@@ -113,54 +97,12 @@ public final class BertModel: @unchecked Sendable {
         }
     }
 
-    /// Flattens a batch into one token matrix, checking every id against the model's tables.
-    func pack(_ batch: [[Int32]], typeIds: [[Int32]]?) throws -> ([Int32], [Int32], PackedSequences) {
-        guard !batch.isEmpty else { throw BertError.invalidInput(reason: "the batch is empty") }
-        if let typeIds, typeIds.map(\.count) != batch.map(\.count) {
-            throw BertError.invalidInput(reason: "token type ids must have the same lengths as the token ids")
-        }
-        for (i, sequence) in batch.enumerated() {
-            guard !sequence.isEmpty else { throw BertError.invalidInput(reason: "sequence \(i) is empty") }
-            guard sequence.count <= config.maxPositionEmbeddings else {
-                throw BertError.invalidInput(reason: "sequence \(i) has \(sequence.count) tokens; the model takes at most \(config.maxPositionEmbeddings) (truncate it)")
-            }
-            if let bad = sequence.first(where: { $0 < 0 || Int($0) >= config.vocabSize }) {
-                throw BertError.invalidInput(reason: "sequence \(i) holds token id \(bad), outside the vocabulary of \(config.vocabSize)")
-            }
-            if let bad = typeIds?[i].first(where: { $0 < 0 || Int($0) >= config.typeVocabSize }) {
-                throw BertError.invalidInput(reason: "sequence \(i) holds token type id \(bad); the model has \(config.typeVocabSize) types")
-            }
-        }
-        let ids = batch.flatMap { $0 }
-        let types = typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
-        return (ids, types, PackedSequences(lengths: batch.map(\.count)))
-    }
-
     // MARK: - Heads
 
-    /// Vocabulary logits at the given (sequence, position) pairs of an encoded batch.
-    public func maskedLMLogits(_ output: EncoderOutput, at positions: [(sequence: Int, position: Int)]) throws -> [[Float]] {
-        guard let head = maskedLMHead else {
-            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) has no masked-LM head (cls.predictions); use a BertForMaskedLM checkpoint such as splade-tiny")
-        }
-        guard !positions.isEmpty else { return [] }
-        let h = config.hiddenSize
-        var gathered = [Float](repeating: 0, count: positions.count * h)
-        for (i, p) in positions.enumerated() {
-            guard p.sequence >= 0, p.sequence < output.count, p.position >= 0, p.position < output.lengths[p.sequence] else {
-                throw BertError.invalidInput(reason: "position \(p) is outside the encoded batch")
-            }
-            output.withRow(sequence: p.sequence, position: p.position) { row in
-                for c in 0..<h { gathered[i * h + c] = row[c] }
-            }
-        }
-        var logits = [Float](repeating: 0, count: positions.count * config.vocabSize)
-        gathered.withUnsafeBufferPointer { x in
-            logits.withUnsafeMutableBufferPointer { out in
-                head(x.baseAddress!, m: positions.count, into: out.baseAddress!, threads: threads)
-            }
-        }
-        return (0..<positions.count).map { Array(logits[$0 * config.vocabSize..<($0 + 1) * config.vocabSize]) }
+    /// The masked-LM head alone (`MaskedLanguageModel`): logits [m × V] for hidden rows [m × H].
+    public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
+        guard let head = maskedLMHead else { throw missingMaskedLMHead }
+        return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
     }
 
     /// One vector per sequence, pooled by the model's own mode (sentence-transformers' Pooling)
@@ -200,5 +142,30 @@ public final class EncoderOutput: @unchecked Sendable {
 
     func withRow<R>(sequence: Int, position: Int, _ body: (UnsafePointer<Float>) -> R) -> R {
         body(storage + (starts[sequence] + position) * hiddenSize)
+    }
+}
+
+extension BertConfig {
+    /// Flattens a batch into one token matrix, checking every id against the model's tables.
+    func pack(_ batch: [[Int32]], typeIds: [[Int32]]?) throws -> ([Int32], [Int32], PackedSequences) {
+        guard !batch.isEmpty else { throw BertError.invalidInput(reason: "the batch is empty") }
+        if let typeIds, typeIds.map(\.count) != batch.map(\.count) {
+            throw BertError.invalidInput(reason: "token type ids must have the same lengths as the token ids")
+        }
+        for (i, sequence) in batch.enumerated() {
+            guard !sequence.isEmpty else { throw BertError.invalidInput(reason: "sequence \(i) is empty") }
+            guard sequence.count <= maxPositionEmbeddings else {
+                throw BertError.invalidInput(reason: "sequence \(i) has \(sequence.count) tokens; the model takes at most \(maxPositionEmbeddings) (truncate it)")
+            }
+            if let bad = sequence.first(where: { $0 < 0 || Int($0) >= vocabSize }) {
+                throw BertError.invalidInput(reason: "sequence \(i) holds token id \(bad), outside the vocabulary of \(vocabSize)")
+            }
+            if let bad = typeIds?[i].first(where: { $0 < 0 || Int($0) >= typeVocabSize }) {
+                throw BertError.invalidInput(reason: "sequence \(i) holds token type id \(bad); the model has \(typeVocabSize) types")
+            }
+        }
+        let ids = batch.flatMap { $0 }
+        let types = typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
+        return (ids, types, PackedSequences(lengths: batch.map(\.count)))
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Masked-word prediction: for every [MASK] in a text, the most probable vocabulary entries.
 public final class FillMask: @unchecked Sendable {
-    public let model: BertModel
+    public let model: any MaskedLanguageModel
     public let tokenizer: BertTokenizer
     /// Vocabulary ids that are whole words: no ## piece, no special or [unused] token, no punctuation.
     private let wholeWord: [Bool]
@@ -19,9 +19,9 @@ public final class FillMask: @unchecked Sendable {
         public let candidates: [Candidate]
     }
 
-    public init(model: BertModel, tokenizer: BertTokenizer) throws {
+    public init(model: any MaskedLanguageModel, tokenizer: BertTokenizer) throws {
         guard model.config.hasMaskedLMHead else {
-            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; fill needs a BertForMaskedLM model such as splade-tiny")
+            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; fill needs a *ForMaskedLM model such as splade-tiny")
         }
         self.model = model
         self.tokenizer = tokenizer
@@ -32,7 +32,7 @@ public final class FillMask: @unchecked Sendable {
     }
 
     public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
-        try self.init(model: BertModel(folder: folder, threads: threads, precision: precision),
+        try self.init(model: loadMaskedLanguageModel(folder: folder, threads: threads, precision: precision),
                       tokenizer: BertTokenizer.load(folder: folder))
     }
 

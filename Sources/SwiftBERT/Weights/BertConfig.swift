@@ -20,6 +20,8 @@ public enum Pooling: String, Codable, Sendable, CaseIterable {
 /// The model families SwiftBERT runs.
 public enum Architecture: String, Codable, Sendable {
     case bert, distilBERT = "distilbert"
+    /// MobileBERT: its own encoder (`MobileBertModel`), described by `BertConfig.mobileBert`.
+    case mobileBERT = "mobilebert"
 }
 
 /// A classification layer on top of the encoder, as transformers' *For*Classification classes.
@@ -86,6 +88,8 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var labels: [String]? = nil
     /// Hugging Face's problem_type: "multi_label_classification" scores with sigmoid, not softmax.
     public var problemType: String? = nil
+    /// MobileBERT's own fields (nil for every other family).
+    public var mobileBert: MobileBertConfig? = nil
 
     enum CodingKeys: String, CodingKey {
         case vocabSize = "vocab_size", hiddenSize = "hidden_size", numHiddenLayers = "num_hidden_layers"
@@ -96,6 +100,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case hasUntiedDecoder = "has_untied_decoder"
         case includePrompt = "include_prompt", normalize, denseLayers = "dense_layers", prompts
         case defaultPromptName = "default_prompt_name", hasPooler = "has_pooler", architecture, head, labels, problemType = "problem_type"
+        case mobileBert = "mobilebert"
     }
 
     public var headDim: Int { hiddenSize / numAttentionHeads }
@@ -123,9 +128,11 @@ public struct BertConfig: Codable, Sendable, Equatable {
         guard hiddenSize % numAttentionHeads == 0 else {
             throw fail("hidden_size \(hiddenSize) is not divisible by num_attention_heads \(numAttentionHeads): \(fix)")
         }
-        guard hiddenAct == "gelu" else {
+        // MobileBERT is trained with ReLU (its own modules run either).
+        guard hiddenAct == "gelu" || (mobileBert != nil && hiddenAct == "relu") else {
             throw fail("hidden_act '\(printable(hiddenAct))' is not supported; SwiftBERT implements BERT's exact erf GELU ('gelu'): use a checkpoint trained with it")
         }
+        try mobileBert?.validate(self) { fail("\($0): \(fix)") }
         guard layerNormEps > 0, layerNormEps.isFinite else { throw fail("layer_norm_eps is \(layerNormEps); it must be a positive number: \(fix)") }
         guard maxSequenceLength <= maxPositionEmbeddings else {
             throw fail("max_seq_length \(maxSequenceLength) exceeds max_position_embeddings \(maxPositionEmbeddings): \(fix)")

@@ -27,6 +27,7 @@ public enum Converter {
         for original in file.names {
             var name = original
             if name.hasPrefix("bert.") { name.removeFirst(5) }
+            if name.hasPrefix("mobilebert.") { name.removeFirst("mobilebert.".count) }
             if name.hasSuffix("LayerNorm.gamma") { name = String(name.dropLast(5)) + "weight" }
             if name.hasSuffix("LayerNorm.beta") { name = String(name.dropLast(4)) + "bias" }
             if config.isDistilBERT { name = distilBERTName(name) }
@@ -60,7 +61,9 @@ public enum Converter {
         }
         // A decoder equal to the word embeddings is tied: stored once, as the embeddings.
         let decoderName = TensorNames.join(TensorNames.maskedLMDecoder, "weight")
-        if finalConfig.hasMaskedLMHead, names[decoderName] != nil {
+        if finalConfig.hasMaskedLMHead, config.mobileBert != nil {
+            finalConfig.hasUntiedDecoder = true  // the embeddings widened by cls.predictions.dense
+        } else if finalConfig.hasMaskedLMHead, names[decoderName] != nil {
             let shape = [config.vocabSize, config.hiddenSize]
             used.insert(decoderName)
             finalConfig.hasUntiedDecoder = try tensor(decoderName, shape) != tensor(TensorNames.join(TensorNames.wordEmbeddings, "weight"), shape)
@@ -74,6 +77,15 @@ public enum Converter {
                 // DistilBERT has no token types: one all-zero type row adds nothing, exactly.
                 out.append(.init(name: module.name + ".weight", shape: [module.rows, module.cols],
                                  floats: [Float](repeating: 0, count: module.rows * module.cols)))
+            case .table where module.name == TensorNames.maskedLMDecoder && config.mobileBert != nil:
+                let (v, h, e) = (module.rows, module.cols, config.mobileBert!.embeddingSize)
+                // transformers ties decoder.weight to the word embeddings and may not save it.
+                let embeddings = names[decoderName] ?? TensorNames.join(TensorNames.wordEmbeddings, "weight")
+                let extraRows = TensorNames.join(TensorNames.maskedLMExtraRows, "weight")
+                out.append(.init(name: decoderName, shape: [v, h], floats: mobileBertDecoder(
+                    embeddings: try tensor(embeddings, [v, e]), extraRows: try tensor(extraRows, [h - e, v]),
+                    vocabulary: v, embedding: e, hidden: h)))
+                used.formUnion([embeddings, extraRows])
             case .table:
                 try copy(module.name + ".weight", [module.rows, module.cols])
             case .layerNorm:
@@ -133,7 +145,8 @@ public enum Converter {
         let modelType = json["model_type"]?.string ?? ""
         let architectures = (json["architectures"]?.array ?? []).compactMap(\.string)
         let isDistilBERT = modelType == "distilbert" || (modelType.isEmpty && architectures.contains(where: { $0.hasPrefix("DistilBert") }))
-        guard isDistilBERT || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
+        let isMobileBERT = isMobileBERT(modelType: modelType, architectures: architectures)
+        guard isDistilBERT || isMobileBERT || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
             throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT and DistilBERT encoders only")
         }
         if let kind = json["position_embedding_type"]?.string, kind != "absolute" {
@@ -168,6 +181,7 @@ public enum Converter {
             pooling: .mean, maxSequenceLength: maxPositions,
             hasMaskedLMHead: false, hasUntiedDecoder: false)
         if isDistilBERT { config.architecture = .distilBERT }
+        if isMobileBERT { try addMobileBertFields(to: &config, json, architectures: architectures, path: path) }
         var withHead = config
         if architectures.contains(where: { $0.hasSuffix("ForSequenceClassification") }) {
             withHead.head = .sequenceClassification

@@ -67,6 +67,7 @@ enum TensorNames {
     /// masked-LM head (its output bias is not a module), the pooler or pre_classifier and the
     /// classifier of a task head, and sentence-transformers' Dense modules.
     static func modules(_ config: BertConfig) -> [Module] {
+        if let mobile = config.mobileBert { return mobileBertModules(config, mobile) }
         let h = config.hiddenSize, ffn = config.intermediateSize
         var modules: [Module] = [
             Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),
@@ -120,6 +121,68 @@ enum TensorNames {
         return modules(config).filter {
             ($0.kind == .linear && !heads.contains($0.name)) || $0.name == wordEmbeddings || $0.name == maskedLMDecoder
         }
+    }
+}
+
+// MARK: - MobileBERT
+
+/// MobileBERT's names: transformers' MobileBertForMaskedLM names without `mobilebert.`, kept as
+/// they are (its NoNorm is stored as `LayerNorm.weight`/`.bias` too). The masked-LM decoder is
+/// the converter's: the word embeddings and `cls.predictions.dense` joined into one [V × H] matrix.
+extension TensorNames {
+    static let embeddingTransformation = "embeddings.embedding_transformation"
+    /// Inside a layer: `bottleneck.input` (→ the block's input and residual), `bottleneck.attention`
+    /// (→ Q and K when shared), and the output's `bottleneck` back to hidden_size.
+    static let bottleneck = "bottleneck", bottleneckInput = "input"
+    /// Inside a layer: the stacked feed-forward networks before the last one, `ffn.<j>`.
+    static let feedForwardNetworks = "ffn"
+    /// transformers' `cls.predictions.dense`: the decoder rows beyond embedding_size, stored [(H - E) × V].
+    static let maskedLMExtraRows = "cls.predictions.dense"
+
+    static func mobileBertModules(_ config: BertConfig, _ mobile: MobileBertConfig) -> [Module] {
+        let h = config.hiddenSize, ffn = config.intermediateSize, e = mobile.embeddingSize
+        let t = mobile.trueHiddenSize(config)
+        var modules = [Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: e)]
+        if mobile.projectsEmbeddings(config) {
+            modules.append(Module(name: embeddingTransformation, kind: .linear, rows: h, cols: mobile.trigramInput ? 3 * e : e))
+        }
+        modules += [
+            Module(name: positionEmbeddings, kind: .table, rows: config.maxPositionEmbeddings, cols: h),
+            Module(name: tokenTypeEmbeddings, kind: .table, rows: config.typeVocabSize, cols: h),
+            Module(name: embeddingsLayerNorm, kind: .layerNorm, rows: 1, cols: h),
+        ]
+        func linearAndNorm(_ name: String, rows: Int, cols: Int) -> [Module] {
+            [Module(name: join(name, dense), kind: .linear, rows: rows, cols: cols),
+             Module(name: join(name, layerNorm), kind: .layerNorm, rows: 1, cols: rows)]
+        }
+        for l in 0..<config.numHiddenLayers {
+            let p = layer(l)
+            if mobile.useBottleneck {
+                modules += linearAndNorm(join(p, bottleneck, bottleneckInput), rows: t, cols: h)
+                if mobile.keyQuerySharedBottleneck && !mobile.useBottleneckAttention {
+                    modules += linearAndNorm(join(p, bottleneck, attention), rows: t, cols: h)
+                }
+            }
+            modules += [
+                Module(name: join(p, attention, selfAttention, query), kind: .linear, rows: t, cols: t),
+                Module(name: join(p, attention, selfAttention, key), kind: .linear, rows: t, cols: t),
+                Module(name: join(p, attention, selfAttention, value), kind: .linear, rows: t, cols: mobile.useBottleneckAttention ? t : h),
+            ]
+            modules += linearAndNorm(join(p, attention, output), rows: t, cols: t)
+            for j in 0..<(mobile.numFeedforwardNetworks - 1) {
+                let f = join(p, feedForwardNetworks, String(j))
+                modules.append(Module(name: join(f, intermediate, dense), kind: .linear, rows: ffn, cols: t))
+                modules += linearAndNorm(join(f, output), rows: t, cols: ffn)
+            }
+            modules.append(Module(name: join(p, intermediate, dense), kind: .linear, rows: ffn, cols: t))
+            modules += linearAndNorm(join(p, output), rows: t, cols: ffn)
+            if mobile.useBottleneck { modules += linearAndNorm(join(p, output, bottleneck), rows: h, cols: t) }
+        }
+        if config.hasMaskedLMHead {
+            modules += linearAndNorm(maskedLMTransform, rows: h, cols: h)
+            modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.vocabSize, cols: h))
+        }
+        return modules
     }
 }
 

@@ -79,7 +79,7 @@ public final class WordSuggester: @unchecked Sendable {
         public init() {}
     }
 
-    public let model: BertModel
+    public let model: any MaskedLanguageModel
     public let tokenizer: BertTokenizer
     public let options: Options
 
@@ -94,9 +94,9 @@ public final class WordSuggester: @unchecked Sendable {
     private var offered: (context: Substring, typed: String, words: Set<Int32>)?
     private var runs = 0
 
-    public init(model: BertModel, tokenizer: BertTokenizer, userWords: [UserWord] = [], options: Options = Options()) throws {
+    public init(model: any MaskedLanguageModel, tokenizer: BertTokenizer, userWords: [UserWord] = [], options: Options = Options()) throws {
         guard model.config.hasMaskedLMHead else {
-            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; suggestions need a BertForMaskedLM model such as splade-tiny")
+            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; suggestions need a *ForMaskedLM model such as splade-tiny")
         }
         guard tokenizer.maskId >= 0 else {
             throw BertError.invalidInput(reason: "the tokenizer of \(model.folder.lastPathComponent) has no [MASK] token")
@@ -112,7 +112,7 @@ public final class WordSuggester: @unchecked Sendable {
 
     public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32,
                             userWords: [UserWord] = [], options: Options = Options()) throws {
-        try self.init(model: BertModel(folder: folder, threads: threads, precision: precision),
+        try self.init(model: loadMaskedLanguageModel(folder: folder, threads: threads, precision: precision),
                       tokenizer: BertTokenizer.load(folder: folder), userWords: userWords, options: options)
     }
 

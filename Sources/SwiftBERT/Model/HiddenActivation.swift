@@ -1,0 +1,14 @@
+/// config.hidden_act where the engine runs more than BERT's exact GELU: MobileBERT is trained
+/// with ReLU (its feed-forward networks and masked-LM transform).
+enum HiddenActivation {
+    case gelu, relu
+
+    init(_ config: BertConfig) { self = config.hiddenAct == "relu" ? .relu : .gelu }
+
+    func callAsFunction(_ x: UnsafeMutablePointer<Float>, count: Int) {
+        switch self {
+        case .gelu: SwiftBERT.gelu(x, count: count)
+        case .relu: SwiftBERT.relu(x, count: count)
+        }
+    }
+}

@@ -1,0 +1,234 @@
+/// The scratch of one MobileBERT forward pass beyond the `ForwardContext`'s, each [T × true hidden].
+final class MobileBertBuffers {
+    /// The attention block's input and residual (bottleneck.input).
+    let layerInput: UnsafeMutablePointer<Float>
+    /// Q's and K's input when they share a bottleneck (bottleneck.attention).
+    let queryKeyInput: UnsafeMutablePointer<Float>
+    let query: UnsafeMutablePointer<Float>
+    let key: UnsafeMutablePointer<Float>
+    let value: UnsafeMutablePointer<Float>
+    /// The attention block's output, then each feed-forward network's, in place.
+    let attentionOutput: UnsafeMutablePointer<Float>
+    /// The last feed-forward network's output before the output bottleneck.
+    let layerOutput: UnsafeMutablePointer<Float>
+    private let storage: UnsafeMutablePointer<Float>
+
+    init(tokens: Int, width: Int) {
+        let size = tokens * width
+        storage = .allocate(capacity: 7 * size)
+        (layerInput, queryKeyInput, query, key) = (storage, storage + size, storage + 2 * size, storage + 3 * size)
+        (value, attentionOutput, layerOutput) = (storage + 4 * size, storage + 5 * size, storage + 6 * size)
+    }
+
+    deinit { storage.deallocate() }
+}
+
+/// What Bottleneck hands the attention block (transformers' 4-tuple): the inputs of Q, K and V,
+/// and the residual of the attention output.
+struct MobileBertAttentionInputs {
+    let query: UnsafePointer<Float>
+    let key: UnsafePointer<Float>
+    let value: UnsafePointer<Float>
+    let residual: UnsafePointer<Float>
+}
+
+/// BottleneckLayer: hidden → intra_bottleneck_size, then the norm.
+struct MobileBertBottleneckLayer {
+    let dense: Linear
+    let norm: MobileBertNorm
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        let t = mobile.trueHiddenSize(config)
+        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: config.hiddenSize, n: t)
+        norm = try MobileBertNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: t, eps: config.layerNormEps, mobile.normalization)
+    }
+
+    /// y[T × intra] = norm(x·Wᵀ + b).
+    func callAsFunction(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let m = context.sequences.tokenCount
+        dense(x, m: m, into: y, context)
+        norm(y, residual: nil, m: m)
+    }
+}
+
+/// Bottleneck: the narrow input of the layer's attention block, and of Q and K when they share one.
+struct MobileBertBottleneck {
+    let input: MobileBertBottleneckLayer
+    /// bottleneck.attention, used when key_query_shared_bottleneck without use_bottleneck_attention.
+    let attention: MobileBertBottleneckLayer?
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        input = try MobileBertBottleneckLayer(file, TensorNames.join(name, TensorNames.bottleneckInput), config, mobile)
+        attention = mobile.keyQuerySharedBottleneck && !mobile.useBottleneckAttention
+            ? try MobileBertBottleneckLayer(file, TensorNames.join(name, TensorNames.attention), config, mobile) : nil
+    }
+
+    /// use_bottleneck_attention: Q, K, V and the residual all read bottleneck.input; shared: Q and K
+    /// read bottleneck.attention, V the hidden state, the residual bottleneck.input.
+    func callAsFunction(_ x: UnsafePointer<Float>, _ buffers: MobileBertBuffers, _ context: ForwardContext) -> MobileBertAttentionInputs {
+        input(x, into: buffers.layerInput, context)
+        let narrow = UnsafePointer(buffers.layerInput)
+        guard let attention else { return MobileBertAttentionInputs(query: narrow, key: narrow, value: narrow, residual: narrow) }
+        attention(x, into: buffers.queryKeyInput, context)
+        let shared = UnsafePointer(buffers.queryKeyInput)
+        return MobileBertAttentionInputs(query: shared, key: shared, value: x, residual: narrow)
+    }
+}
+
+/// MobileBertSelfAttention: Q, K and V from their own inputs (MobileBERT's differ), then
+/// softmax(Q·Kᵀ/√d)·V per sequence and head, at the true hidden width.
+struct MobileBertSelfAttention {
+    let query: Linear
+    let key: Linear
+    let value: Linear
+    let heads: Int
+    let headDim: Int
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        let t = mobile.trueHiddenSize(config), names = TensorNames.self
+        query = try Linear(file, names.join(name, names.query), k: t, n: t)
+        key = try Linear(file, names.join(name, names.key), k: t, n: t)
+        value = try Linear(file, names.join(name, names.value), k: mobile.useBottleneckAttention ? t : config.hiddenSize, n: t)
+        heads = config.numAttentionHeads
+        headDim = t / heads
+    }
+
+    /// attended[T × t] for the inputs the bottleneck chose.
+    func callAsFunction(_ inputs: MobileBertAttentionInputs, into attended: UnsafeMutablePointer<Float>,
+                        _ buffers: MobileBertBuffers, _ context: ForwardContext) {
+        let sequences = context.sequences, m = sequences.tokenCount
+        let (q, k, v) = (buffers.query, buffers.key, buffers.value)
+        context.measure(.qkv) {
+            query(inputs.query, m: m, into: q, context)
+            key(inputs.key, m: m, into: k, context)
+            value(inputs.value, m: m, into: v, context)
+        }
+        context.measure(.attention) {
+            let width = heads * headDim
+            let scale = 1 / Float(headDim).squareRoot()
+            parallelFor(sequences.lengths.count * heads, threads: context.threads) { task, worker in
+                let s = task / heads, head = task % heads
+                let n = sequences.lengths[s], offset = sequences.starts[s] * width + head * headDim
+                let p = context.scores[worker]
+                matmulTransposedB(q + offset, lda: width, k + offset, ldb: width, p, ldc: n, m: n, n: n, k: headDim, alpha: scale)
+                softmaxRows(p, rows: n, cols: n, stride: n)
+                matmul(p, lda: n, v + offset, ldb: width, attended + offset, ldc: width, m: n, n: headDim, k: n)
+            }
+        }
+    }
+}
+
+/// MobileBertSelfOutput, FFNOutput and OutputBottleneck, which compute alike: a projection,
+/// then the norm over the residual.
+struct MobileBertProjectionOutput {
+    let dense: Linear
+    let norm: MobileBertNorm
+
+    init(_ file: SafeTensorsFile, _ name: String, k: Int, n: Int, eps: Float, _ mobile: MobileBertConfig) throws {
+        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: n)
+        norm = try MobileBertNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: n, eps: eps, mobile.normalization)
+    }
+
+    /// y = norm(input·Wᵀ + b + residual); y may be the residual itself.
+    func callAsFunction(_ input: UnsafePointer<Float>, residual: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
+                        _ context: ForwardContext) {
+        let m = context.sequences.tokenCount
+        dense(input, m: m, into: context.projected, context)
+        if UnsafePointer(y) != residual { y.update(from: residual, count: m * dense.n) }
+        norm(y, residual: context.projected, m: m)
+    }
+}
+
+/// MobileBertIntermediate: the feed-forward network's first projection and its activation.
+struct MobileBertIntermediate {
+    let dense: Linear
+    let activation: HiddenActivation
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: mobile.trueHiddenSize(config), n: config.intermediateSize)
+        activation = HiddenActivation(config)
+    }
+
+    /// y[T × FFN] = activation(x·Wᵀ + b).
+    func callAsFunction(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let (m, n) = (context.sequences.tokenCount, dense.n)
+        dense(x, m: m, into: y, context) { y, columns in
+            for r in 0..<m { activation(y + r * n + columns.lowerBound, count: columns.count) }
+        }
+    }
+}
+
+/// FFNLayer: one of the stacked feed-forward networks before the last (intermediate, FFNOutput).
+struct MobileBertFeedForward {
+    let intermediate: MobileBertIntermediate
+    let output: MobileBertProjectionOutput
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        intermediate = try MobileBertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), config, mobile)
+        output = try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.output), k: config.intermediateSize,
+                                                n: mobile.trueHiddenSize(config), eps: config.layerNormEps, mobile)
+    }
+
+    /// x = norm(FFN(x) + x), in place.
+    func callAsFunction(_ x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        context.measure(.feedForwardIn) { intermediate(x, into: context.wide, context) }
+        context.measure(.feedForwardOut) { output(context.wide, residual: x, into: x, context) }
+    }
+}
+
+/// MobileBertOutput: the last feed-forward network's projection and norm over the attention
+/// block's output, then (with bottlenecks) OutputBottleneck back to hidden_size over the
+/// layer's input.
+struct MobileBertOutput {
+    let output: MobileBertProjectionOutput
+    let bottleneck: MobileBertProjectionOutput?
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        let t = mobile.trueHiddenSize(config)
+        // transformers builds this norm without eps: nn.LayerNorm's default.
+        output = try MobileBertProjectionOutput(file, name, k: config.intermediateSize, n: t, eps: MobileBertNorm.defaultEps, mobile)
+        bottleneck = mobile.useBottleneck
+            ? try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.bottleneck), k: t, n: config.hiddenSize,
+                                             eps: config.layerNormEps, mobile) : nil
+    }
+
+    /// x (the layer's input, [T × H]) becomes the layer's output.
+    func callAsFunction(_ intermediate: UnsafePointer<Float>, attentionOutput: UnsafePointer<Float>,
+                        layerInput x: UnsafeMutablePointer<Float>, _ buffers: MobileBertBuffers, _ context: ForwardContext) {
+        guard let bottleneck else { return output(intermediate, residual: attentionOutput, into: x, context) }
+        output(intermediate, residual: attentionOutput, into: buffers.layerOutput, context)
+        bottleneck(buffers.layerOutput, residual: x, into: x, context)
+    }
+}
+
+/// MobileBertLayer: bottleneck in, attention, the stacked feed-forward networks, output and
+/// bottleneck out. `MobileBertModel.forward` runs its modules in order.
+struct MobileBertLayer {
+    /// nil without use_bottleneck: Q, K, V and the residual are the hidden state itself.
+    let bottleneck: MobileBertBottleneck?
+    let selfAttention: MobileBertSelfAttention
+    /// attention.output (MobileBertSelfOutput).
+    let attentionOutput: MobileBertProjectionOutput
+    /// ffn.0 … ffn.(num_feedforward_networks - 2).
+    let feedForwardNetworks: [MobileBertFeedForward]
+    let intermediate: MobileBertIntermediate
+    let output: MobileBertOutput
+
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        let names = TensorNames.self, t = mobile.trueHiddenSize(config)
+        bottleneck = mobile.useBottleneck ? try MobileBertBottleneck(file, names.join(name, names.bottleneck), config, mobile) : nil
+        selfAttention = try MobileBertSelfAttention(file, names.join(name, names.attention, names.selfAttention), config, mobile)
+        attentionOutput = try MobileBertProjectionOutput(file, names.join(name, names.attention, names.output), k: t, n: t,
+                                                         eps: config.layerNormEps, mobile)
+        feedForwardNetworks = try (0..<(mobile.numFeedforwardNetworks - 1)).map {
+            try MobileBertFeedForward(file, names.join(name, names.feedForwardNetworks, String($0)), config, mobile)
+        }
+        intermediate = try MobileBertIntermediate(file, names.join(name, names.intermediate), config, mobile)
+        output = try MobileBertOutput(file, names.join(name, names.output), config, mobile)
+    }
+
+    /// What the bottleneck gives the attention block; without bottlenecks, the hidden state for all four.
+    func attentionInputs(_ x: UnsafePointer<Float>, _ buffers: MobileBertBuffers, _ context: ForwardContext) -> MobileBertAttentionInputs {
+        bottleneck?(x, buffers, context) ?? MobileBertAttentionInputs(query: x, key: x, value: x, residual: x)
+    }
+}

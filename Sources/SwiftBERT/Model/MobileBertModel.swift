@@ -1,0 +1,95 @@
+import Foundation
+
+/// MobileBertForMaskedLM (or MobileBertModel) loaded from a converted folder: the keyboard's
+/// masked-LM. Its layers work at the bottleneck width (128) between a bottleneck in and out of
+/// the hidden width (512), with stacked feed-forward networks and NoNorm; the word embeddings
+/// are 128 wide, widened by the trigram projection. Immutable after loading: one instance can
+/// serve many threads at once.
+public final class MobileBertModel: MaskedLanguageModel, @unchecked Sendable {
+    public let config: BertConfig
+    public let mobile: MobileBertConfig
+    public let folder: URL
+    /// Worker threads used inside one forward pass.
+    public let threads: Int
+    /// Seconds spent opening, validating and wiring the weights.
+    public let loadSeconds: Double
+    public let precision: Precision
+    let weights: SafeTensorsFile
+    let embeddings: MobileBertEmbeddings
+    let layers: [MobileBertLayer]
+    /// BERT's head with MobileBERT's activation and widened decoder (see `BertMaskedLMHead`).
+    let maskedLMHead: BertMaskedLMHead?
+
+    /// Loads `folder/config.json` and memory-maps the weights of `precision`, checking every
+    /// tensor's presence, dtype and shape (and, unless told not to, that none holds NaN or infinity).
+    public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
+        let start = DispatchTime.now()
+        let (config, weights) = try openConvertedModel(folder: folder, precision: precision, checksFiniteWeights: checksFiniteWeights)
+        guard let mobile = config.mobileBert else {
+            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is not a MobileBERT model; load it with BertModel")
+        }
+        let threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+        embeddings = try MobileBertEmbeddings(weights, config, mobile)
+        layers = try loadInParallel(config.numHiddenLayers, threads: threads) {
+            try MobileBertLayer(weights, TensorNames.layer($0), config, mobile)
+        }
+        maskedLMHead = config.hasMaskedLMHead  // the decoder is untied: the embeddings are not read
+            ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+        (self.config, self.mobile, self.folder, self.weights) = (config, mobile, folder, weights)
+        (self.threads, self.precision) = (threads, precision)
+        useSingleThreadedBLAS()
+        loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    }
+
+    /// Number of parameters (the decoder counted with its embedding part again, as converted).
+    public var parameterCount: Int { weights.tensors.values.reduce(0) { $0 + $1.count } }
+
+    /// Last-layer hidden states [T × hidden_size] for a batch of token-id sequences (each framed
+    /// with [CLS]/[SEP]); sequences may differ in length, none is padded.
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
+        let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
+        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * config.hiddenSize)
+        let (context, buffers) = scratch(for: sequences, profile: profile)
+        forward(ids: ids, typeIds: types, hidden: hidden, context, buffers)
+        return EncoderOutput(owning: hidden, sequences: sequences, hiddenSize: config.hiddenSize)
+    }
+
+    /// Threads, profile and scratch for one forward pass over `sequences`.
+    func scratch(for sequences: PackedSequences, profile: StageProfile? = nil) -> (ForwardContext, MobileBertBuffers) {
+        let context = ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
+                                     profile: profile, hidden: config.hiddenSize,
+                                     wideColumns: max(config.intermediateSize, embeddings.inputWidth))
+        return (context, MobileBertBuffers(tokens: sequences.tokenCount, width: mobile.trueHiddenSize(config)))
+    }
+
+    /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
+    func forward(ids: [Int32], typeIds: [Int32], hidden x: UnsafeMutablePointer<Float>,
+                 _ context: ForwardContext, _ buffers: MobileBertBuffers) {
+        // 1. Embeddings: 128-wide word rows with their neighbours' (trigram), projected to hidden, + position + type, norm.
+        context.measure(.embeddings) { embeddings(ids: ids, typeIds: typeIds, into: x, scratch: context.wide, context) }
+        for layer in layers {
+            // 2. Bottleneck in: the block's input and residual, and Q/K's shared input (hidden → 128).
+            let inputs = layer.attentionInputs(x, buffers, context)
+            // 3. Self-attention: Q, K, V projections, softmax(QKᵀ/√d)·V per sequence and head.
+            layer.selfAttention(inputs, into: context.attended, buffers, context)
+            // 4. Attention output: dense, + the bottlenecked input, norm.
+            context.measure(.attentionOutput) {
+                layer.attentionOutput(context.attended, residual: inputs.residual, into: buffers.attentionOutput, context)
+            }
+            // 5. Stacked feed-forward networks: dense, activation, dense, + residual, norm; each in place.
+            for network in layer.feedForwardNetworks { network(buffers.attentionOutput, context) }
+            // 6. Last feed-forward in: dense, activation.
+            context.measure(.feedForwardIn) { layer.intermediate(buffers.attentionOutput, into: context.wide, context) }
+            // 7. Output: dense, + residual, norm; bottleneck out: dense back to hidden, + the layer's input, norm.
+            context.measure(.feedForwardOut) {
+                layer.output(context.wide, attentionOutput: buffers.attentionOutput, layerInput: x, buffers, context)
+            }
+        }
+    }
+
+    /// The masked-LM head alone: logits [m × V] for hidden rows [m × H].
+    public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
+        guard let head = maskedLMHead else { throw missingMaskedLMHead }
+        return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
+    }
+}
