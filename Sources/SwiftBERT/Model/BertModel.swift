@@ -99,7 +99,7 @@ public final class BertModel: @unchecked Sendable {
 
     /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
     func forward(ids: [Int32], typeIds: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        // 1. Embeddings: word + position + token type, LayerNorm.
+        // 1. Embeddings: word + position (RoBERTa's from padding_idx + 1) + token type, LayerNorm.
         context.measure(.embeddings) { embeddings(ids: ids, typeIds: typeIds, into: x, context) }
         for layer in layers {
             // 2. Self-attention: Q, K, V in one fused Linear, softmax(QKᵀ/√d)·V per sequence and head.
@@ -121,18 +121,20 @@ public final class BertModel: @unchecked Sendable {
         }
         for (i, sequence) in batch.enumerated() {
             guard !sequence.isEmpty else { throw BertError.invalidInput(reason: "sequence \(i) is empty") }
-            guard sequence.count <= config.maxPositionEmbeddings else {
-                throw BertError.invalidInput(reason: "sequence \(i) has \(sequence.count) tokens; the model takes at most \(config.maxPositionEmbeddings) (truncate it)")
+            guard sequence.count <= config.positionLimit else {
+                throw BertError.invalidInput(reason: "sequence \(i) has \(sequence.count) tokens; the model takes at most \(config.positionLimit) (truncate it)")
             }
             if let bad = sequence.first(where: { $0 < 0 || Int($0) >= config.vocabSize }) {
                 throw BertError.invalidInput(reason: "sequence \(i) holds token id \(bad), outside the vocabulary of \(config.vocabSize)")
             }
-            if let bad = typeIds?[i].first(where: { $0 < 0 || Int($0) >= config.typeVocabSize }) {
+            if config.usesTokenTypes, let bad = typeIds?[i].first(where: { $0 < 0 || Int($0) >= config.typeVocabSize }) {
                 throw BertError.invalidInput(reason: "sequence \(i) holds token type id \(bad); the model has \(config.typeVocabSize) types")
             }
         }
         let ids = batch.flatMap { $0 }
-        let types = typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
+        // RoBERTa's tokenizers pass the model no type ids (RobertaProcessing's pair types stay behind).
+        let types = config.usesTokenTypes ? typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
+                                          : [Int32](repeating: 0, count: ids.count)
         return (ids, types, PackedSequences(lengths: batch.map(\.count)))
     }
 

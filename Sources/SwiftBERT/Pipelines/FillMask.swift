@@ -47,9 +47,11 @@ public final class FillMask: @unchecked Sendable {
         let encoding = tokenizer.encode(text, maxLength: model.config.maxSequenceLength)
         let positions = encoding.ids.indices.filter { encoding.ids[$0] == tokenizer.maskId }
         guard !positions.isEmpty else {
+            // The model's own mask token: [MASK] for BERT, <mask> for RoBERTa and XLM-R.
+            let mask = tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"
             throw BertError.invalidInput(reason: encoding.wasTruncated
-                ? "the text is longer than \(model.config.maxSequenceLength) tokens and its [MASK] was cut off"
-                : "the text has no [MASK]; write [MASK] where a word should be predicted")
+                ? "the text is longer than \(model.config.maxSequenceLength) tokens and its \(mask) was cut off"
+                : "the text has no \(mask); write \(mask) where a word should be predicted")
         }
         let output = try model.encode([encoding.ids], typeIds: [encoding.typeIds])
         let logits = try model.maskedLMLogits(output, at: positions.map { (0, $0) })
