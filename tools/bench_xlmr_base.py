@@ -179,7 +179,7 @@ def ort_times(session, feed, passes):
 def swift_times(batch, seq, threads, passes):
     """`bert bench` interleaves FP32 and INT8 itself; its JSON rows give each precision's median."""
     out = subprocess.run([str(BERT), "bench", "--model", str(CONVERTED), "--precision", "fp32,int8",
-                          "--batch", str(batch), "--seq", str(seq), "--threads", str(threads), "--rounds", str(passes),
+                          "--batch", str(batch), "--seq", str(seq), "--threads", str(threads), "--repetitions", str(passes),
                           "--no-memory", "--accuracy-sentences", "0", "--json", "--quiet"],
                          check=True, capture_output=True, text=True).stdout
     rows = json.loads(out)
@@ -220,7 +220,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--passes", type=int, default=3, help="timed passes per engine per round")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--bert", default=str(BERT), help="the bert binary (default: .build/release/bert)")
     args = parser.parse_args()
+    globals()["BERT"] = pathlib.Path(args.bert)
     if not BERT.exists():
         sys.exit(f"{BERT} is missing: SWIFTBERT_NO_SERVER=1 swift build -c release --product bert")
     make() if args.step == "make" else bench(args.rounds, args.threads, args.passes)

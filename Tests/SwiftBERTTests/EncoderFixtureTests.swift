@@ -150,9 +150,9 @@ final class EncoderFixtureTests: XCTestCase {
         }
     }
 
-    /// RobertaProcessing gives the second text type id 1, but RoBERTa's tokenizers pass the
-    /// model no type ids: the pair runs with every type 0 (the model has one type row).
-    func testPairTypeIdsDoNotReachTheModel() throws {
+    /// RoBERTa's tokenizers pass the model no type ids (HF's RobertaProcessing gives every token
+    /// of a pair type 0 anyway): type ids a caller passes do not reach the one-row type table.
+    func testPairRunsWithTypeZero() throws {
         let folder = try Self.converted("roberta-mlm")
         let bert = try BertModel(folder: folder, threads: 1)
         let tokenizer = try BertTokenizer.load(folder: folder)
@@ -160,9 +160,10 @@ final class EncoderFixtureTests: XCTestCase {
         let texts = pair["texts"] as! [String]
         let encoding = tokenizer.encode(texts[0], pair: texts[1])
         XCTAssertEqual(encoding.ids, (pair["input_ids"] as! [Int]).map(Int32.init))
-        XCTAssertTrue(encoding.typeIds.contains(1))
-        let withTypes = try bert.encode([encoding.ids], typeIds: [encoding.typeIds])
-        let without = try bert.encode([encoding.ids])
+        XCTAssertEqual(Set(encoding.typeIds), [0])
+        let ones = [Int32](repeating: 1, count: encoding.ids.count)
+        let withTypes = try bert.encode([encoding.ids], typeIds: [ones])
+        let without = try bert.encode([encoding.ids], typeIds: [encoding.typeIds])
         XCTAssertEqual(withTypes.hiddenStates(0), without.hiddenStates(0))
     }
 

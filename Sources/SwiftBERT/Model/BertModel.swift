@@ -132,7 +132,7 @@ public final class BertModel: @unchecked Sendable {
             }
         }
         let ids = batch.flatMap { $0 }
-        // RoBERTa's tokenizers pass the model no type ids (RobertaProcessing's pair types stay behind).
+        // RoBERTa's tokenizers pass the model no type ids: every token is type 0 there.
         let types = config.usesTokenTypes ? typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
                                           : [Int32](repeating: 0, count: ids.count)
         return (ids, types, PackedSequences(lengths: batch.map(\.count)))
