@@ -16,6 +16,8 @@ Output: Tests/SwiftBERTTests/Fixtures/encoders/
                    symlink to the XLM-R Unigram tokenizer fixture.
     xlmr-st/       a sentence-transformers folder in BGE-M3's layout (XLMRobertaModel, CLS pooling,
                    Normalize), on the same encoder.
+    xlmr-reranker/ XLMRobertaForSequenceClassification with one label (bge-reranker's layout), on
+                   the same encoder, scored by sentence-transformers' CrossEncoder.
     roberta-mlm/   RobertaForMaskedLM as save_pretrained writes it (roberta.* and lm_head.*), with
                    the byte-level BPE tokenizer fixture.
     shared/xlmr-encoder.safetensors
@@ -208,7 +210,44 @@ def xlmr(arrays, versions):
 
     # BGE-M3's layout: XLMRobertaModel, then CLS pooling and Normalize (its dense output).
     result["sentence_transformers"] = st_folder(shared, base, tokenizer, tokenizer_json, versions)
+    result["rerank"] = reranker(shared, encoder, mlm.roberta.state_dict(), tokenizer, tokenizer_json)
     return result
+
+
+QUERIES = ["fichier introuvable", "the file could not be saved"]
+DOCUMENTS = TEXTS[:8]
+
+
+def reranker(shared, encoder, base_state, tokenizer, tokenizer_json):
+    """bge-reranker's layout: XLMRobertaForSequenceClassification with one label (classifier.dense
+    + tanh on <s>, then classifier.out_proj), scored by sentence-transformers' CrossEncoder."""
+    from sentence_transformers import CrossEncoder
+    config = transformers.XLMRobertaConfig(vocab_size=len(tokenizer), num_labels=1, **SIZES)
+    torch.manual_seed(21)
+    model = transformers.XLMRobertaForSequenceClassification(config).eval()
+    model.roberta.load_state_dict(base_state, strict=False)
+    with torch.no_grad():
+        model.classifier.out_proj.weight.mul_(40.0)  # spread the random scores apart
+        model.classifier.out_proj.bias.normal_(0, 0.5)
+    f16_round(model)
+    folder = OUT / "xlmr-reranker"
+    save_folder_files(folder, tokenizer, tokenizer_json, model.config, "XLMRobertaForSequenceClassification")
+    head = {k: v for k, v in model.state_dict().items() if k.startswith("classifier.")}
+    write_sharded(folder, shared, list(encoder), head)
+    check_same(model, load(transformers.XLMRobertaForSequenceClassification, folder), "xlmr-reranker")
+    ce = CrossEncoder(str(folder), device="cpu", model_kwargs={"dtype": torch.float32, "attn_implementation": "eager"})
+    assert all(p.dtype == torch.float32 for p in ce.model.parameters())
+    cases = []
+    for query in QUERIES:
+        scores = ce.predict([[query, d] for d in DOCUMENTS], convert_to_numpy=True)
+        ranked = ce.rank(query, DOCUMENTS)
+        gaps = np.diff(np.sort(np.asarray(scores)))
+        cases.append({"query": query, "documents": DOCUMENTS, "scores": floats(scores),
+                      "rank": [int(r["corpus_id"]) for r in ranked],
+                      "input_ids": [tokenizer(query, d)["input_ids"] for d in DOCUMENTS],
+                      "smallest_score_gap": float(gaps.min())})
+    return {"folder": "xlmr-reranker", "architecture": "XLMRobertaForSequenceClassification", "activation": "sigmoid",
+            "cases": cases}
 
 
 def st_folder(shared, base, tokenizer, tokenizer_json, versions):

@@ -192,6 +192,7 @@ final class EncoderFixtureTests: XCTestCase {
         let expected = (fill["pipeline_top10"] as! [[[String: Any]]])[0]
         let first = try pipeline.predict((fill["cases"] as! [[String: Any]])[0]["text"] as! String, topK: 10)[0]
         XCTAssertEqual(first.candidates.map { Int($0.id) }, expected.map { $0["token"] as! Int })
+        XCTAssertEqual(first.candidates.map(\.token), expected.map { $0["token_str"] as! String }, "decoded as token_str")
     }
 
     func testXLMRobertaFillMaskMatchesTransformers() throws { try checkFillMask("xlmr", folder: "xlmr-mlm") }
@@ -201,6 +202,24 @@ final class EncoderFixtureTests: XCTestCase {
         let pipeline = try FillMask(folder: Self.converted("xlmr-mlm"), threads: 1)
         XCTAssertThrowsError(try pipeline.predict("no mask here")) { error in
             XCTAssertTrue("\(error)".contains("<mask>"), "\(error)")
+        }
+    }
+
+    // MARK: - bge-reranker's layout: XLMRobertaForSequenceClassification, one label
+
+    /// Its classifier (dense + tanh on <s>, then out_proj) runs as BERT's pooler and classifier.
+    /// Random encoders give near-equal <s> vectors, so the scores lie close (gaps of 1e-4 and
+    /// more; SwiftBERT's differ from transformers' by ~1e-6, so the order is still decided).
+    func testXLMRobertaRerankerMatchesCrossEncoder() throws {
+        let reference = Self.section("xlmr")["rerank"] as! [String: Any]
+        let reranker = try Reranker(folder: Self.converted("xlmr-reranker"), threads: 2)
+        XCTAssertEqual(reranker.classifier.model.config.architecture, .xlmRoberta)
+        for case_ in reference["cases"] as! [[String: Any]] {
+            let query = case_["query"] as! String, documents = case_["documents"] as! [String]
+            XCTAssertEqual(documents.map { reranker.classifier.tokenizer.encode(query, pair: $0).ids }, Self.ids(case_["input_ids"]))
+            let scores = try reranker.scores(query: query, documents: documents)
+            assertClose(scores, (case_["scores"] as! [Double]).map(Float.init), "scores for \(query)")
+            XCTAssertEqual(try reranker.rerank(query: query, documents: documents).map(\.index), case_["rank"] as! [Int], query)
         }
     }
 
