@@ -59,8 +59,8 @@ public final class Benchmark {
         let folder = try ModelLocator.resolve(name)
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
         let tokenizer = try BertTokenizer.load(folder: folder)
-        if let long = plan.shapes.first(where: { $0.sequenceLength > config.maxPositionEmbeddings }) {
-            throw BenchmarkError("--seq \(long.sequenceLength): \(name) takes at most \(config.maxPositionEmbeddings) tokens")
+        if let long = plan.shapes.first(where: { $0.sequenceLength > config.positionLimit }) {
+            throw BenchmarkError("--seq \(long.sequenceLength): \(name) takes at most \(config.positionLimit) tokens")
         }
         var notes: [String] = []
         let memory = measureMemory(folder: folder, name: name, notes: &notes)

@@ -75,7 +75,7 @@ public enum BenchmarkMemoryProbe {
             if model.config.hasMaskedLMHead { _ = try model.maskedLMLogits(output, at: [(sequence: 0, position: 1)]) }
         }
         let afterFirstPass = ProcessMemory.residentBytes() ?? 0
-        let length = min(largest.sequenceLength, model.config.maxPositionEmbeddings)
+        let length = min(largest.sequenceLength, model.config.positionLimit)
         _ = try model.encode((0..<largest.batch).map { _ in syntheticIDs(length, vocabulary: model.config.vocabSize) })
         return Usage(residentBeforeLoad: before, residentAfterLoad: afterLoad, residentAfterFirstPass: afterFirstPass,
                      peakResident: ProcessMemory.peakResidentBytes() ?? 0, batch: largest.batch, sequenceLength: length)

@@ -99,5 +99,5 @@ struct Embed: ParsableCommand {
 
 /// The token limit inputs are truncated to.
 func effectiveLimit(_ requested: Int?, _ config: BertConfig) -> Int {
-    min(requested ?? config.maxSequenceLength, config.maxPositionEmbeddings)
+    min(requested ?? config.maxSequenceLength, config.positionLimit)
 }

@@ -6,7 +6,7 @@ struct Fill: ParsableCommand, TopKCommand {
     static let configuration = CommandConfiguration(
         abstract: "Predict the words hidden by [MASK], with probabilities.",
         discussion: """
-            For each [MASK] in TEXT, the --top-k most probable vocabulary entries. Probabilities are \
+            For each [MASK] (<mask> for RoBERTa and XLM-R models) in TEXT, the --top-k most probable vocabulary entries. Probabilities are \
             over the whole vocabulary; the filters remove candidates without renormalising. \
             --prefix is the letter filter of AAC boards: only words starting with the letters typed \
             so far (it implies --words-only).
@@ -34,6 +34,6 @@ struct Fill: ParsableCommand, TopKCommand {
         let (bert, tokenizer) = try model.load()
         let predictions = try FillMask(model: bert, tokenizer: tokenizer)
             .predict(text, topK: topK, wordsOnly: wordsOnly, prefix: prefix)
-        try writeResult(json ? FillMaskReport.json(predictions).text + "\n" : FillMaskReport.text(predictions))
+        try writeResult(json ? FillMaskReport.json(predictions).text + "\n" : FillMaskReport.text(predictions, maskToken: tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"))
     }
 }

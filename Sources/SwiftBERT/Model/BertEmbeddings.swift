@@ -1,14 +1,18 @@
-/// BertEmbeddings: word + position + token type embeddings, then LayerNorm.
+/// BertEmbeddings: word + position + token type embeddings, then LayerNorm. RobertaEmbeddings
+/// is the same but for its positions (see `positionIds`).
 struct BertEmbeddings {
     let wordEmbeddings: WeightMatrix
     let positionEmbeddings: UnsafePointer<Float>
     let tokenTypeEmbeddings: UnsafePointer<Float>
     let layerNorm: LayerNorm
     let hidden: Int
+    /// RoBERTa's padding_idx; nil for BERT.
+    let paddingIdx: Int32?
 
     init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
         let h = config.hiddenSize
         hidden = h
+        paddingIdx = config.paddingIdx.map(Int32.init)
         wordEmbeddings = try WeightMatrix(file, TensorNames.wordEmbeddings, n: config.vocabSize, k: h)
         positionEmbeddings = try file.floats(TensorNames.positionEmbeddings + ".weight", shape: [config.maxPositionEmbeddings, h]).baseAddress!
         tokenTypeEmbeddings = try file.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
@@ -19,15 +23,29 @@ struct BertEmbeddings {
     func callAsFunction(ids: [Int32], typeIds: [Int32], into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
         let sequences = context.sequences
         for (s, start) in sequences.starts.enumerated() {
-            for position in 0..<sequences.lengths[s] {
+            let positions = positionIds(ids[start..<start + sequences.lengths[s]])
+            for (position, positionId) in positions.enumerated() {
                 let t = start + position
                 let row = out + t * hidden
                 wordEmbeddings.row(Int(ids[t]), k: hidden, into: row)
-                let pos = positionEmbeddings + position * hidden
+                let pos = positionEmbeddings + positionId * hidden
                 let type = tokenTypeEmbeddings + Int(typeIds[t]) * hidden
                 for c in 0..<hidden { row[c] += pos[c] + type[c] }
             }
         }
         layerNorm(out, residual: nil, m: sequences.tokenCount)
+    }
+
+    /// Position ids of one sequence. BERT: 0, 1, 2, … RoBERTa (transformers'
+    /// create_position_ids_from_input_ids): non-padding tokens count up from padding_idx + 1,
+    /// and a padding token takes padding_idx itself, without advancing the count.
+    func positionIds(_ sequence: ArraySlice<Int32>) -> [Int] {
+        guard let paddingIdx else { return Array(0..<sequence.count) }
+        var next = Int(paddingIdx)
+        return sequence.map { id in
+            guard id != paddingIdx else { return Int(paddingIdx) }
+            next += 1
+            return next
+        }
     }
 }

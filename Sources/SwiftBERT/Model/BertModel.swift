@@ -83,7 +83,7 @@ public final class BertModel: MaskedLanguageModel, @unchecked Sendable {
 
     /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
     func forward(ids: [Int32], typeIds: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        // 1. Embeddings: word + position + token type, LayerNorm.
+        // 1. Embeddings: word + position (RoBERTa's from padding_idx + 1) + token type, LayerNorm.
         context.measure(.embeddings) { embeddings(ids: ids, typeIds: typeIds, into: x, context) }
         for layer in layers {
             // 2. Self-attention: Q, K, V in one fused Linear, softmax(QKᵀ/√d)·V per sequence and head.
@@ -154,18 +154,20 @@ extension BertConfig {
         }
         for (i, sequence) in batch.enumerated() {
             guard !sequence.isEmpty else { throw BertError.invalidInput(reason: "sequence \(i) is empty") }
-            guard sequence.count <= maxPositionEmbeddings else {
-                throw BertError.invalidInput(reason: "sequence \(i) has \(sequence.count) tokens; the model takes at most \(maxPositionEmbeddings) (truncate it)")
+            guard sequence.count <= positionLimit else {
+                throw BertError.invalidInput(reason: "sequence \(i) has \(sequence.count) tokens; the model takes at most \(positionLimit) (truncate it)")
             }
             if let bad = sequence.first(where: { $0 < 0 || Int($0) >= vocabSize }) {
                 throw BertError.invalidInput(reason: "sequence \(i) holds token id \(bad), outside the vocabulary of \(vocabSize)")
             }
-            if let bad = typeIds?[i].first(where: { $0 < 0 || Int($0) >= typeVocabSize }) {
+            if usesTokenTypes, let bad = typeIds?[i].first(where: { $0 < 0 || Int($0) >= typeVocabSize }) {
                 throw BertError.invalidInput(reason: "sequence \(i) holds token type id \(bad); the model has \(typeVocabSize) types")
             }
         }
         let ids = batch.flatMap { $0 }
-        let types = typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
+        // RoBERTa's tokenizers pass the model no type ids: every token is type 0 there.
+        let types = usesTokenTypes ? typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
+                                   : [Int32](repeating: 0, count: ids.count)
         return (ids, types, PackedSequences(lengths: batch.map(\.count)))
     }
 }

@@ -25,10 +25,23 @@ public final class FillMask: @unchecked Sendable {
         }
         self.model = model
         self.tokenizer = tokenizer
+        decodesCandidates = model.config.isRoberta
         wholeWord = (0..<tokenizer.vocabularySize).map { id in
             guard let token = tokenizer.token(of: Int32(id)) else { return false }
-            return readsAsWord(token)
+            guard model.config.isRoberta else { return readsAsWord(token) }
+            // RoBERTa's pieces: a word starts with Ġ (byte-level BPE) or ▁ (SentencePiece).
+            return (token.hasPrefix("Ġ") || token.hasPrefix("▁"))
+                && readsAsWord(tokenizer.decode([Int32(id)], skipSpecialTokens: false))
         }
+    }
+
+    /// RoBERTa's and XLM-R's candidates are shown decoded, as transformers' fill-mask pipeline
+    /// shows them (token_str): "Ġfox" as " fox", "▁fox" as "fox"; BERT's as the vocabulary has them.
+    private let decodesCandidates: Bool
+
+    /// A candidate's text: `Candidate.token`.
+    public func candidateText(_ id: Int32) -> String {
+        decodesCandidates ? tokenizer.decode([id], skipSpecialTokens: false) : tokenizer.token(of: id) ?? ""
     }
 
     public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
@@ -47,9 +60,11 @@ public final class FillMask: @unchecked Sendable {
         let encoding = tokenizer.encode(text, maxLength: model.config.maxSequenceLength)
         let positions = encoding.ids.indices.filter { encoding.ids[$0] == tokenizer.maskId }
         guard !positions.isEmpty else {
+            // The model's own mask token: [MASK] for BERT, <mask> for RoBERTa and XLM-R.
+            let mask = tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"
             throw BertError.invalidInput(reason: encoding.wasTruncated
-                ? "the text is longer than \(model.config.maxSequenceLength) tokens and its [MASK] was cut off"
-                : "the text has no [MASK]; write [MASK] where a word should be predicted")
+                ? "the text is longer than \(model.config.maxSequenceLength) tokens and its \(mask) was cut off"
+                : "the text has no \(mask); write \(mask) where a word should be predicted")
         }
         let output = try model.encode([encoding.ids], typeIds: [encoding.typeIds])
         let logits = try model.maskedLMLogits(output, at: positions.map { (0, $0) })
@@ -57,12 +72,12 @@ public final class FillMask: @unchecked Sendable {
         let filter: ((Int32) -> Bool)? = (wordsOnly || typed != nil) ? { [self] id in
             guard isWholeWord(id) else { return false }
             guard let typed, !typed.isEmpty else { return true }
-            return tokenizer.token(of: id)?.lowercased().hasPrefix(typed) ?? false
+            return candidateText(id).trimmingCharacters(in: .whitespaces).lowercased().hasPrefix(typed)
         } : nil
         return zip(positions, logits).map { position, row in
             let top = topK(softmax(row), k: k, where: filter)
             return Prediction(position: position, candidates: top.map {
-                Candidate(token: tokenizer.token(of: $0.id) ?? "", id: $0.id, probability: $0.probability)
+                Candidate(token: candidateText($0.id), id: $0.id, probability: $0.probability)
             })
         }
     }

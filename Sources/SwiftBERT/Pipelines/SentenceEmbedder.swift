@@ -88,7 +88,7 @@ public final class SentenceEmbedder: @unchecked Sendable {
         let limit = model.config.maxSequenceLength
         guard let requested else { return limit }
         guard requested >= 2 else { throw BertError.invalidInput(reason: "max length \(requested) leaves no room for [CLS] and [SEP]; use 2 or more") }
-        return min(requested, model.config.maxPositionEmbeddings)
+        return min(requested, model.config.positionLimit)
     }
 }
 

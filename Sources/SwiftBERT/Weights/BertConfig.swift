@@ -22,6 +22,9 @@ public enum Architecture: String, Codable, Sendable {
     case bert, distilBERT = "distilbert"
     /// MobileBERT: its own encoder (`MobileBertModel`), described by `BertConfig.mobileBert`.
     case mobileBERT = "mobilebert"
+    /// RoBERTa and XLM-RoBERTa: BERT's layers, with positions counted from padding_idx + 1,
+    /// no token types, and the lm_head in place of cls.predictions.
+    case roberta, xlmRoberta = "xlm-roberta"
 }
 
 /// A classification layer on top of the encoder, as transformers' *For*Classification classes.
@@ -84,6 +87,10 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var architecture: Architecture? = nil
     /// The task head the checkpoint carries besides the encoder (nil: none, or only masked-LM).
     public var head: TaskHead? = nil
+    /// RoBERTa's padding_idx (pad_token_id): positions start at padding_idx + 1, and a
+    /// padding token takes position padding_idx (transformers' create_position_ids_from_input_ids).
+    /// nil: BERT's positions 0, 1, 2, …
+    public var paddingIdx: Int? = nil
     /// Class names in id order (id2label), for a task head.
     public var labels: [String]? = nil
     /// Hugging Face's problem_type: "multi_label_classification" scores with sigmoid, not softmax.
@@ -99,12 +106,21 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case maxSequenceLength = "max_seq_length", hasMaskedLMHead = "has_masked_lm_head"
         case hasUntiedDecoder = "has_untied_decoder"
         case includePrompt = "include_prompt", normalize, denseLayers = "dense_layers", prompts
-        case defaultPromptName = "default_prompt_name", hasPooler = "has_pooler", architecture, head, labels, problemType = "problem_type"
+        case defaultPromptName = "default_prompt_name", hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head, labels, problemType = "problem_type"
         case mobileBert = "mobilebert"
     }
 
     public var headDim: Int { hiddenSize / numAttentionHeads }
     public var isDistilBERT: Bool { architecture == .distilBERT }
+    /// RoBERTa or XLM-RoBERTa.
+    public var isRoberta: Bool { architecture == .roberta || architecture == .xlmRoberta }
+    /// Whether the tokenizer's token type ids reach the model. RoBERTa's tokenizers give the
+    /// model none (model_input_names has no token_type_ids), so every token is type 0 there,
+    /// pairs included.
+    public var usesTokenTypes: Bool { !isRoberta }
+    /// Longest sequence the position table admits: max_position_embeddings, less the
+    /// padding_idx + 1 rows RoBERTa's positions skip (XLM-R: 514 - 2 = 512).
+    public var positionLimit: Int { maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0) }
 
     /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
     /// low enough that no product of two sizes overflows and no table is sized before the
@@ -134,8 +150,11 @@ public struct BertConfig: Codable, Sendable, Equatable {
         }
         try mobileBert?.validate(self) { fail("\($0): \(fix)") }
         guard layerNormEps > 0, layerNormEps.isFinite else { throw fail("layer_norm_eps is \(layerNormEps); it must be a positive number: \(fix)") }
-        guard maxSequenceLength <= maxPositionEmbeddings else {
-            throw fail("max_seq_length \(maxSequenceLength) exceeds max_position_embeddings \(maxPositionEmbeddings): \(fix)")
+        if let paddingIdx, paddingIdx < 0 || paddingIdx + 1 >= maxPositionEmbeddings {
+            throw fail("padding_idx \(paddingIdx) leaves no position of the \(maxPositionEmbeddings) in the table (positions start at padding_idx + 1): \(fix)")
+        }
+        guard maxSequenceLength <= positionLimit else {
+            throw fail("max_seq_length \(maxSequenceLength) exceeds the \(positionLimit) positions of the table (max_position_embeddings \(maxPositionEmbeddings)\(paddingIdx.map { ", from padding_idx + 1 = \($0 + 1)" } ?? "")): \(fix)")
         }
         var width = hiddenSize
         for (i, dense) in (denseLayers ?? []).enumerated() {

@@ -31,6 +31,7 @@ public enum Converter {
             if name.hasSuffix("LayerNorm.gamma") { name = String(name.dropLast(5)) + "weight" }
             if name.hasSuffix("LayerNorm.beta") { name = String(name.dropLast(4)) + "bias" }
             if config.isDistilBERT { name = distilBERTName(name) }
+            if config.isRoberta { name = robertaName(name) }
             names[name] = original
         }
         func tensor(_ name: String, _ shape: [Int]) throws -> [Float] {
@@ -144,10 +145,18 @@ public enum Converter {
         }
         let modelType = json["model_type"]?.string ?? ""
         let architectures = (json["architectures"]?.array ?? []).compactMap(\.string)
-        let isDistilBERT = modelType == "distilbert" || (modelType.isEmpty && architectures.contains(where: { $0.hasPrefix("DistilBert") }))
+        func named(_ type: String, _ prefix: String) -> Bool {
+            modelType == type || (modelType.isEmpty && architectures.contains(where: { $0.hasPrefix(prefix) }))
+        }
+        let isDistilBERT = named("distilbert", "DistilBert")
         let isMobileBERT = isMobileBERT(modelType: modelType, architectures: architectures)
-        guard isDistilBERT || isMobileBERT || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
-            throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT and DistilBERT encoders only")
+        // XLM-RoBERTa's classes are RoBERTa's under another name (transformers copies them).
+        let roberta: Architecture? = named("xlm-roberta", "XLMRoberta") ? .xlmRoberta : named("roberta", "Roberta") ? .roberta : nil
+        guard isDistilBERT || isMobileBERT || roberta != nil || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
+            throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT, DistilBERT, MobileBERT, RoBERTa and XLM-RoBERTa encoders only")
+        }
+        if roberta != nil, json["is_decoder"]?.bool == true {
+            throw BertError.invalidConfig(path: path, reason: "is_decoder is true: a causal RoBERTa decoder, which SwiftBERT does not run; use an encoder checkpoint")
         }
         if let kind = json["position_embedding_type"]?.string, kind != "absolute" {
             throw BertError.invalidConfig(path: path, reason: "position_embedding_type '\(printable(kind))' is not supported (absolute only); use a BERT checkpoint with absolute positions")
@@ -182,6 +191,12 @@ public enum Converter {
             hasMaskedLMHead: false, hasUntiedDecoder: false)
         if isDistilBERT { config.architecture = .distilBERT }
         if isMobileBERT { try addMobileBertFields(to: &config, json, architectures: architectures, path: path) }
+        if let roberta {
+            // Positions start after padding_idx (pad_token_id, 1 in every RoBERTa and XLM-R).
+            config.architecture = roberta
+            config.paddingIdx = try int("pad_token_id", 1)
+            config.maxSequenceLength = config.positionLimit
+        }
         var withHead = config
         if architectures.contains(where: { $0.hasSuffix("ForSequenceClassification") }) {
             withHead.head = .sequenceClassification
@@ -205,6 +220,23 @@ public enum Converter {
         if name.hasPrefix("distilbert.") { name.removeFirst("distilbert.".count) }
         for (from, to) in TensorNames.distilBERTLayerNames { name = name.replacingOccurrences(of: from, with: to) }
         for (from, to) in TensorNames.distilBERTMaskedLMNames where name.hasPrefix(from) { name = to + name.dropFirst(from.count) }
+        return name
+    }
+
+    /// RoBERTa's and XLM-R's tensor names (after `roberta.`, if the checkpoint has it) as the
+    /// BERT names the engine loads: the encoder's are BERT's already; the lm_head is BERT's
+    /// masked-LM head (dense, GELU, LayerNorm, decoder + bias), and the sequence classifier
+    /// (dense + tanh on <s>, then out_proj) is BERT's pooler and classifier.
+    static func robertaName(_ name: String) -> String {
+        var name = name
+        if name.hasPrefix("roberta.") { name.removeFirst("roberta.".count) }
+        let heads: [(String, String)] = [
+            ("lm_head.dense.", "cls.predictions.transform.dense."),
+            ("lm_head.layer_norm.", "cls.predictions.transform.LayerNorm."),
+            ("lm_head.decoder.", "cls.predictions.decoder."), ("lm_head.bias", "cls.predictions.bias"),
+            ("classifier.dense.", "pooler.dense."), ("classifier.out_proj.", "classifier."),
+        ]
+        for (from, to) in heads where name.hasPrefix(from) { return to + name.dropFirst(from.count) }
         return name
     }
 
@@ -248,7 +280,8 @@ public enum Converter {
         for name in files {
             let target = destination.appendingPathComponent(name)
             try? fm.removeItem(at: target)
-            do { try fm.copyItem(at: source.appendingPathComponent(name), to: target) }
+            // The file itself, not a symlink to it (Hugging Face's cache links snapshots to blobs).
+            do { try fm.copyItem(at: source.appendingPathComponent(name).resolvingSymlinksInPath(), to: target) }
             catch { throw BertError.outputFailed(path: target.path, reason: error.localizedDescription) }
         }
     }

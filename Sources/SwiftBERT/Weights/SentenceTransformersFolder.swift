@@ -8,7 +8,7 @@ enum SentenceTransformersFolder {
     /// The settings folded into `config`, and the Dense modules' tensors to store.
     static func read(_ folder: URL, into config: inout BertConfig) throws -> [SafeTensorsWriter.Entry] {
         if case let .number(length)? = json(folder, "sentence_bert_config.json")?["max_seq_length"], length >= 1, length <= 1e9 {
-            config.maxSequenceLength = min(Int(length), config.maxPositionEmbeddings)
+            config.maxSequenceLength = min(Int(length), config.positionLimit)
         }
         if case let .object(settings)? = json(folder, "config_sentence_transformers.json") {
             if case let .object(prompts)? = settings["prompts"], !prompts.isEmpty {

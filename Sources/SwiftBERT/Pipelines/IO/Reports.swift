@@ -52,11 +52,12 @@ public enum FillMaskReport {
         }))])
     }
 
-    /// "[MASK] 1 of 1 (token 6)" then "  1. paris   41.23%" lines.
-    public static func text(_ predictions: [FillMask.Prediction]) -> String {
+    /// "[MASK] 1 of 1 (token 6)" then "  1. paris   41.23%" lines; `maskToken` is the model's own
+    /// (<mask> for RoBERTa and XLM-R).
+    public static func text(_ predictions: [FillMask.Prediction], maskToken: String = "[MASK]") -> String {
         var out = ""
         for (n, prediction) in predictions.enumerated() {
-            out += "[MASK] \(n + 1) of \(predictions.count) (token \(prediction.position))\n"
+            out += "\(maskToken) \(n + 1) of \(predictions.count) (token \(prediction.position))\n"
             if prediction.candidates.isEmpty { out += "  (no candidate passes the filters)\n" }
             let width = prediction.candidates.map(\.token.count).max() ?? 0
             for (rank, candidate) in prediction.candidates.enumerated() {

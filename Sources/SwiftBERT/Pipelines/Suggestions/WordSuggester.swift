@@ -101,8 +101,8 @@ public final class WordSuggester: @unchecked Sendable {
         guard tokenizer.maskId >= 0 else {
             throw BertError.invalidInput(reason: "the tokenizer of \(model.folder.lastPathComponent) has no [MASK] token")
         }
-        guard options.contextTokens >= 1, options.contextTokens + 3 <= model.config.maxPositionEmbeddings else {
-            throw BertError.invalidInput(reason: "contextTokens must be between 1 and \(model.config.maxPositionEmbeddings - 3)")
+        guard options.contextTokens >= 1, options.contextTokens + 3 <= model.config.positionLimit else {
+            throw BertError.invalidInput(reason: "contextTokens must be between 1 and \(model.config.positionLimit - 3)")
         }
         (self.model, self.tokenizer, self.options) = (model, tokenizer, options)
         vocabularyWords = Self.vocabularyWords(tokenizer, limit: model.config.vocabSize)
