@@ -70,6 +70,37 @@ final class HeadFixtureTests: XCTestCase {
         XCTAssertEqual(checked, 21)
     }
 
+    /// A Dense module saved without bias (`"bias": false`, no linear.bias) gives the vectors of
+    /// the same module with a zero bias: the zero bias the converter writes for it adds nothing.
+    func testDenseWithoutBiasIsAZeroBias() throws {
+        let fm = FileManager.default
+        let source = Self.fixtures.appendingPathComponent("st-cls")
+        let root = fm.temporaryDirectory.appendingPathComponent("swiftbert-dense-bias-\(ProcessInfo.processInfo.processIdentifier)")
+        try? fm.removeItem(at: root)
+        let texts = Self.reference["sentence_transformers"].flatMap { ($0 as! [[String: Any]])[0]["texts"] as? [String] }!
+        let weight = try SafeTensorsFile(path: source.appendingPathComponent("2_Dense/model.safetensors").path).floatArray("linear.weight")
+        var vectors: [[[Float]]] = []
+        for hasBias in [false, true] {
+            let folder = root.appendingPathComponent(hasBias ? "zero-bias" : "no-bias")
+            try fm.createDirectory(at: folder.appendingPathComponent("2_Dense"), withIntermediateDirectories: true)
+            for item in try fm.contentsOfDirectory(atPath: source.path) where item != "2_Dense" {
+                try fm.createSymbolicLink(at: folder.appendingPathComponent(item),
+                                          withDestinationURL: source.appendingPathComponent(item).resolvingSymlinksInPath())
+            }
+            var entries = [SafeTensorsWriter.Entry(name: "linear.weight", shape: [64, 128], floats: weight)]
+            if hasBias { entries.append(.init(name: "linear.bias", shape: [64], floats: [Float](repeating: 0, count: 64))) }
+            try SafeTensorsWriter.write(entries, metadata: ["format": "pt"], to: folder.appendingPathComponent("2_Dense/model.safetensors").path)
+            let config = #"{"in_features": 128, "out_features": 64, "bias": \#(hasBias), "activation_function": "torch.nn.modules.activation.Tanh"}"#
+            try config.write(to: folder.appendingPathComponent("2_Dense/config.json"), atomically: true, encoding: .utf8)
+            let converted = root.appendingPathComponent("converted-" + folder.lastPathComponent)
+            let report = try Converter.convert(huggingFaceFolder: folder, to: converted)
+            XCTAssertEqual(report.config.denseLayers?.first?.hasBias, hasBias)
+            vectors.append(try SentenceEmbedder(folder: converted, threads: 2).embed(texts).vectors)
+        }
+        XCTAssertEqual(vectors[0].count, texts.count)
+        XCTAssertEqual(vectors[0], vectors[1])
+    }
+
     func testUnknownPromptNameIsRefusedWithTheKnownOnes() throws {
         let embedder = try SentenceEmbedder(folder: Self.converted("st-cls"), threads: 1)
         XCTAssertThrowsError(try embedder.embed(["x"], options: .init(promptName: "nope"))) { error in
