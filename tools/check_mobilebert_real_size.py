@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SwiftBERT's `bert fill` against transformers on the real-size random-weight MobileBERT
 (tools/make_random_mobilebert.py, converted to weights/mobilebert-random): one word masked in
-each of 20 sentences of Debian's MPL-2.0 text; prints how many top-10 id lists are identical
+each of the first 20 sentences of Debian's MPL-2.0 text that have one; prints how many top-10 id lists are identical
 and the largest probability difference. RANDOM weights: near-uniform probabilities, so this
 checks exactness at the real size, nothing about suggestions.
     /work/refenv/bin/python tools/check_mobilebert_real_size.py
