@@ -26,6 +26,8 @@ import SwiftBERT
 ///                                    `WordSuggester` does; MobileBERT or BERT
 ///     {"op":"profile","workload":W,"threads":T,"calls":K,"warmup":N}   → {"stage_ms":{stage: ms per call}}
 ///     {"op":"pool","workload":W,"threads":T}                   → {"pooled":[[mean of the last hidden state]]}
+///     {"op":"logits","workload":W,"threads":T}                 → {"logits":[[vocabulary logits at each [MASK]]]}
+///                                                                of the first batch, as `keystroke` computes them
 ///     {"op":"sgemm","workload":W,"threads":T,"calls":K,"warmup":N,"split":"openblas"|"engine"}
 ///                                                              → {"ms":[…],"cpu_ms":[…],"linear_flops":F,"attention_flops":A}
 ///     {"op":"quit"}
@@ -156,6 +158,10 @@ public func runPeerBenchmark(arguments: [String]) throws {
                 guard let bert = try model(threads) as? BertModel else { throw PeerError.usage("pool runs BERT models only") }
                 let output = try bert.encode(try workload(request["workload"] as? String ?? "")[0])
                 writeJSON(["pooled": bert.pool(output, pooling: .mean, normalize: false)])
+            case "logits":
+                let batch = try workload(request["workload"] as? String ?? "")[0]
+                let m = try model(threads)
+                writeJSON(["logits": try m.maskedLMLogits(m.encode(batch), at: batch.indices.map { ($0, batch[$0].count - 2) })])
             case "profile":
                 // Where the time goes: per-stage wall time of `calls` calls (after `warmup`), summed.
                 let batches = try workload(request["workload"] as? String ?? "")

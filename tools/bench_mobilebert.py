@@ -72,6 +72,9 @@ class SwiftWorker:
         answer = self.ask({"op": "keystroke", "workload": workload, "threads": 1, "calls": calls, "warmup": warmup})
         return answer["ms"], answer["cpu_ms"]
 
+    def logits(self, workload):
+        return np.array(self.ask({"op": "logits", "workload": workload, "threads": 1})["logits"], dtype=np.float32)
+
     def close(self):
         self.process.stdin.write(json.dumps({"op": "quit"}) + "\n")
         self.process.stdin.close()
@@ -103,14 +106,35 @@ class OnnxWorker:
                 cpu.append(total_cpu)
         return wall, cpu
 
+    def logits(self, workload):
+        return np.concatenate([self.session.run(None, {"input_ids": ids})[0] for ids in self.inputs[workload]])
+
     def close(self):
         pass
+
+
+def agreement(engines):
+    """Each engine's logits at the [MASK] against SwiftBERT fp32's and ONNX Runtime fp32's: that
+    the engines compute the same thing, and what INT8 changes. Random weights give near-uniform
+    logits (standard deviation about 0.45), so top-10 overlap is a harsh measure here."""
+    print("| engine | input | max abs diff to SwiftBERT fp32 | to ORT fp32 | top-10 overlap with SwiftBERT fp32 |")
+    print("|---|---|---:|---:|---:|")
+    for w in SHAPES:
+        logits = {e.name: e.logits(w) for e in engines}
+        swift, ort = logits["SwiftBERT fp32"], logits["ONNX Runtime fp32"]
+        top = set(np.argsort(-swift[0])[:10])
+        for name, value in logits.items():
+            overlap = len(top & set(np.argsort(-value[0])[:10])) / 10
+            print(f"| {name} | {w} | {np.abs(value - swift).max():.2e} | {np.abs(value - ort).max():.2e} | {overlap:.0%} |")
+        print(f"(logit standard deviation at the [MASK], {w}: {swift.std():.3f})")
+    print()
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--agreement-only", action="store_true", help="only the logits table, no timing")
     args = parser.parse_args()
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(MODEL))
     batches = workloads(tokenizer)
@@ -120,6 +144,11 @@ def main():
     engines = [SwiftWorker("fp32", input_path), SwiftWorker("int8", input_path), SwiftWorker("int8-weights", input_path),
                OnnxWorker("ONNX Runtime fp32", ONNX / "keystroke.onnx", batches),
                OnnxWorker("ONNX Runtime int8", ONNX / "keystroke.int8.onnx", batches)]
+    agreement(engines)
+    if args.agreement_only:
+        for e in engines:
+            e.close()
+        return
     times = {(e.name, w): [] for e in engines for w in SHAPES}
     cpu = {(e.name, w): [] for e in engines for w in SHAPES}
     for w in SHAPES:
