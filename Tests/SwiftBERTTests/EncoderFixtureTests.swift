@@ -86,6 +86,25 @@ final class EncoderFixtureTests: XCTestCase {
         XCTAssertNotNil(a.tensors["cls.predictions.transform.LayerNorm.weight"])
     }
 
+    func testTwoTensorsUnderOneNameAreRefused() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-roberta-twice-\(ProcessInfo.processInfo.processIdentifier)")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = Self.fixtures.appendingPathComponent("roberta-mlm")
+        for file in ["config.json", "tokenizer.json"] {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(file).resolvingSymlinksInPath(), to: folder.appendingPathComponent(file))
+        }
+        let original = try SafeTensorsFile(path: source.appendingPathComponent("model.safetensors").path)
+        var entries = try original.tensors.keys.sorted().map { SafeTensorsWriter.Entry(name: $0, shape: original.tensors[$0]!.shape, floats: try original.floatArray($0)) }
+        let bias = "roberta.embeddings.LayerNorm.bias"
+        entries.append(.init(name: "embeddings.LayerNorm.bias", shape: original.tensors[bias]!.shape, floats: try original.floatArray(bias)))
+        try SafeTensorsWriter.write(entries, metadata: ["format": "pt"], to: folder.appendingPathComponent("model.safetensors").path)
+        XCTAssertThrowsError(try Converter.convert(huggingFaceFolder: folder, to: folder.appendingPathComponent("out"))) { error in
+            XCTAssertTrue("\(error)".contains("both read as 'embeddings.LayerNorm.bias'"), "\(error)")
+        }
+    }
+
     func testCausalDecoderConfigIsRefused() throws {
         let config = #"{"model_type": "roberta", "is_decoder": true, "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 20, "type_vocab_size": 1}"#
         XCTAssertThrowsError(try Converter.readConfig(Data(config.utf8), path: "config.json", folder: ".")) { error in
@@ -212,6 +231,12 @@ final class EncoderFixtureTests: XCTestCase {
     /// more; SwiftBERT's differ from transformers' by ~1e-6, so the order is still decided).
     func testXLMRobertaRerankerMatchesCrossEncoder() throws {
         let reference = Self.section("xlmr")["rerank"] as! [String: Any]
+        // The encoder shard also holds XLMRobertaModel's own pooler: the classifier's dense must win,
+        // every time (it once depended on dictionary order).
+        let head = try SafeTensorsFile(path: Self.fixtures.appendingPathComponent("xlmr-reranker/model-00002-of-00002.safetensors").path)
+        let converted = try SafeTensorsFile(path: Self.converted("xlmr-reranker").appendingPathComponent("model.safetensors").path)
+        XCTAssertEqual(try converted.floatArray("pooler.dense.weight"), try head.floatArray("classifier.dense.weight"))
+        XCTAssertEqual(try converted.floatArray("classifier.weight"), try head.floatArray("classifier.out_proj.weight"))
         let reranker = try Reranker(folder: Self.converted("xlmr-reranker"), threads: 2)
         XCTAssertEqual(reranker.classifier.model.config.architecture, .xlmRoberta)
         for case_ in reference["cases"] as! [[String: Any]] {
@@ -302,5 +327,18 @@ final class EncoderInt8Tests: XCTestCase {
         let cosines = zip(fp32, int8).map { cosineSimilarity($0, $1) }
         report("xlmr-st (CLS pooling, Normalize): cosine to FP32 min \(cosines.min()!), mean \(cosines.reduce(0, +) / Float(cosines.count))")
         XCTAssertGreaterThan(cosines.min()!, 0.999)
+    }
+}
+
+extension EncoderFixtureTests {
+    func testPaddingIdxOutsideThePositionTableIsRefused() throws {
+        for pad in ["-1", "20", "1e15"] {
+            let config = #"{"model_type": "xlm-roberta", "pad_token_id": \#(pad), "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 20, "type_vocab_size": 1}"#
+            XCTAssertThrowsError(try Converter.readConfig(Data(config.utf8), path: "config.json", folder: "."), pad) { error in
+                XCTAssertTrue("\(error)".contains("padding_idx"), "\(error)")
+            }
+        }
+        let fine = #"{"model_type": "xlm-roberta", "pad_token_id": 1, "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 20, "type_vocab_size": 1}"#
+        XCTAssertEqual(try Converter.readConfig(Data(fine.utf8), path: "config.json", folder: ".").maxSequenceLength, 18)
     }
 }

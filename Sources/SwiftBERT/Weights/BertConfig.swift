@@ -135,6 +135,10 @@ public struct BertConfig: Codable, Sendable, Equatable {
                      ("num_attention_heads", numAttentionHeads), ("intermediate_size", intermediateSize),
                      ("max_position_embeddings", maxPositionEmbeddings), ("type_vocab_size", typeVocabSize),
                      ("max_seq_length", maxSequenceLength)]
+        // First: a bad padding_idx would show up below as a max_seq_length out of range.
+        if let paddingIdx, paddingIdx < 0 || paddingIdx > Self.maximumSize || paddingIdx + 1 >= maxPositionEmbeddings {
+            throw fail("padding_idx \(paddingIdx) leaves no position of the \(maxPositionEmbeddings) in the table (positions start at padding_idx + 1): \(fix)")
+        }
         for (name, value) in sizes where value <= 0 {
             throw fail("\(name) is \(value); it must be a positive integer: \(fix)")
         }
@@ -150,9 +154,6 @@ public struct BertConfig: Codable, Sendable, Equatable {
         }
         try mobileBert?.validate(self) { fail("\($0): \(fix)") }
         guard layerNormEps > 0, layerNormEps.isFinite else { throw fail("layer_norm_eps is \(layerNormEps); it must be a positive number: \(fix)") }
-        if let paddingIdx, paddingIdx < 0 || paddingIdx + 1 >= maxPositionEmbeddings {
-            throw fail("padding_idx \(paddingIdx) leaves no position of the \(maxPositionEmbeddings) in the table (positions start at padding_idx + 1): \(fix)")
-        }
         guard maxSequenceLength <= positionLimit else {
             throw fail("max_seq_length \(maxSequenceLength) exceeds the \(positionLimit) positions of the table (max_position_embeddings \(maxPositionEmbeddings)\(paddingIdx.map { ", from padding_idx + 1 = \($0 + 1)" } ?? "")): \(fix)")
         }

@@ -32,6 +32,10 @@ public enum Converter {
             if name.hasSuffix("LayerNorm.beta") { name = String(name.dropLast(4)) + "bias" }
             if config.isDistilBERT { name = distilBERTName(name) }
             if config.isRoberta { name = robertaName(name) }
+            // Two tensors under one name would leave the choice to dictionary order.
+            if let other = names[name] {
+                throw BertError.invalidWeights(path: weightsPath, reason: "tensors '\(printable(other))' and '\(printable(original))' both read as '\(printable(name))'; the checkpoint mixes two layouts: keep one of them")
+            }
             names[name] = original
         }
         func tensor(_ name: String, _ shape: [Int]) throws -> [Float] {
@@ -235,6 +239,8 @@ public enum Converter {
             ("lm_head.layer_norm.", "cls.predictions.transform.LayerNorm."),
             ("lm_head.decoder.", "cls.predictions.decoder."), ("lm_head.bias", "cls.predictions.bias"),
             ("classifier.dense.", "pooler.dense."), ("classifier.out_proj.", "classifier."),
+            // RobertaModel's own pooler is not what its classifier applies: never loaded.
+            ("pooler.", "unused.roberta_pooler."),
         ]
         for (from, to) in heads where name.hasPrefix(from) { return to + name.dropFirst(from.count) }
         return name

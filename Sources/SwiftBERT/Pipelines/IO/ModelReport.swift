@@ -27,7 +27,13 @@ public struct ModelReport: Sendable {
         config = model.config
         name = model.folder.lastPathComponent
         path = model.folder.path
-        architecture = model.config.hasMaskedLMHead ? "BertForMaskedLM (encoder + masked-LM head)" : "BertModel (encoder)"
+        let family = switch model.config.architecture ?? .bert {
+        case .bert: "Bert"
+        case .distilBERT: "DistilBert"
+        case .roberta: "Roberta"
+        case .xlmRoberta: "XLMRoberta"
+        }
+        architecture = model.config.hasMaskedLMHead ? "\(family)ForMaskedLM (encoder + masked-LM head)" : "\(family)Model (encoder)"
         parameters = model.parameterCount
         loadSeconds = model.loadSeconds
         let fm = FileManager.default
