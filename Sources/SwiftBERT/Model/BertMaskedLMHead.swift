@@ -9,7 +9,8 @@ struct BertMaskedLMHead {
 
     init(_ file: SafeTensorsFile, _ config: BertConfig, wordEmbeddings: WeightMatrix) throws {
         let h = config.hiddenSize, names = TensorNames.self
-        transform = try Linear(file, names.join(names.maskedLMTransform, names.dense), k: h, n: h)
+        // The head stays FP32 under BF16 (it runs on the mask positions only).
+        transform = try Linear(file, names.join(names.maskedLMTransform, names.dense), k: h, n: h, precision: .fp32)
         layerNorm = try LayerNorm(file, names.join(names.maskedLMTransform, names.layerNorm), size: h, eps: config.layerNormEps)
         let weight = config.hasUntiedDecoder
             ? try WeightMatrix(file, names.maskedLMDecoder, n: config.vocabSize, k: h)

@@ -10,9 +10,13 @@ public enum Precision: String, CaseIterable, Sendable {
     /// int8 weights, float32 activations: the same file and speed as `int8`, closer to FP32
     /// (see docs/int8.md), so the one to pick for masked-LM suggestions.
     case int8Weights = "int8-weights"
+    /// the float32 file's encoder Linear weights rounded to BF16 at load, activations rounded
+    /// to BF16 once per Linear, FP32 accumulation; LayerNorm, softmax and heads in FP32
+    /// (see docs/bf16.md).
+    case bf16
 
     /// The weights file of this precision inside a converted model folder.
-    public var fileName: String { self == .fp32 ? WeightFiles.fp32 : WeightFiles.int8 }
+    public var fileName: String { self == .fp32 || self == .bf16 ? WeightFiles.fp32 : WeightFiles.int8 }
     /// Whether activations are quantised per token before each Linear layer.
     var quantizesActivations: Bool { self == .int8 }
 }
@@ -45,7 +49,7 @@ public final class BertModel: @unchecked Sendable {
         }
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
         let weightsPath = folder.appendingPathComponent(precision.fileName).path
-        if precision != .fp32, !FileManager.default.fileExists(atPath: weightsPath) {
+        if precision.fileName != WeightFiles.fp32, !FileManager.default.fileExists(atPath: weightsPath) {
             throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `bert quantize \(folder.path)`.")
         }
         let weights = try SafeTensorsFile(path: weightsPath)
@@ -59,7 +63,7 @@ public final class BertModel: @unchecked Sendable {
         var loaded = [Result<BertLayer, Error>?](repeating: nil, count: config.numHiddenLayers)
         loaded.withUnsafeMutableBufferPointer { slots in
             parallelFor(slots.count, threads: threads) { index, _ in
-                slots[index] = Result { try BertLayer(weights, TensorNames.layer(index), config) }
+                slots[index] = Result { try BertLayer(weights, TensorNames.layer(index), config, precision) }
             }
         }
         layers = try loaded.map { try $0!.get() }
