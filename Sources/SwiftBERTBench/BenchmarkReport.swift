@@ -137,7 +137,7 @@ public struct BenchmarkReport: Sendable {
             SwiftBERT benchmark: \(plan.precisions.map(\.rawValue).joined(separator: " vs ")), side by side
             OpenBLAS core: \(env.openBLASCore) (\(coreType)); CPU: \(env.cpuModel ?? "unknown"), \(env.processors) processors; \
             load average \(env.loadAverage ?? "?") at start, \(loadAverageAtEnd ?? "?") at end; \(String(format: "%.0f", seconds)) s in all
-            Kernels: FP32 Linear layers \(fp32LinearKernel); INT8 \(int8Kernel); attention on OpenBLAS sgemm.
+            Kernels: FP32 Linear layers \(fp32LinearKernel); INT8 \(int8Kernel); BF16 \(bf16Kernel); attention on OpenBLAS sgemm.
             Timing: wall time of one forward pass (encoder only: no tokenizer, no head) on the same token ids; the \
             precisions take turns, one pass each per round; \(rounds). CPU ms: process CPU time (all threads). \
             Speed-up: fp32 median / median.
