@@ -91,7 +91,7 @@ private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Doubl
                   medians[2], medians[0] / medians[2], relativeError(yPacked, yFloat), relativeError(yInt8, yFloat), relativeError(yWeightOnly, yFloat))
 }
 
-private enum BenchmarkClock: String {
+enum BenchmarkClock: String {
     case cpu, wall
 
     func milliseconds() -> Double {
