@@ -24,12 +24,11 @@ func runRooflineBenchmark(arguments: [String]) throws {
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
     print("Roofline, one thread; load average \(load) at start")
     let peaks = measurePeaks()
-    let clock = nominalMegahertz()
-    print("\n| instruction | peak (best of 5) | per cycle at the nominal \(clock.map { String(format: "%.0f MHz", $0) } ?? "? MHz") |")
-    print("|---|--:|--:|")
+    print("\n| instruction | operations per instruction | peak (best of 5) | instructions per ns |")
+    print("|---|--:|--:|--:|")
     for peak in peaks {
-        let perCycle = clock.map { String(format: "%.1f", peak.gigaOps * 1000 / $0) } ?? "?"
-        print("| \(peak.name) | \(String(format: "%.1f", peak.gigaOps)) G\(peak.unit)/s | \(perCycle) \(peak.unit)/cycle |")
+        print("| \(peak.name) | \(Int(peak.perInstruction)) | \(String(format: "%.1f", peak.gigaOps)) G\(peak.unit)/s | "
+              + "\(String(format: "%.2f", peak.gigaOps / peak.perInstruction)) |")
     }
 
     let folder = URL(fileURLWithPath: modelName.contains("/") ? modelName : "weights/\(modelName)")
@@ -73,31 +72,32 @@ func runRooflineBenchmark(arguments: [String]) throws {
         }
     }
     let rounds = totals[0].count
-    print("\n\(modelName), 1 × \(tokens) tokens, 1 thread, \(rounds) rounds (precisions in turn); medians; load average "
+    print("\n\(modelName), 1 × \(tokens) tokens, 1 thread, \(rounds) rounds (precisions in turn); per stage the median "
+          + "and the best (least) time of a pass, the rate from the best; load average "
           + "\((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?") at end")
-    print("\n| stage | GFLOP | " + models.map { "\($0.precision.rawValue) ms | G(FL)OP/s | of peak" }.joined(separator: " | ") + " |")
-    print("|---|--:|" + String(repeating: "--:|--:|--:|", count: models.count))
-    for stage in StageProfile.Stage.allCases {
-        var cells = [stage.rawValue, flops[stage].map { String(format: "%.3f", $0 / 1e9) } ?? ""]
+    print("\n| stage | GFLOP | " + models.map { p in
+        ["median", "best", "G(FL)OP/s", "of peak"].map { "\(p.precision.rawValue) \($0)" }.joined(separator: " | ")
+    }.joined(separator: " | ") + " |")
+    print("|---|--:|" + String(repeating: "--:|--:|--:|--:|", count: models.count))
+    func row(_ name: String, work: Double?, times: [[Double]], peak: (Precision) -> Peak?) {
+        var cells = [name, work.map { String(format: "%.3f", $0 / 1e9) } ?? ""]
         for (i, model) in models.enumerated() {
-            let ms = median(stageTimes[i][stage] ?? [0])
-            cells.append(String(format: "%.2f", ms))
-            if let work = flops[stage], let p = peak(for: stage, model.precision) {
-                let rate = work / (ms / 1000) / 1e9
-                cells += [String(format: "%.1f", rate), String(format: "%.0f %% %@", rate / p.gigaOps * 100, p.short)]
+            let best = times[i].min() ?? 0
+            cells += [String(format: "%.2f ms", median(times[i])), String(format: "%.2f ms", best)]
+            if let work, best > 0 {
+                let rate = work / (best / 1000) / 1e9
+                cells.append(String(format: "%.1f", rate))
+                cells.append(peak(model.precision).map { String(format: "%.0f %% %@", rate / $0.gigaOps * 100, $0.short) } ?? "")
             } else {
                 cells += ["", ""]
             }
         }
         print("| " + cells.joined(separator: " | ") + " |")
     }
-    let allFlops = flops.values.reduce(0, +)
-    var cells = ["whole pass", String(format: "%.3f", allFlops / 1e9)]
-    for i in models.indices {
-        let ms = median(totals[i])
-        cells += [String(format: "%.2f", ms), String(format: "%.1f", allFlops / (ms / 1000) / 1e9), ""]
+    for stage in StageProfile.Stage.allCases {
+        row(stage.rawValue, work: flops[stage], times: stageTimes.map { $0[stage] ?? [0] }) { peak(for: stage, $0) }
     }
-    print("| " + cells.joined(separator: " | ") + " |")
+    row("whole pass", work: flops.values.reduce(0, +), times: totals) { _ in nil }
 }
 
 private struct Peak {
@@ -107,19 +107,64 @@ private struct Peak {
     let short: String
     let unit: String
     let gigaOps: Double
+    /// Operations (a multiply-add is 2) per instruction.
+    var perInstruction: Double { switch kind { case .fp32: 32; case .int8: 128; case .bf16: 64 } }
 }
 
-/// Runs `step` on 16 independent accumulators for `iterations` rounds; the sum keeps the work.
-@inline(__always)
-private func sixteenChains<V>(_ iterations: Int, _ start: V, _ step: (V) -> V, _ sum: (V, V) -> V) -> V {
-    var (a0, a1, a2, a3, a4, a5, a6, a7) = (start, start, start, start, start, start, start, start)
-    var (b0, b1, b2, b3, b4, b5, b6, b7) = (start, start, start, start, start, start, start, start)
+// The loops: 16 independent accumulators (latency × throughput needs about 12), operands in
+// registers, distinct start values (identical chains would be merged into one), written out
+// by hand: through a generic helper with closures, or with SIMD16 arguments (passed in xmm
+// pieces), LLVM split the FMA loop into 256-bit halves; operands loaded from memory it does not.
+
+@inline(never)
+private func fmaLoop(_ iterations: Int, _ operands: UnsafePointer<SIMD16<Float>>) -> Float {
+    let (x, w) = (operands[0], operands[1])
+    var (a0, a1, a2, a3, a4, a5, a6, a7) = (w, w + 1, w + 2, w + 3, w + 4, w + 5, w + 6, w + 7)
+    var (b0, b1, b2, b3, b4, b5, b6, b7) = (w + 8, w + 9, w + 10, w + 11, w + 12, w + 13, w + 14, w + 15)
     for _ in 0..<iterations {
-        a0 = step(a0); a1 = step(a1); a2 = step(a2); a3 = step(a3); a4 = step(a4); a5 = step(a5); a6 = step(a6); a7 = step(a7)
-        b0 = step(b0); b1 = step(b1); b2 = step(b2); b3 = step(b3); b4 = step(b4); b5 = step(b5); b6 = step(b6); b7 = step(b7)
+        a0.addProduct(x, w); a1.addProduct(x, w); a2.addProduct(x, w); a3.addProduct(x, w)
+        a4.addProduct(x, w); a5.addProduct(x, w); a6.addProduct(x, w); a7.addProduct(x, w)
+        b0.addProduct(x, w); b1.addProduct(x, w); b2.addProduct(x, w); b3.addProduct(x, w)
+        b4.addProduct(x, w); b5.addProduct(x, w); b6.addProduct(x, w); b7.addProduct(x, w)
     }
-    return [a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7].reduce(a0, sum)
+    return (a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + b0 + b1 + b2 + b3 + b4 + b5 + b6 + b7).sum()
 }
+
+#if SWIFTBERT_VNNI
+@inline(never)
+private func vnniLoop(_ iterations: Int, _ u: SIMD16<Int32>, _ s: SIMD16<Int32>) -> Float {
+    var (a0, a1, a2, a3, a4, a5, a6, a7) = (s, s &+ 1, s &+ 2, s &+ 3, s &+ 4, s &+ 5, s &+ 6, s &+ 7)
+    var (b0, b1, b2, b3, b4, b5, b6, b7) = (s &+ 8, s &+ 9, s &+ 10, s &+ 11, s &+ 12, s &+ 13, s &+ 14, s &+ 15)
+    for _ in 0..<iterations {
+        a0 = dotBytes(a0, unsigned: u, signed: s); a1 = dotBytes(a1, unsigned: u, signed: s)
+        a2 = dotBytes(a2, unsigned: u, signed: s); a3 = dotBytes(a3, unsigned: u, signed: s)
+        a4 = dotBytes(a4, unsigned: u, signed: s); a5 = dotBytes(a5, unsigned: u, signed: s)
+        a6 = dotBytes(a6, unsigned: u, signed: s); a7 = dotBytes(a7, unsigned: u, signed: s)
+        b0 = dotBytes(b0, unsigned: u, signed: s); b1 = dotBytes(b1, unsigned: u, signed: s)
+        b2 = dotBytes(b2, unsigned: u, signed: s); b3 = dotBytes(b3, unsigned: u, signed: s)
+        b4 = dotBytes(b4, unsigned: u, signed: s); b5 = dotBytes(b5, unsigned: u, signed: s)
+        b6 = dotBytes(b6, unsigned: u, signed: s); b7 = dotBytes(b7, unsigned: u, signed: s)
+    }
+    let sum = a0 &+ a1 &+ a2 &+ a3 &+ a4 &+ a5 &+ a6 &+ a7 &+ b0 &+ b1 &+ b2 &+ b3 &+ b4 &+ b5 &+ b6 &+ b7
+    return Float(sum.wrappedSum())
+}
+#endif
+
+#if SWIFTBERT_BF16
+@inline(never)
+private func bf16Loop(_ iterations: Int, _ start: SIMD16<Float>, _ p: SIMD16<UInt32>, _ q: SIMD16<UInt32>) -> Float {
+    let w = start
+    var (a0, a1, a2, a3, a4, a5, a6, a7) = (w, w + 1, w + 2, w + 3, w + 4, w + 5, w + 6, w + 7)
+    var (b0, b1, b2, b3, b4, b5, b6, b7) = (w + 8, w + 9, w + 10, w + 11, w + 12, w + 13, w + 14, w + 15)
+    for _ in 0..<iterations {
+        a0 = dotBF16Pairs(a0, p, q); a1 = dotBF16Pairs(a1, p, q); a2 = dotBF16Pairs(a2, p, q); a3 = dotBF16Pairs(a3, p, q)
+        a4 = dotBF16Pairs(a4, p, q); a5 = dotBF16Pairs(a5, p, q); a6 = dotBF16Pairs(a6, p, q); a7 = dotBF16Pairs(a7, p, q)
+        b0 = dotBF16Pairs(b0, p, q); b1 = dotBF16Pairs(b1, p, q); b2 = dotBF16Pairs(b2, p, q); b3 = dotBF16Pairs(b3, p, q)
+        b4 = dotBF16Pairs(b4, p, q); b5 = dotBF16Pairs(b5, p, q); b6 = dotBF16Pairs(b6, p, q); b7 = dotBF16Pairs(b7, p, q)
+    }
+    return (a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + b0 + b1 + b2 + b3 + b4 + b5 + b6 + b7).sum()
+}
+#endif
 
 /// Operands the optimiser cannot see through.
 @inline(never)
@@ -127,47 +172,37 @@ private func opaque<T>(_ value: T) -> T { value }
 
 private func measurePeaks() -> [Peak] {
     let iterations = 4_000_000
-    let chains = 16.0 * Double(iterations)
-    /// Best rate of `rounds` timed runs of `body`, in operations per ns.
+    let instructions = 16.0 * Double(iterations)
+    /// Best rate of 5 timed runs of `body`, in operations per ns (G/s).
     func best(_ operationsPerInstruction: Double, _ body: () -> Float) -> Double {
         var sink: Float = 0, bestRate = 0.0
         for _ in 0..<5 {
             let t0 = BenchmarkClock.cpu.milliseconds()
             sink += body()
             let ms = BenchmarkClock.cpu.milliseconds() - t0
-            bestRate = max(bestRate, chains * operationsPerInstruction / (ms * 1e6))
+            bestRate = max(bestRate, instructions * operationsPerInstruction / (ms * 1e6))
         }
         if sink == 42 { print("") }  // keeps the loops' results alive
         return bestRate
     }
     var peaks: [Peak] = []
-    let x = opaque(SIMD16<Float>(repeating: 1e-7)), y = opaque(SIMD16<Float>(repeating: 0.5))
-    let fma = best(2 * 16) {
-        sixteenChains(iterations, opaque(SIMD16<Float>()), { var a = $0; a.addProduct(x, y); return a }, +).sum()
-    }
+    let operands = [SIMD16<Float>((0..<16).map { Float($0) * 1e-8 }), SIMD16<Float>((0..<16).map { 0.5 + Float($0) / 64 })]
+    let fma = best(2 * 16) { fmaLoop(iterations, operands) }
     peaks.append(Peak(kind: .fp32, name: "FP32 FMA (vfmadd231ps zmm)", short: "FMA", unit: "FLOP", gigaOps: fma))
     #if SWIFTBERT_VNNI
-    let u = opaque(SIMD16<Int32>(repeating: 0x0101_0101)), s = opaque(SIMD16<Int32>(repeating: 0x01FF_01FF))
     let vnni = best(2 * 64) {
-        Float(sixteenChains(iterations, opaque(SIMD16<Int32>()), { dotBytes($0, unsigned: u, signed: s) }, &+).wrappedSum())
+        vnniLoop(iterations, opaque(SIMD16<Int32>(repeating: 0x0101_0101)), opaque(SIMD16<Int32>(repeating: 0x01FF_01FF)))
     }
     peaks.append(Peak(kind: .int8, name: "INT8 VNNI (vpdpbusd zmm)", short: "VNNI", unit: "OP", gigaOps: vnni))
     #endif
     #if SWIFTBERT_BF16
-    let p = opaque(SIMD16<UInt32>(repeating: 0x3380_3380)), q = opaque(SIMD16<UInt32>(repeating: 0x3F00_3F00))
     let bf16 = best(2 * 32) {
-        sixteenChains(iterations, opaque(SIMD16<Float>()), { dotBF16Pairs($0, p, q) }, +).sum()
+        bf16Loop(iterations, opaque(SIMD16<Float>()), opaque(SIMD16<UInt32>(repeating: 0x3380_3380)),
+                 opaque(SIMD16<UInt32>(repeating: 0x3F00_3F00)))
     }
     peaks.append(Peak(kind: .bf16, name: "BF16 (vdpbf16ps zmm)", short: "BF16", unit: "FLOP", gigaOps: bf16))
     #endif
     return peaks
-}
-
-/// The clock /proc/cpuinfo reports (on a VM, the nominal one: the core may run faster).
-private func nominalMegahertz() -> Double? {
-    guard let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
-          let line = info.split(separator: "\n").first(where: { $0.hasPrefix("cpu MHz") }) else { return nil }
-    return line.split(separator: ":").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
 }
 
 private func median(_ values: [Double]) -> Double {

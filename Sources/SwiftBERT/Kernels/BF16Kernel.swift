@@ -14,6 +14,7 @@
 // Without it (other CPUs, portable builds), BF16 becomes FP32 by a shift (the even k of a pair)
 // or a mask (the odd k), and FMA accumulates, in the instruction's order: odd k, then even k.
 
+import Foundation
 #if SWIFTBERT_BF16
 import SwiftBERTVNNI
 #endif
@@ -70,10 +71,8 @@ final class PackedBF16Matrix: @unchecked Sendable {
         let kPairs = (k + 1) / 2
         let panels = (n + panelWidth - 1) / panelWidth
         laneCount = max(1, panels * kPairs * panelWidth)
-        lanes = UnsafeMutableRawPointer.allocate(byteCount: laneCount * 4, alignment: 64)
-            .bindMemory(to: UInt32.self, capacity: laneCount)
-        lanes.initialize(repeating: 0, count: laneCount)
-        let lanes = lanes
+        lanes = mapPackedWeights(byteCount: laneCount * 4, n: n, k: k).bindMemory(to: UInt32.self, capacity: laneCount)
+        let lanes = lanes  // fresh pages are zero: the padding
         parallelFor(panels, threads: threads) { panel, _ in
             let out = lanes + panel * kPairs * panelWidth
             for j in 0..<min(panelWidth, n - panel * panelWidth) {
@@ -84,7 +83,7 @@ final class PackedBF16Matrix: @unchecked Sendable {
         }
     }
 
-    deinit { lanes.deallocate() }
+    deinit { munmap(lanes, laneCount * 4) }
 
     /// Row c as floats (its BF16 values widened).
     func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
