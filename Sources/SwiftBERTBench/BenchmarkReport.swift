@@ -55,8 +55,8 @@ public struct BenchmarkReport: Sendable {
         public var tokensPerSecond: Double { Double(shape.tokens) / (medianMilliseconds / 1e3) }
 
         /// With --profile: the encoder's Linear layers' multiply-adds, 2·M·N·K summed over the
-        /// layers, per second of the stages that run them, in billions (GFLOP/s for FP32, GOP/s
-        /// for INT8), comparable with `SwiftBERTBenchmarks gemm`'s rates.
+        /// layers, per second of the stages that run them, in billions (GFLOP/s for FP32 and BF16,
+        /// GOP/s for INT8), comparable with `SwiftBERTBenchmarks gemm`'s rates.
         public func linearRate(_ config: BertConfig) -> Double? {
             guard let profile = profileMilliseconds else { return nil }
             let seconds = [StageProfile.Stage.qkv, .attentionOutput, .feedForwardIn, .feedForwardOut]
@@ -209,7 +209,7 @@ public struct BenchmarkReport: Sendable {
             table.add(["total"] + totals.map { milliseconds($0) }
                       + compared.map { ratio(fp32?.values.reduce(0, +), $0.profileMilliseconds?.values.reduce(0, +)) })
             let rates = group.compactMap { cell in
-                cell.linearRate(model.config).map { String(format: "%@ %.0f G%@/s", cell.precision.rawValue, $0, cell.precision == .fp32 ? "FLOP" : "OP") }
+                cell.linearRate(model.config).map { String(format: "%@ %.0f G%@/s", cell.precision.rawValue, $0, cell.precision == .int8 ? "OP" : "FLOP") }
             }
             out += "\nProfile, \(model.label) \(first.shape), \(first.threads) thread\(first.threads == 1 ? "" : "s"): "
                 + "median ms per pass in each stage (total: their sum)\n\n" + table.text
