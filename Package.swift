@@ -15,6 +15,9 @@ let fastMath: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuratio
 // vpdpbusd (AVX-512 VNNI) for the INT8 kernel, when this host has it and the build is native.
 let hostHasVNNI = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_vnni") ?? false
 let vnni: [SwiftSetting] = portable || !hostHasVNNI ? [] : [.define("SWIFTBERT_VNNI", .when(configuration: .release))]
+// vdpbf16ps (AVX512_BF16) for the BF16 kernel, likewise; without it BF16 runs in plain Swift.
+let hostHasBF16 = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_bf16") ?? false
+let bf16: [SwiftSetting] = portable || !hostHasBF16 ? [] : [.define("SWIFTBERT_BF16", .when(configuration: .release))]
 
 // `bert serve` (issue 14): the SwiftBERTServer target and product on Hummingbird, swift-metrics,
 // swift-prometheus and swift-log; the engine target SwiftBERT never depends on them.
@@ -62,16 +65,20 @@ let package = Package(
             path: "Sources/COpenBLAS",
             providers: [.apt(["libopenblas-dev"])]
         ),
+        // vdpbf16ps as a static inline C function (Swift's Builtin has no bfloat type).
+        .systemLibrary(name: "CBF16", path: "Sources/CBF16"),
         // One VNNI instruction for the INT8 kernel; -parse-stdlib reaches LLVM's intrinsic.
+        // And one BF16 instruction for the BF16 kernel, from CBF16.
         .target(
             name: "SwiftBERTVNNI",
-            swiftSettings: hostISA + fastMath + vnni + [.unsafeFlags(["-parse-stdlib"])]
+            dependencies: ["CBF16"],
+            swiftSettings: hostISA + fastMath + vnni + bf16 + [.unsafeFlags(["-parse-stdlib"])]
         ),
         // The engine: tokenizer, weights, kernels, model, quantization, pipelines.
         .target(
             name: "SwiftBERT",
             dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
-            swiftSettings: hostISA + fastMath + vnni
+            swiftSettings: hostISA + fastMath + vnni + bf16
         ),
         // The benchmark and typing-simulation harness: what `bert bench` and Benchmarks/ run.
         // Not part of the library product, which holds the engine only.
@@ -96,9 +103,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
-            dependencies: ["SwiftBERT", "SwiftBERTBench"],
+            dependencies: ["SwiftBERT", "SwiftBERTBench", "SwiftBERTVNNI"],
             path: "Benchmarks",
-            swiftSettings: hostISA + fastMath
+            swiftSettings: hostISA + fastMath + vnni + bf16
         ),
         .testTarget(
             name: "SwiftBERTTests",

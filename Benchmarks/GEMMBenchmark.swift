@@ -7,8 +7,9 @@ import SwiftBERT
 /// Times, side by side in one run, a Linear layer y = x·Wᵀ + b at BERT shapes three ways:
 /// OpenBLAS cblas_sgemm (FP32), and the engine's own Linear path (`LinearLayer`) in FP32 (the
 /// packed kernel), INT8 (weights and activations, including the per-call activation
-/// quantisation and the bias) and INT8 weight-only (FP32 activations). The three run in turn, repeatedly, so machine noise hits them alike;
-/// medians are reported, with each INT8 result's relative error against FP32.
+/// quantisation and the bias), INT8 weight-only (FP32 activations) and BF16 (including the
+/// per-call rounding of the activations). They run in turn, repeatedly, so machine noise hits them alike;
+/// medians are reported, with each result's relative error against FP32.
 /// With one thread the default clock is the thread's CPU time: on a shared machine it leaves
 /// out the time the process waits for a core, which wall time does not (all three run on the
 /// calling thread, OpenBLAS included once set to one thread). `--clock wall` for wall time.
@@ -37,8 +38,8 @@ public func runGEMMBenchmark(arguments: [String]) {
     // every column, the ratios less so.
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
     print("Linear y = x·Wᵀ + b, \(threads) thread(s), medians of \(timer.rawValue) time; OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "auto"), load average \(load)")
-    print("| M | K | N | sgemm ms | GFLOP/s | packed fp32 ms | GFLOP/s | packed speed-up | int8 ms | GOP/s | int8 speed-up | w8 ms | w8 speed-up | packed rel. err | int8 rel. err | w8 rel. err |")
-    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    print("| M | K | N | sgemm ms | GFLOP/s | packed fp32 ms | GFLOP/s | packed speed-up | int8 ms | GOP/s | int8 speed-up | w8 ms | w8 speed-up | bf16 ms | GFLOP/s | bf16 speed-up | packed rel. err | int8 rel. err | w8 rel. err | bf16 rel. err |")
+    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for m in rowCounts {
         for (k, n) in shapes {
             let row = benchmarkShape(m: m, k: k, n: n, threads: threads, seconds: secondsPerShape, clock: timer)
@@ -56,10 +57,11 @@ private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Doubl
     var yInt8 = [Float](repeating: 0, count: m * n)
     var yWeightOnly = [Float](repeating: 0, count: m * n)
     var yPacked = [Float](repeating: 0, count: m * n)
+    var yBF16 = [Float](repeating: 0, count: m * n)
     func layer(_ precision: Precision) -> LinearLayer {
         try! LinearLayer(weights: w, bias: bias, n: n, k: k, precision: precision)  // shapes are valid by construction
     }
-    let (packedFloat, int8, weightOnly) = (layer(.fp32), layer(.int8), layer(.int8Weights))
+    let (packedFloat, int8, weightOnly, bf16) = (layer(.fp32), layer(.int8), layer(.int8Weights), layer(.bf16))
 
     let runs: [() -> Void] = [
         {
@@ -69,6 +71,7 @@ private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Doubl
         { int8(x, m: m, into: &yInt8, threads: threads) },
         { weightOnly(x, m: m, into: &yWeightOnly, threads: threads) },
         { packedFloat(x, m: m, into: &yPacked, threads: threads) },
+        { bf16(x, m: m, into: &yBF16, threads: threads) },
     ]
     var times = [[Double]](repeating: [], count: runs.count)
     for run in runs { run() }  // warm-up: page faults, caches, thread pool
@@ -85,13 +88,15 @@ private func benchmarkShape(m: Int, k: Int, n: Int, threads: Int, seconds: Doubl
     let medians = times.map { $0.sorted()[$0.count / 2] }
     let operations = 2.0 * Double(m) * Double(n) * Double(k)
     func rate(_ ms: Double) -> String { String(format: "%.0f", operations / ms / 1e6) }
-    return String(format: "| %d | %d | %d | %.3f | %@ | %.3f | %@ | %.2fx | %.3f | %@ | %.2fx | %.3f | %.2fx | %.1e | %.4f | %.4f |",
+    return String(format: "| %d | %d | %d | %.3f | %@ | %.3f | %@ | %.2fx | %.3f | %@ | %.2fx | %.3f | %.2fx | %.3f | %@ | %.2fx | %.1e | %.4f | %.4f | %.4f |",
                   m, k, n, medians[0], rate(medians[0]), medians[3], rate(medians[3]), medians[0] / medians[3],
                   medians[1], rate(medians[1]), medians[0] / medians[1],
-                  medians[2], medians[0] / medians[2], relativeError(yPacked, yFloat), relativeError(yInt8, yFloat), relativeError(yWeightOnly, yFloat))
+                  medians[2], medians[0] / medians[2], medians[4], rate(medians[4]), medians[0] / medians[4],
+                  relativeError(yPacked, yFloat), relativeError(yInt8, yFloat), relativeError(yWeightOnly, yFloat),
+                  relativeError(yBF16, yFloat))
 }
 
-private enum BenchmarkClock: String {
+enum BenchmarkClock: String {
     case cpu, wall
 
     func milliseconds() -> Double {

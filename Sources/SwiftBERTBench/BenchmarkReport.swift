@@ -55,8 +55,8 @@ public struct BenchmarkReport: Sendable {
         public var tokensPerSecond: Double { Double(shape.tokens) / (medianMilliseconds / 1e3) }
 
         /// With --profile: the encoder's Linear layers' multiply-adds, 2·M·N·K summed over the
-        /// layers, per second of the stages that run them, in billions (GFLOP/s for FP32, GOP/s
-        /// for INT8), comparable with `SwiftBERTBenchmarks gemm`'s rates.
+        /// layers, per second of the stages that run them, in billions (GFLOP/s for FP32 and BF16,
+        /// GOP/s for INT8), comparable with `SwiftBERTBenchmarks gemm`'s rates.
         public func linearRate(_ config: BertConfig) -> Double? {
             guard let profile = profileMilliseconds else { return nil }
             let seconds = [StageProfile.Stage.qkv, .attentionOutput, .feedForwardIn, .feedForwardOut]
@@ -137,7 +137,7 @@ public struct BenchmarkReport: Sendable {
             SwiftBERT benchmark: \(plan.precisions.map(\.rawValue).joined(separator: " vs ")), side by side
             OpenBLAS core: \(env.openBLASCore) (\(coreType)); CPU: \(env.cpuModel ?? "unknown"), \(env.processors) processors; \
             load average \(env.loadAverage ?? "?") at start, \(loadAverageAtEnd ?? "?") at end; \(String(format: "%.0f", seconds)) s in all
-            Kernels: FP32 Linear layers \(fp32LinearKernel); INT8 \(int8Kernel); attention on OpenBLAS sgemm.
+            Kernels: FP32 Linear layers \(fp32LinearKernel); INT8 \(int8Kernel); BF16 \(bf16Kernel); attention on OpenBLAS sgemm.
             Timing: wall time of one forward pass (encoder only: no tokenizer, no head) on the same token ids; the \
             precisions take turns, one pass each per round; \(rounds). CPU ms: process CPU time (all threads). \
             Speed-up: fp32 median / median.
@@ -209,7 +209,7 @@ public struct BenchmarkReport: Sendable {
             table.add(["total"] + totals.map { milliseconds($0) }
                       + compared.map { ratio(fp32?.values.reduce(0, +), $0.profileMilliseconds?.values.reduce(0, +)) })
             let rates = group.compactMap { cell in
-                cell.linearRate(model.config).map { String(format: "%@ %.0f G%@/s", cell.precision.rawValue, $0, cell.precision == .fp32 ? "FLOP" : "OP") }
+                cell.linearRate(model.config).map { String(format: "%@ %.0f G%@/s", cell.precision.rawValue, $0, cell.precision == .int8 ? "OP" : "FLOP") }
             }
             out += "\nProfile, \(model.label) \(first.shape), \(first.threads) thread\(first.threads == 1 ? "" : "s"): "
                 + "median ms per pass in each stage (total: their sum)\n\n" + table.text

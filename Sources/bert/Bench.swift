@@ -19,7 +19,7 @@ struct Bench: ParsableCommand {
             Examples:
               bert bench
               bert bench --model bert-base-random --seq 128 --threads 1 --profile
-              bert bench --model all-MiniLM-L6-v2,splade-tiny,bert-base-random --precision fp32,int8,int8-weights --seconds 10
+              bert bench --model all-MiniLM-L6-v2,splade-tiny,bert-base-random --precision fp32,int8,int8-weights,bf16 --seconds 10
               bert bench --json | jq '.[] | select(.precision == "int8") | .speedup_vs_fp32'
             """)
 

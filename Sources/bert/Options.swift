@@ -12,7 +12,7 @@ extension EmbeddingFormat: ExpressibleByArgument {}
 
 /// How the encoder runs: --precision, --threads.
 struct EngineOptions: ParsableArguments {
-    @Option(help: "Encoder precision: fp32 (exact) or int8 (faster, approximate).")
+    @Option(help: "Encoder precision: fp32 (exact), bf16 (BF16 Linear layers), int8 or int8-weights (faster, approximate; need `bert quantize`).")
     var precision: Precision = .fp32
 
     @Option(help: "Worker threads for a forward pass (default: one per core).")

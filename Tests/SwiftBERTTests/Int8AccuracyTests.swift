@@ -19,14 +19,14 @@ final class Int8AccuracyTests: XCTestCase {
         }
     }
 
-    /// Mean and smallest cosine between INT8 and FP32 sentence embeddings.
-    func embeddingAgreement(_ precision: Precision) throws -> (mean: Float, min: Float) {
+    /// Mean and smallest cosine between `precision`'s and FP32's sentence embeddings.
+    static func embeddingAgreement(_ precision: Precision) throws -> (mean: Float, min: Float) {
         let folder = try convertedModel("all-MiniLM-L6-v2")
         let fp32 = try SentenceEmbedder(folder: folder)
-        let int8 = SentenceEmbedder(model: try BertModel(folder: folder, precision: precision), tokenizer: fp32.tokenizer)
+        let other = SentenceEmbedder(model: try BertModel(folder: folder, precision: precision), tokenizer: fp32.tokenizer)
         let sentences = Self.sentences
         XCTAssertGreaterThanOrEqual(sentences.count, 200)
-        let a = try fp32.embed(sentences).vectors, b = try int8.embed(sentences).vectors
+        let a = try fp32.embed(sentences).vectors, b = try other.embed(sentences).vectors
         let cosines = zip(a, b).map { cosineSimilarity($0, $1) }
         let mean = cosines.reduce(0, +) / Float(cosines.count)
         print("all-MiniLM-L6-v2 \(precision.rawValue) vs fp32 over \(cosines.count) sentences: mean cosine \(mean), min \(cosines.min()!)")
@@ -35,17 +35,17 @@ final class Int8AccuracyTests: XCTestCase {
 
     func testMiniLMInt8EmbeddingsStayCloseToFP32() throws {
         for precision in [Precision.int8, .int8Weights] {
-            let (mean, smallest) = try embeddingAgreement(precision)
+            let (mean, smallest) = try Self.embeddingAgreement(precision)
             XCTAssertGreaterThanOrEqual(mean, 0.995, precision.rawValue)
             XCTAssertGreaterThanOrEqual(smallest, 0.98, precision.rawValue)
         }
     }
 
     /// Top-1 agreement and mean top-5 overlap with FP32 at one masked word per sentence.
-    func fillMaskAgreement(_ precision: Precision) throws -> (top1: Double, top5: Double) {
+    static func fillMaskAgreement(_ precision: Precision) throws -> (top1: Double, top5: Double) {
         let folder = try convertedModel("splade-tiny")
         let fp32 = try FillMask(folder: folder)
-        let int8 = try FillMask(model: BertModel(folder: folder, precision: precision), tokenizer: fp32.tokenizer)
+        let other = try FillMask(model: BertModel(folder: folder, precision: precision), tokenizer: fp32.tokenizer)
         var agreeing = 0, overlap = 0.0, total = 0
         for sentence in Self.sentences {
             // Mask the middle word that is one vocabulary entry.
@@ -56,7 +56,7 @@ final class Int8AccuracyTests: XCTestCase {
                   let range = sentence.range(of: " \(word) ") else { continue }
             let masked = sentence.replacingCharacters(in: range, with: " [MASK] ")
             let a = try fp32.predict(masked, topK: 5)[0].candidates.map(\.id)
-            let b = try int8.predict(masked, topK: 5)[0].candidates.map(\.id)
+            let b = try other.predict(masked, topK: 5)[0].candidates.map(\.id)
             agreeing += a[0] == b[0] ? 1 : 0
             overlap += Double(Set(a).intersection(b).count) / 5
             total += 1
@@ -71,10 +71,10 @@ final class Int8AccuracyTests: XCTestCase {
     /// masked-LM use. Full INT8 (activations too) is measured and reported, not asserted: it
     /// misses 95% top-1 agreement on this model by about one sentence in 281 (see docs/int8.md).
     func testSpladeInt8FillMaskAgreesWithFP32() throws {
-        let weightsOnly = try fillMaskAgreement(.int8Weights)
+        let weightsOnly = try Self.fillMaskAgreement(.int8Weights)
         XCTAssertGreaterThanOrEqual(weightsOnly.top1, 0.95)
         XCTAssertGreaterThanOrEqual(weightsOnly.top5, 0.9)
-        let full = try fillMaskAgreement(.int8)
+        let full = try Self.fillMaskAgreement(.int8)
         XCTAssertGreaterThanOrEqual(full.top5, 0.9)
     }
 }

@@ -231,16 +231,3 @@ final class Int8GEMMTests: XCTestCase {
         return (difference / norm).squareRoot()
     }
 }
-
-/// Deterministic uniform floats in [-scale, scale].
-private struct TestRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 | 1 }
-
-    mutating func floats(_ count: Int, scale: Float) -> [Float] {
-        (0..<count).map { _ in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return (Float(state >> 40) / Float(1 << 24) * 2 - 1) * scale
-        }
-    }
-}

@@ -36,12 +36,7 @@ final class PackedFloatMatrix: @unchecked Sendable {
         let width = panelWidth
         let panels = (n + width - 1) / width
         byteCount = max(1, panels * k * width * 4)
-        // Anonymous memory with huge pages where the kernel allows them: a bert-base model is
-        // 100,000 pages of 4 KiB, and faulting them in one by one cost more than the packing.
-        let map = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-        precondition(map != MAP_FAILED && map != nil, "out of memory packing a \(n) × \(k) weight matrix")
-        madvise(map, byteCount, Int32(MADV_HUGEPAGE))
-        storage = map!.bindMemory(to: Float.self, capacity: byteCount / 4)
+        storage = mapPackedWeights(byteCount: byteCount, n: n, k: k).bindMemory(to: Float.self, capacity: byteCount / 4)
         let storage = storage
         parallelFor(panels, threads: threads) { panel, _ in
             let out = storage + panel * k * width
@@ -121,4 +116,14 @@ private struct FP32Kernel: PanelKernel {
     @inline(__always) func accumulate(_ acc: inout FloatTileRow, row: Int, load: Int, subStep: Int, _ w: UnsafePointer<Float>) {
         acc.accumulate(x[row * ldx + load], loading: w)
     }
+}
+
+/// Zeroed anonymous memory for packed weights (release with munmap), with huge pages where the
+/// kernel allows them: a bert-base model is 100,000 pages of 4 KiB, and faulting them in one by
+/// one cost more than the packing.
+func mapPackedWeights(byteCount: Int, n: Int, k: Int) -> UnsafeMutableRawPointer {
+    let map = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    precondition(map != MAP_FAILED && map != nil, "out of memory packing a \(n) × \(k) weight matrix")
+    madvise(map, byteCount, Int32(MADV_HUGEPAGE))
+    return map!
 }

@@ -5,8 +5,9 @@ struct BertSelfAttention {
     let heads: Int
     let headDim: Int
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig) throws {
-        qkv = try Linear(file, TensorNames.join(name, TensorNames.qkv), k: config.hiddenSize, n: 3 * config.hiddenSize)
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
+        qkv = try Linear(file, TensorNames.join(name, TensorNames.qkv), k: config.hiddenSize, n: 3 * config.hiddenSize,
+                         precision: precision)
         heads = config.numAttentionHeads
         headDim = config.headDim
     }
@@ -39,8 +40,9 @@ struct BertProjectionOutput {
     let layerNorm: LayerNorm
     let stage: StageProfile.Stage
 
-    init(_ file: SafeTensorsFile, _ name: String, k: Int, _ config: BertConfig, stage: StageProfile.Stage) throws {
-        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: config.hiddenSize)
+    init(_ file: SafeTensorsFile, _ name: String, k: Int, _ config: BertConfig, _ precision: Precision,
+         stage: StageProfile.Stage) throws {
+        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: config.hiddenSize, precision: precision)
         layerNorm = try LayerNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: config.hiddenSize, eps: config.layerNormEps)
         self.stage = stage
     }
@@ -58,10 +60,10 @@ struct BertAttention {
     let selfAttention: BertSelfAttention
     let output: BertProjectionOutput
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig) throws {
-        selfAttention = try BertSelfAttention(file, TensorNames.join(name, TensorNames.selfAttention), config)
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
+        selfAttention = try BertSelfAttention(file, TensorNames.join(name, TensorNames.selfAttention), config, precision)
         output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), k: config.hiddenSize,
-                                          config, stage: .attentionOutput)
+                                          config, precision, stage: .attentionOutput)
     }
 
     /// x = LayerNorm(x + Wo·Attention(x) + bo), in place.

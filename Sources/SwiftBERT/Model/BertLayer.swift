@@ -2,8 +2,9 @@
 struct BertIntermediate {
     let dense: Linear
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig) throws {
-        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: config.hiddenSize, n: config.intermediateSize)
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
+        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: config.hiddenSize, n: config.intermediateSize,
+                           precision: precision)
     }
 
     /// y[T × FFN] = GELU(x·Wᵀ + b).
@@ -25,10 +26,10 @@ struct BertLayer {
     let intermediate: BertIntermediate
     let output: BertProjectionOutput
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig) throws {
-        attention = try BertAttention(file, TensorNames.join(name, TensorNames.attention), config)
-        intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), config)
+    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
+        attention = try BertAttention(file, TensorNames.join(name, TensorNames.attention), config, precision)
+        intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), config, precision)
         output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), k: config.intermediateSize,
-                                          config, stage: .feedForwardOut)
+                                          config, precision, stage: .feedForwardOut)
     }
 }

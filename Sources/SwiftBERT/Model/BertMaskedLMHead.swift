@@ -11,7 +11,8 @@ struct BertMaskedLMHead {
 
     init(_ file: SafeTensorsFile, _ config: BertConfig, wordEmbeddings: WeightMatrix) throws {
         let h = config.hiddenSize, names = TensorNames.self
-        transform = try Linear(file, names.join(names.maskedLMTransform, names.dense), k: h, n: h)
+        // The head stays FP32 under BF16 (it runs on the mask positions only).
+        transform = try Linear(file, names.join(names.maskedLMTransform, names.dense), k: h, n: h, precision: .fp32)
         activation = HiddenActivation(config)
         layerNorm = try LayerNorm(file, names.join(names.maskedLMTransform, names.layerNorm), size: h, eps: config.layerNormEps)
         let weight = config.hasUntiedDecoder

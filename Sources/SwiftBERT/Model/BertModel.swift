@@ -10,9 +10,13 @@ public enum Precision: String, CaseIterable, Sendable {
     /// int8 weights, float32 activations: the same file and speed as `int8`, closer to FP32
     /// (see docs/int8.md), so the one to pick for masked-LM suggestions.
     case int8Weights = "int8-weights"
+    /// the float32 file's encoder Linear weights rounded to BF16 at load, activations rounded
+    /// to BF16 once per Linear, FP32 accumulation; LayerNorm, softmax and heads in FP32
+    /// (see docs/bf16.md).
+    case bf16
 
     /// The weights file of this precision inside a converted model folder.
-    public var fileName: String { self == .fp32 ? WeightFiles.fp32 : WeightFiles.int8 }
+    public var fileName: String { self == .fp32 || self == .bf16 ? WeightFiles.fp32 : WeightFiles.int8 }
     /// Whether activations are quantised per token before each Linear layer.
     var quantizesActivations: Bool { self == .int8 }
 }
@@ -46,7 +50,7 @@ public final class BertModel: MaskedLanguageModel, @unchecked Sendable {
         }
         let threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
         let embeddings = try BertEmbeddings(weights, config)
-        layers = try loadInParallel(config.numHiddenLayers, threads: threads) { try BertLayer(weights, TensorNames.layer($0), config) }
+        layers = try loadInParallel(config.numHiddenLayers, threads: threads) { try BertLayer(weights, TensorNames.layer($0), config, precision) }
         maskedLMHead = config.hasMaskedLMHead
             ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         sentenceHead = try SentenceHead(weights, config)

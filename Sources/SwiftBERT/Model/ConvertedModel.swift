@@ -9,7 +9,7 @@ func openConvertedModel(folder: URL, precision: Precision, checksFiniteWeights: 
     }
     let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
     let weightsPath = folder.appendingPathComponent(precision.fileName).path
-    if precision != .fp32, !FileManager.default.fileExists(atPath: weightsPath) {
+    if precision.fileName != WeightFiles.fp32, !FileManager.default.fileExists(atPath: weightsPath) {
         throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `bert quantize \(folder.path)`.")
     }
     let weights = try SafeTensorsFile(path: weightsPath)

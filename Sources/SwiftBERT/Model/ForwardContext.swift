@@ -24,6 +24,8 @@ final class ForwardContext {
     /// INT8 activations of the current Linear layer, when the precision quantises activations
     /// (nil: FP32, or INT8 weights with float activations).
     let int8Activations: Int8Activations?
+    /// BF16 activations of the current Linear layer, made on the first BF16 Linear.
+    private(set) lazy var bf16Activations = BF16Activations()
     /// [T × wideColumns]: the fused QKV projections, then the feed-forward activations.
     let wide: UnsafeMutablePointer<Float>
     /// [T × H]: attention output before its projection.

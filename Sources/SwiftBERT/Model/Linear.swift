@@ -10,6 +10,8 @@ enum WeightMatrix {
     /// float32 repacked at load for the FP32 micro-kernel (the encoder's Linear layers).
     case packedFloat32(PackedFloatMatrix)
     case int8(PackedInt8Matrix)
+    /// float32 rounded to BF16 at load for the BF16 micro-kernel (`Precision.bf16`).
+    case bf16(PackedBF16Matrix)
 
     init(_ file: SafeTensorsFile, _ name: String, n: Int, k: Int) throws {
         if file.tensors[name + ".weight_packed"] != nil {
@@ -27,14 +29,17 @@ enum WeightMatrix {
         case .float32(let w): out.update(from: w + c * k, count: k)
         case .packedFloat32(let w): w.row(c, into: out)
         case .int8(let w): w.row(c, into: out)
+        case .bf16(let w): w.row(c, into: out)
         }
     }
 
     /// y[:, columns] = x[m × k] · W[columns]ᵀ + bias[columns], y [m × n] row-major. INT8 with
     /// `activations` multiplies the INT8 activations quantised there (once per call, shared by
-    /// all column blocks); without them it is weight-only (float activations).
+    /// all column blocks); without them it is weight-only (float activations). BF16 multiplies
+    /// `bf16Activations`, x rounded once per call.
     func multiply(_ x: UnsafePointer<Float>, m: Int, n: Int, k: Int, bias: UnsafePointer<Float>,
-                  into y: UnsafeMutablePointer<Float>, columns: Range<Int>, activations: Int8Activations?) {
+                  into y: UnsafeMutablePointer<Float>, columns: Range<Int>, activations: Int8Activations?,
+                  bf16Activations: BF16Activations? = nil) {
         switch self {
         case .float32(let w):
             matmulTransposedB(x, lda: k, w + columns.lowerBound * k, ldb: k, y + columns.lowerBound, ldc: n,
@@ -52,13 +57,21 @@ enum WeightMatrix {
             } else {
                 w.multiply(x, m: m, bias: bias, into: y, columns: columns)
             }
+        case .bf16(let w):
+            guard let bf16Activations else { preconditionFailure("BF16 weights need BF16 activations") }
+            w.multiply(bf16Activations, bias: bias, into: y, columns: columns)
         }
     }
 
-    /// FP32 weights repacked once for the FP32 micro-kernel (then `repacked` runs); others as
-    /// they are. Portable builds (no FMA known at compile time) leave FP32 to OpenBLAS, which
-    /// picks its kernels for the CPU at run time.
-    func forLinearKernels(n: Int, k: Int, repacked: () -> Void = {}) -> WeightMatrix {
+    /// FP32 weights repacked once for the FP32 micro-kernel, or rounded to BF16 when the model
+    /// runs in `.bf16` (then `repacked` runs); others as they are. Portable builds (no FMA known
+    /// at compile time) leave FP32 to OpenBLAS, which picks its kernels for the CPU at run time;
+    /// BF16 has its own kernel in every build.
+    func forLinearKernels(n: Int, k: Int, precision: Precision = .fp32, repacked: () -> Void = {}) -> WeightMatrix {
+        if precision == .bf16, case .float32(let w) = self {
+            defer { repacked() }
+            return .bf16(PackedBF16Matrix(w, n: n, k: k))
+        }
         #if SWIFTBERT_NATIVE_ISA
         if case .float32(let w) = self {
             defer { repacked() }
@@ -69,6 +82,7 @@ enum WeightMatrix {
     }
 
     var isInt8: Bool { if case .int8 = self { return true } else { return false } }
+    var isBF16: Bool { if case .bf16 = self { return true } else { return false } }
 
     /// Whether the kernel works on 64-channel panels (thread blocks should not split one).
     var isPanelled: Bool { if case .float32 = self { return false } else { return true } }
@@ -83,9 +97,10 @@ struct Linear {
     /// Output features.
     let n: Int
 
-    /// Loads `name.weight` (or its INT8 form) and `name.bias`.
-    init(_ file: SafeTensorsFile, _ name: String, k: Int, n: Int) throws {
-        weight = try WeightMatrix(file, name, n: n, k: k).forLinearKernels(n: n, k: k) {
+    /// Loads `name.weight` (or its INT8 form, whatever `precision` says) and `name.bias`; `.bf16`
+    /// rounds FP32 weights to BF16, any other precision keeps the file's.
+    init(_ file: SafeTensorsFile, _ name: String, k: Int, n: Int, precision: Precision = .fp32) throws {
+        weight = try WeightMatrix(file, name, n: n, k: k).forLinearKernels(n: n, k: k, precision: precision) {
             file.releasePages(of: name + ".weight")  // the mapped original is not read again
         }
         bias = try file.floats(name + ".bias", shape: [n]).baseAddress!
@@ -97,15 +112,18 @@ struct Linear {
     }
 
     /// y[m × n] = x[m × k]·Wᵀ + b: the engine's one GEMM path. INT8 activations are quantised
-    /// once, then the output columns are split across the context's threads on panel bounds;
+    /// (BF16 ones rounded) once, then the output columns are split across the context's threads on panel bounds;
     /// `epilogue` runs on each thread's columns right after they are computed (still in cache).
     func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext,
                         then epilogue: ((UnsafeMutablePointer<Float>, Range<Int>) -> Void)? = nil) {
         let activations = weight.isInt8 ? context.int8Activations : nil
         activations?.quantize(x, m: m, k: k)
+        let bf16Activations = weight.isBF16 ? context.bf16Activations : nil
+        bf16Activations?.round(x, m: m, k: k)
         let ranges = splitRange(n, parts: context.threads, align: weight.isPanelled ? panelWidth : 16)
         parallelFor(ranges.count, threads: context.threads) { part, _ in
-            weight.multiply(x, m: m, n: n, k: k, bias: bias, into: y, columns: ranges[part], activations: activations)
+            weight.multiply(x, m: m, n: n, k: k, bias: bias, into: y, columns: ranges[part], activations: activations,
+                            bf16Activations: bf16Activations)
             epilogue?(y, ranges[part])
         }
     }
@@ -163,6 +181,9 @@ public final class LinearLayer: @unchecked Sendable {
             ownedWeights = copy
         case .int8, .int8Weights:
             weight = .int8(weights.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, n: n, k: k) })
+            ownedWeights = nil
+        case .bf16:
+            weight = .bf16(weights.withUnsafeBufferPointer { PackedBF16Matrix($0.baseAddress!, n: n, k: k) })
             ownedWeights = nil
         }
         linear = Linear(weight: weight, bias: ownedBias, k: k, n: n)

@@ -24,6 +24,9 @@ public final class MobileBertModel: MaskedLanguageModel, @unchecked Sendable {
     /// tensor's presence, dtype and shape (and, unless told not to, that none holds NaN or infinity).
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
+        guard precision != .bf16 else {
+            throw BertError.invalidInput(reason: "MobileBERT runs in fp32, int8 and int8-weights; bf16 is not implemented for it yet (use --precision int8 for speed)")
+        }
         let (config, weights) = try openConvertedModel(folder: folder, precision: precision, checksFiniteWeights: checksFiniteWeights)
         guard let mobile = config.mobileBert else {
             throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is not a MobileBERT model; load it with BertModel")

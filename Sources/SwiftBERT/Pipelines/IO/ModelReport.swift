@@ -32,6 +32,7 @@ public struct ModelReport: Sendable {
         case .distilBERT: "DistilBert"
         case .roberta: "Roberta"
         case .xlmRoberta: "XLMRoberta"
+        case .mobileBERT: "MobileBert"
         }
         architecture = model.config.hasMaskedLMHead ? "\(family)ForMaskedLM (encoder + masked-LM head)" : "\(family)Model (encoder)"
         parameters = model.parameterCount

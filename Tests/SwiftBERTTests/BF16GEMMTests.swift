@@ -1,0 +1,135 @@
+import XCTest
+@testable import SwiftBERT
+
+/// The BF16 GEMM against a scalar reference of the same arithmetic (BF16-rounded x and W, exact
+/// products, sums in Double), within FP32 summation error; and its layout, rounding and threads.
+final class BF16GEMMTests: XCTestCase {
+    /// Odd shapes: single rows and channels, odd K (a pair padded with zero), N across panel
+    /// edges, M across tile edges (tiles are 6 rows with vdpbf16ps, 5 without; panels 64 channels).
+    let shapes: [(m: Int, k: Int, n: Int)] = [
+        (1, 1, 1), (1, 7, 3), (2, 4, 64), (3, 5, 65), (5, 16, 17), (6, 33, 130), (7, 259, 70),
+        (11, 64, 128), (13, 130, 191), (1, 768, 96),
+    ]
+
+    /// Round-to-nearest-even as PyTorch's c10::BFloat16 (round_to_nearest_even).
+    func testRoundingIsToNearestEvenAndKeepsNaN() {
+        let cases: [(UInt32, UInt32)] = [
+            (0x3F80_0000, 0x3F80),  // 1.0 exactly
+            (0x3F80_7FFF, 0x3F80),  // below half: down
+            (0x3F80_8000, 0x3F80),  // tie, even below: down
+            (0x3F81_8000, 0x3F82),  // tie, odd below: up to even
+            (0x3F80_8001, 0x3F81),  // above half: up
+            (0xBF81_8000, 0xBF82),  // sign kept
+            (0x8000_0000, 0x8000),  // -0
+            (0x7F80_0000, 0x7F80),  // +inf
+            (0x7F7F_FFFF, 0x7F80),  // the largest float rounds to inf, as in PyTorch
+            (0x7FC0_0001, 0x7FC0), (0xFF80_0001, 0x7FC0),  // NaNs: one quiet NaN
+        ]
+        for (input, expected) in cases {
+            XCTAssertEqual(BFloat16.bits(Float(bitPattern: input)), expected, String(input, radix: 16))
+        }
+        XCTAssertEqual(BFloat16.pair(1, -2), 0xC000_3F80)
+        XCTAssertEqual(BFloat16.float(low: 0xC000_3F80), 1)
+        XCTAssertEqual(BFloat16.float(high: 0xC000_3F80), -2)
+    }
+
+    func testPackedLayoutPutsEveryWeightAtItsDocumentedLaneAndPadsWithZeros() {
+        let (n, k) = (70, 9)
+        let w = (0..<(n * k)).map { Float($0 % 251) - 125 }  // exact in BF16
+        let packed = PackedBF16Matrix(w, n: n, k: k)
+        let lanes = 2 * 5 * 64  // 2 panels × 5 K-pairs × 64 channels
+        var expected = [UInt32](repeating: 0, count: lanes)
+        for c in 0..<n {
+            for i in 0..<k {
+                expected[(c / 64) * 5 * 64 + (i / 2) * 64 + c % 64] |= BFloat16.bits(w[c * k + i]) << (16 * UInt32(i % 2))
+            }
+        }
+        XCTAssertEqual(Array(UnsafeBufferPointer(start: packed.lanes, count: lanes)), expected)
+        var row = [Float](repeating: 0, count: k)
+        WeightMatrix.bf16(packed).row(n - 1, k: k, into: &row)
+        XCTAssertEqual(row, Array(w[(n - 1) * k ..< n * k]), "a row read back from the packed layout")
+    }
+
+    func testBF16LinearMatchesScalarReferenceOnOddShapes() {
+        var random = TestRandom(seed: 11)
+        let activations = BF16Activations()  // grows as needed: also checks reuse across shapes
+        for (m, k, n) in shapes {
+            let x = random.floats(m * k, scale: 2), w = random.floats(n * k, scale: 0.1), bias = random.floats(n, scale: 1)
+            let packed = PackedBF16Matrix(w, n: n, k: k)
+            var y = [Float](repeating: .nan, count: m * n)
+            activations.round(x, m: m, k: k)
+            packed.multiply(activations, bias: bias, into: &y, columns: 0..<n)
+            assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "m \(m) k \(k) n \(n)")
+        }
+    }
+
+    func testColumnBlocksWriteOnlyTheirColumns() {
+        var random = TestRandom(seed: 12)
+        let (m, k, n) = (7, 45, 150)
+        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
+        let packed = PackedBF16Matrix(w, n: n, k: k)
+        let activations = BF16Activations()
+        activations.round(x, m: m, k: k)
+        var whole = [Float](repeating: .nan, count: m * n)
+        packed.multiply(activations, bias: bias, into: &whole, columns: 0..<n)
+        var y = [Float](repeating: -7, count: m * n)
+        packed.multiply(activations, bias: bias, into: &y, columns: 10..<70)
+        for row in 0..<m {
+            for column in 0..<n {
+                XCTAssertEqual(y[row * n + column], (10..<70).contains(column) ? whole[row * n + column] : -7, "[\(row), \(column)]")
+            }
+        }
+        for block in [0..<10, 70..<129, 129..<150] { packed.multiply(activations, bias: bias, into: &y, columns: block) }
+        XCTAssertEqual(y, whole)
+    }
+
+    /// The engine's one GEMM path (Linear rounds x once, then column blocks on threads) gives the
+    /// single call's result, on 1…8 threads.
+    func testLinearOnThreadsEqualsOneBF16GEMM() {
+        var random = TestRandom(seed: 13)
+        let (m, k, n) = (9, 71, 300)
+        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
+        let packed = PackedBF16Matrix(w, n: n, k: k)
+        let activations = BF16Activations()
+        activations.round(x, m: m, k: k)
+        var single = [Float](repeating: .nan, count: m * n)
+        packed.multiply(activations, bias: bias, into: &single, columns: 0..<n)
+        assertMatchesReference(single, x: x, m: m, w: w, n: n, k: k, bias: bias, "single call")
+        for threads in [1, 2, 3, 8] {
+            XCTAssertEqual(linear(x, m: m, weight: .bf16(packed), bias: bias, threads: threads, quantizesActivations: false),
+                           single, "\(threads) threads")
+        }
+    }
+
+    /// The public layer in `.bf16` runs the same kernel.
+    func testLinearLayerInBF16MatchesTheReference() throws {
+        var random = TestRandom(seed: 14)
+        let (m, k, n) = (17, 384, 200)
+        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 0.05), bias = random.floats(n, scale: 0.1)
+        let layer = try LinearLayer(weights: w, bias: bias, n: n, k: k, precision: .bf16)
+        var y = [Float](repeating: .nan, count: m * n)
+        layer(x, m: m, into: &y, threads: 2)
+        assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "LinearLayer")
+    }
+
+    // MARK: - Reference
+
+    /// Σ bf16(x)·bf16(w) in Double plus the bias; the kernel's FP32 sums may differ by the
+    /// summation error of k + 1 float additions, bounded by Σ|terms| · (k + 1) · 2⁻²³.
+    private func assertMatchesReference(_ y: [Float], x: [Float], m: Int, w: [Float], n: Int, k: Int, bias: [Float],
+                                        _ message: String, file: StaticString = #filePath, line: UInt = #line) {
+        let bx = x.map(BFloat16.rounded), bw = w.map(BFloat16.rounded)
+        for r in 0..<m {
+            for c in 0..<n {
+                var sum = Double(bias[c]), magnitude = abs(Double(bias[c]))
+                for i in 0..<k {
+                    let product = Double(bx[r * k + i]) * Double(bw[c * k + i])
+                    sum += product
+                    magnitude += abs(product)
+                }
+                XCTAssertEqual(Double(y[r * n + c]), sum, accuracy: magnitude * Double(k + 1) * 1.2e-7,
+                               "\(message) at (\(r), \(c))", file: file, line: line)
+            }
+        }
+    }
+}
