@@ -2,19 +2,23 @@
 import PackageDescription
 import Foundation
 
-// Release builds use the host CPU's vector instructions (AVX-512/VNNI on the
-// machines we measured): LLVM only emits SSE2 for generic x86-64, which makes the
-// INT8 and elementwise kernels 5x slower. Set SWIFTBERT_PORTABLE=1 when building a
-// binary that must run on other x86-64 CPUs.
-let portable = ProcessInfo.processInfo.environment["SWIFTBERT_PORTABLE"] == "1"
-let hostISA: [SwiftSetting] = portable ? [] : [
-    .unsafeFlags(["-Xcc", "-march=native", "-target-cpu", "native"], .when(configuration: .release)),
-    .define("SWIFTBERT_NATIVE_ISA", .when(configuration: .release)),
-]
-let fastMath: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
-// vpdpbusd (AVX-512 VNNI) for the INT8 kernel, when this host has it and the build is native.
+// No unsafe flags: any package can depend on SwiftBERT by version (SwiftPM refuses
+// `unsafeFlags` in versioned dependencies). Speed comes from one build line, the same for this
+// package (Makefile, tools/) and for a package that depends on it (README, "Use SwiftBERT from
+// your package"; docs/builds.md):
+//
+//     swift build -c release -Xswiftc -target-cpu -Xswiftc native -Xswiftc -DSWIFTBERT_NATIVE_ISA
+//
+// `-target-cpu native` lets LLVM use the host's AVX-512; SWIFTBERT_NATIVE_ISA switches on the
+// kernels written for it (packed FP32 GEMM; vpdpbusd when the host has VNNI). A plain
+// `swift build -c release` is the portable build: generic x86-64, FP32 Linear layers on
+// OpenBLAS (which picks its kernels at run time), INT8 on the plain-Swift kernel; it runs on
+// any x86-64 CPU and warns once on stderr when the CPU could run the faster build.
+//
+// Whether this host has AVX-512 VNNI: the intrinsic compiles only for a CPU that has it, so the
+// VNNI kernel needs both this and SWIFTBERT_NATIVE_ISA (the build line targets this host).
 let hostHasVNNI = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_vnni") ?? false
-let vnni: [SwiftSetting] = portable || !hostHasVNNI ? [] : [.define("SWIFTBERT_VNNI", .when(configuration: .release))]
+let hostFeatures: [SwiftSetting] = hostHasVNNI ? [.define("SWIFTBERT_HOST_VNNI")] : []
 
 // `bert serve` (issue 14): the SwiftBERTServer target and product on Hummingbird, swift-metrics,
 // swift-prometheus and swift-log; the engine target SwiftBERT never depends on them.
@@ -38,7 +42,6 @@ let serverTargets: [Target] = withServer ? [
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ],
-        swiftSettings: hostISA
     ),
 ] : []
 let serverProducts: [Product] = withServer ? [.library(name: "SwiftBERTServer", targets: ["SwiftBERTServer"])] : []
@@ -62,16 +65,17 @@ let package = Package(
             path: "Sources/COpenBLAS",
             providers: [.apt(["libopenblas-dev"])]
         ),
-        // One VNNI instruction for the INT8 kernel; -parse-stdlib reaches LLVM's intrinsic.
+        // One VNNI instruction for the INT8 kernel, through the compiler's Builtin module
+        // (an experimental feature, which SwiftPM allows in versioned dependencies).
         .target(
             name: "SwiftBERTVNNI",
-            swiftSettings: hostISA + fastMath + vnni + [.unsafeFlags(["-parse-stdlib"])]
+            swiftSettings: hostFeatures + [.enableExperimentalFeature("BuiltinModule")]
         ),
         // The engine: tokenizer, weights, kernels, model, quantization, pipelines.
         .target(
             name: "SwiftBERT",
             dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
-            swiftSettings: hostISA + fastMath + vnni
+            swiftSettings: hostFeatures
         ),
         // The benchmark and typing-simulation harness: what `bert bench` and Benchmarks/ run.
         // Not part of the library product, which holds the engine only.
@@ -81,8 +85,7 @@ let package = Package(
                 "SwiftBERT",
                 "COpenBLAS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: hostISA
+            ]
         ),
         // The `bert` command: a thin shell over the library.
         .executableTarget(
@@ -92,13 +95,12 @@ let package = Package(
                 "SwiftBERTBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ] + serverForBert,
-            swiftSettings: hostISA + serverDefine
+            swiftSettings: serverDefine
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
             dependencies: ["SwiftBERT", "SwiftBERTBench"],
-            path: "Benchmarks",
-            swiftSettings: hostISA + fastMath
+            path: "Benchmarks"
         ),
         .testTarget(
             name: "SwiftBERTTests",

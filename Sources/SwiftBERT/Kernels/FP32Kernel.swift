@@ -116,9 +116,9 @@ private struct FP32Kernel: PanelKernel {
     var fullLoads: Int { k }
     var tailSubSteps: Int { 0 }
 
-    @inline(__always) func load(_ index: Int) -> UnsafePointer<Float> { panel + index * panelWidth }
+    @inline(__always) func load(_ index: Int) -> UnsafePointer<Float> { panel + index &* panelWidth }
     @inline(__always) func operand(_ load: UnsafePointer<Float>, subStep: Int) -> UnsafePointer<Float> { load }
     @inline(__always) func accumulate(_ acc: inout FloatTileRow, row: Int, load: Int, subStep: Int, _ w: UnsafePointer<Float>) {
-        acc.accumulate(x[row * ldx + load], loading: w)
+        acc.accumulate(x[row &* ldx &+ load], loading: w)
     }
 }
