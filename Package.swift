@@ -57,6 +57,9 @@ let package = Package(
     ] + serverProducts,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // `swift package generate-documentation --target SwiftBERT` (DocC, docs/builds.md). A
+        // plugin only: packages that depend on SwiftBERT neither fetch nor build it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ] + serverPackages,
     targets: [
         // OpenBLAS's CBLAS interface (Debian: libopenblas-dev).

@@ -63,7 +63,7 @@ build() {
     mkdir -p "$snapshot"
     cp -R Sources/SwiftBERT Sources/COpenBLAS "$entry" "$snapshot/"
     mapfile -t sources < <(find "$snapshot/SwiftBERT" -name '*.swift' | sort)
-    "$swiftc" -module-name SwiftBERT -parse-as-library -swift-version 5 -O -g \
+    "$swiftc" -module-name SwiftBERT -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g \
         -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" \
         "${sources[@]}" "$snapshot/$(basename "$entry")" -lopenblas -o "$binary" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
     [ -x "$binary" ] || { echo "building $binary failed" >&2; exit 1; }

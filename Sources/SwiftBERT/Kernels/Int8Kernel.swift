@@ -20,13 +20,6 @@
 import SwiftBERTVNNI
 #endif
 
-/// Which INT8 micro-kernel this build runs (for benchmark reports).
-#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
-public let int8Kernel = "vpdpbusd (AVX-512 VNNI)"
-#else
-public let int8Kernel = "vpdpwssd (plain Swift)"
-#endif
-
 extension TileRow where Scalar == Int32 {
     /// One K-quad of a panel: 256 bytes, 4 k for each of 64 channels.
     @inline(__always)

@@ -8,6 +8,7 @@ import Foundation
 /// early on the language-identification task (it rises with confidence while accuracy still
 /// climbs: 58.6 % test accuracy against 67.3 % for accuracy-based stopping, same features).
 public enum ClassifierTraining {
+    /// Training settings.
     public struct Options: Sendable {
         /// Passes over the training set, at most.
         public var epochs = 300
@@ -31,6 +32,7 @@ public enum ClassifierTraining {
         public let validAccuracy: Float?
     }
 
+    /// The trained classifier and its history.
     public struct Result: Sendable {
         /// [classes × features], row-major, as PyTorch stores a Linear weight.
         public let weight: [Float]
