@@ -62,7 +62,7 @@ echo "consumer: built in $(( $(date +%s) - started )) s; resolved: $(cd "$work/c
 "$consumer" check "$model" "$reference.json" "$reference.safetensors"
 
 if [ "$rounds" -gt 0 ]; then
-    bert=$root/.build/release/bert
+    bert=${BERT:-$root/.build/release/bert}  # the root build to compare with
     [ -x "$bert" ] || { echo "no $bert: run make setup first" >&2; exit 1; }
     bench=(); mine=()
     for round in $(seq "$rounds"); do
