@@ -57,7 +57,7 @@ started=$(date +%s)
 (cd "$work/consumer" && "${build[@]}" 2>&1 | grep -E 'error|warning: .*unsafe|Build complete' >&2) || true
 consumer=$(cd "$work/consumer" && "${build[@]}" --show-bin-path)/consumer
 [ -x "$consumer" ] || { echo "consumer: the build failed" >&2; exit 1; }
-echo "consumer: built in $(( $(date +%s) - started )) s; resolved: $(cd "$work/consumer" && swift package show-dependencies --format flatlist 2>/dev/null | tr '\n' ' ')" >&2
+echo "consumer: built in $(( $(date +%s) - started )) s; packages fetched: $(ls "$work/consumer/.build/checkouts" | tr '\n' ' ')" >&2
 
 "$consumer" check "$model" "$reference.json" "$reference.safetensors"
 

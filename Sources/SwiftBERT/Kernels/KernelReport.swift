@@ -84,7 +84,7 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
 
     private static let warnedOnce: Bool = {
         guard let advice = current.advice, ProcessInfo.processInfo.environment["SWIFTBERT_NO_BUILD_WARNING"] != "1" else { return false }
-        FileHandle.standardError.write(Data("SwiftBERT: warning: portable build (\(current)); \(advice). Set SWIFTBERT_NO_BUILD_WARNING=1 to silence.\n".utf8))
+        FileHandle.standardError.write(Data("SwiftBERT: warning: \(current); \(advice). Set SWIFTBERT_NO_BUILD_WARNING=1 to silence.\n".utf8))
         return true
     }()
 }
