@@ -88,11 +88,14 @@ struct TileEpilogue {
     @inline(__always)
     func store<A: TileAccumulator>(_ acc: A, row: Int) {
         // From a stack copy, so one plain loop (which LLVM vectorises) converts, scales, adds
-        // the bias and handles a partial panel.
+        // the bias and handles a partial panel. Typed pointers, not `lanes.load`: its bounds
+        // and alignment checks stay in -O builds and cost the loop its vectorisation.
         withUnsafeBytes(of: acc) { lanes in
             let out = y + row &* ldy
-            @inline(__always) func float(_ j: Int) -> Float { lanes.load(fromByteOffset: j &* 4, as: Float.self) }
-            @inline(__always) func int(_ j: Int) -> Int32 { lanes.load(fromByteOffset: j &* 4, as: Int32.self) }
+            let floats = lanes.baseAddress!.assumingMemoryBound(to: Float.self)
+            let ints = lanes.baseAddress!.assumingMemoryBound(to: Int32.self)
+            @inline(__always) func float(_ j: Int) -> Float { floats[j] }
+            @inline(__always) func int(_ j: Int) -> Int32 { ints[j] }
             @inline(__always) func write(_ value: (Int) -> Float) {
                 if let bias {
                     for j in columns { out[j] = value(j) + bias[j] }
