@@ -65,16 +65,25 @@ if [ "$rounds" -gt 0 ]; then
     bert=${BERT:-$root/.build/release/bert}  # the root build to compare with
     [ -x "$bert" ] || { echo "no $bert: run make setup first" >&2; exit 1; }
     bench=(); mine=()
+    fields='import json, sys
+text = sys.stdin.read()  # bert bench: a JSON list; the consumer: a line of text, then one JSON object
+try: row = json.loads(text)[0]
+except ValueError: row = json.loads(text.strip().splitlines()[-1])
+print(row["median_ms"], row["cpu_median_ms"])'
     for round in $(seq "$rounds"); do
         bench+=("$("$bert" bench --json --model all-MiniLM-L6-v2 --precision fp32 --batch 1 --seq 128 --threads 2 \
-            --seconds 3 --accuracy-sentences 0 --no-memory --quiet | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["median_ms"])')")
-        mine+=("$("$consumer" time "$model" Tests/SwiftBERTTests/Fixtures/sentences.txt 3 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readlines()[-1])["median_ms"])')")
-        echo "round $round: bert bench fp32 1x128 ${bench[-1]} ms, consumer ${mine[-1]} ms" >&2
+            --seconds 3 --accuracy-sentences 0 --no-memory --quiet | python3 -c "$fields")")
+        mine+=("$("$consumer" time "$model" Tests/SwiftBERTTests/Fixtures/sentences.txt 3 | python3 -c "$fields")")
+        echo "round $round (wall ms, CPU ms): bert bench fp32 1x128 ${bench[-1]}, consumer ${mine[-1]}; load $(cut -d' ' -f1 /proc/loadavg)" >&2
     done
-    python3 - "${bench[*]}" "${mine[*]}" <<'EOF'
+    python3 - "$(printf '%s\n' "${bench[@]}")" "$(printf '%s\n' "${mine[@]}")" <<'EOF'
 import statistics, sys
-bench, mine = (statistics.median(map(float, s.split())) for s in sys.argv[1:3])
-print(f"median over rounds: bert bench FP32 1x128 {bench:.2f} ms, consumer one 128-token text {mine:.2f} ms, "
-      f"ratio {mine / bench:.3f}; load average {open('/proc/loadavg').read().split()[0]}")
+def medians(text):
+    rows = [list(map(float, line.split())) for line in text.splitlines()]
+    return statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
+(bench, bench_cpu), (mine, mine_cpu) = medians(sys.argv[1]), medians(sys.argv[2])
+print(f"median over rounds: bert bench FP32 1x128 {bench:.2f} ms (CPU {bench_cpu:.2f}), consumer one 128-token "
+      f"text {mine:.2f} ms (CPU {mine_cpu:.2f}); ratio {mine / bench:.3f} wall, {mine_cpu / bench_cpu:.3f} CPU; "
+      f"load average {open('/proc/loadavg').read().split()[0]}")
 EOF
 fi
