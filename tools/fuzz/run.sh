@@ -8,8 +8,8 @@
 # default: all three. -t is the time per target (default 60 s; the recorded long runs in
 # docs/robustness.md use 600). -k keeps binaries already built even if sources changed since
 # (a long run on a snapshot while the tree is being edited). Each target is the library's sources compiled with swiftc
-# together with tools/fuzz/Fuzz<Target>.swift, under -sanitize=fuzzer,address and -O (not the
-# package's -Ounchecked, so overflows and bounds checks trap instead of wrapping silently).
+# together with tools/fuzz/Fuzz<Target>.swift, under -sanitize=fuzzer,address and -O (as the
+# package, so overflows and bounds checks trap instead of wrapping silently).
 #
 # The working corpus grows in .build/fuzz/corpus/TARGET, seeded from tools/fuzz/seeds/TARGET
 # (hand-written) and tools/fuzz/corpus/TARGET (the minimised corpus of the recorded long runs,
