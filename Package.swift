@@ -15,10 +15,12 @@ import Foundation
 // OpenBLAS (which picks its kernels at run time), INT8 on the plain-Swift kernel; it runs on
 // any x86-64 CPU and warns once on stderr when the CPU could run the faster build.
 //
-// Whether this host has AVX-512 VNNI: the intrinsic compiles only for a CPU that has it, so the
-// VNNI kernel needs both this and SWIFTBERT_NATIVE_ISA (the build line targets this host).
-let hostHasVNNI = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_vnni") ?? false
-let hostFeatures: [SwiftSetting] = hostHasVNNI ? [.define("SWIFTBERT_HOST_VNNI")] : []
+// The AVX-512 extensions this host has, for the intrinsics of Sources/SwiftBERTVNNI: an
+// intrinsic compiles only for a CPU that has it, so code using one needs both its
+// SWIFTBERT_HOST_… define and SWIFTBERT_NATIVE_ISA (the build line targets this host).
+let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+let hostFeatures: [SwiftSetting] = [("avx512_vnni", "SWIFTBERT_HOST_VNNI"), ("avx512_bf16", "SWIFTBERT_HOST_BF16")]
+    .filter { cpuinfo.contains(" \($0.0)") }.map { .define($0.1) }
 
 // `bert serve` (issue 14): the SwiftBERTServer target and product on Hummingbird, swift-metrics,
 // swift-prometheus and swift-log; the engine target SwiftBERT never depends on them.
