@@ -82,8 +82,10 @@ def medians(text):
     rows = [list(map(float, line.split())) for line in text.splitlines()]
     return statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
 (bench, bench_cpu), (mine, mine_cpu) = medians(sys.argv[1]), medians(sys.argv[2])
+# Each round's consumer/bench ratio (measured back to back), then their median: the side-by-side figure.
+paired = statistics.median(float(c.split()[0]) / float(b.split()[0]) for b, c in zip(sys.argv[1].splitlines(), sys.argv[2].splitlines()))
 print(f"median over rounds: bert bench FP32 1x128 {bench:.2f} ms (CPU {bench_cpu:.2f}), consumer one 128-token "
-      f"text {mine:.2f} ms (CPU {mine_cpu:.2f}); ratio {mine / bench:.3f} wall, {mine_cpu / bench_cpu:.3f} CPU; "
-      f"load average {open('/proc/loadavg').read().split()[0]}")
+      f"text {mine:.2f} ms (CPU {mine_cpu:.2f}); ratio {mine / bench:.3f} wall, {mine_cpu / bench_cpu:.3f} CPU, "
+      f"{paired:.3f} wall round by round; load average {open('/proc/loadavg').read().split()[0]}")
 EOF
 fi
