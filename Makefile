@@ -1,10 +1,18 @@
 # The two commands of the README. Both run the whole set-up first (idempotent).
 BERT = .build/release/bert
+# The native build line (docs/builds.md): the host CPU's AVX-512 and SwiftBERT's kernels for it.
+# The same flags a package that depends on SwiftBERT passes (README, "Use SwiftBERT from your
+# package"). Without them, `swift build -c release` is the portable build.
+NATIVE := $(shell cat tools/native-flags)
 
-.PHONY: setup demo test bench
+.PHONY: setup demo test bench bert
 
 setup:
 	@tools/setup.sh
+
+# The release `bert` alone, native (what setup builds, without fetching models).
+bert:
+	swift build -c release $(NATIVE) --product bert
 
 # The main job on the default models: embed sentences, compare them, fill a mask.
 demo: setup
@@ -14,9 +22,9 @@ demo: setup
 
 # Release mode: the SIMD and INT8 kernels are 50x slower unoptimised; -enable-testing keeps
 # @testable imports working. The suite is XCTest only: without Swift Testing's empty run after
-# it, XCTest's "Executed N tests" is the last summary line.
+# it, XCTest's "Executed N tests" is the last summary line. FILTER=Name runs the matching tests.
 test: setup
-	swift test -c release -Xswiftc -enable-testing --disable-swift-testing
+	swift test -c release $(NATIVE) -Xswiftc -enable-testing --disable-swift-testing $(if $(FILTER),--filter '$(FILTER)')
 
 bench: setup
 	$(BERT) bench

@@ -2,22 +2,25 @@
 import PackageDescription
 import Foundation
 
-// Release builds use the host CPU's vector instructions (AVX-512/VNNI on the
-// machines we measured): LLVM only emits SSE2 for generic x86-64, which makes the
-// INT8 and elementwise kernels 5x slower. Set SWIFTBERT_PORTABLE=1 when building a
-// binary that must run on other x86-64 CPUs.
-let portable = ProcessInfo.processInfo.environment["SWIFTBERT_PORTABLE"] == "1"
-let hostISA: [SwiftSetting] = portable ? [] : [
-    .unsafeFlags(["-Xcc", "-march=native", "-target-cpu", "native"], .when(configuration: .release)),
-    .define("SWIFTBERT_NATIVE_ISA", .when(configuration: .release)),
-]
-let fastMath: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
-// vpdpbusd (AVX-512 VNNI) for the INT8 kernel, when this host has it and the build is native.
-let hostHasVNNI = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_vnni") ?? false
-let vnni: [SwiftSetting] = portable || !hostHasVNNI ? [] : [.define("SWIFTBERT_VNNI", .when(configuration: .release))]
-// vdpbf16ps (AVX512_BF16) for the BF16 kernel, likewise; without it BF16 runs in plain Swift.
-let hostHasBF16 = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.contains(" avx512_bf16") ?? false
-let bf16: [SwiftSetting] = portable || !hostHasBF16 ? [] : [.define("SWIFTBERT_BF16", .when(configuration: .release))]
+// No unsafe flags: any package can depend on SwiftBERT by version (SwiftPM refuses
+// `unsafeFlags` in versioned dependencies). Speed comes from one build line, the same for this
+// package (Makefile, tools/) and for a package that depends on it (README, "Use SwiftBERT from
+// your package"; docs/builds.md):
+//
+//     swift build -c release -Xswiftc -target-cpu -Xswiftc native -Xswiftc -DSWIFTBERT_NATIVE_ISA
+//
+// `-target-cpu native` lets LLVM use the host's AVX-512; SWIFTBERT_NATIVE_ISA switches on the
+// kernels written for it (packed FP32 GEMM; vpdpbusd when the host has VNNI). A plain
+// `swift build -c release` is the portable build: generic x86-64, FP32 Linear layers on
+// OpenBLAS (which picks its kernels at run time), INT8 on the plain-Swift kernel; it runs on
+// any x86-64 CPU and warns once on stderr when the CPU could run the faster build.
+//
+// The AVX-512 extensions this host has, for the intrinsics of Sources/SwiftBERTVNNI: an
+// intrinsic compiles only for a CPU that has it, so code using one needs both its
+// SWIFTBERT_HOST_… define and SWIFTBERT_NATIVE_ISA (the build line targets this host).
+let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+let hostFeatures: [SwiftSetting] = [("avx512_vnni", "SWIFTBERT_HOST_VNNI"), ("avx512_bf16", "SWIFTBERT_HOST_BF16")]
+    .filter { cpuinfo.contains(" \($0.0)") }.map { .define($0.1) }
 
 // `bert serve` (issue 14): the SwiftBERTServer target and product on Hummingbird, swift-metrics,
 // swift-prometheus and swift-log; the engine target SwiftBERT never depends on them.
@@ -41,7 +44,6 @@ let serverTargets: [Target] = withServer ? [
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ],
-        swiftSettings: hostISA
     ),
 ] : []
 let serverProducts: [Product] = withServer ? [.library(name: "SwiftBERTServer", targets: ["SwiftBERTServer"])] : []
@@ -57,6 +59,9 @@ let package = Package(
     ] + serverProducts,
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // `swift package generate-documentation --target SwiftBERT` (DocC, docs/builds.md). A
+        // plugin only: packages that depend on SwiftBERT neither fetch nor build it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ] + serverPackages,
     targets: [
         // OpenBLAS's CBLAS interface (Debian: libopenblas-dev).
@@ -65,20 +70,22 @@ let package = Package(
             path: "Sources/COpenBLAS",
             providers: [.apt(["libopenblas-dev"])]
         ),
-        // vdpbf16ps as a static inline C function (Swift's Builtin has no bfloat type).
+        // vdpbf16ps as a static inline C function: LLVM's intrinsic takes bfloat operands, which
+        // Swift's Builtin module cannot name (docs/bf16.md). A header only; no compiler flags.
         .systemLibrary(name: "CBF16", path: "Sources/CBF16"),
-        // One VNNI instruction for the INT8 kernel; -parse-stdlib reaches LLVM's intrinsic.
-        // And one BF16 instruction for the BF16 kernel, from CBF16.
+        // One VNNI instruction for the INT8 kernel, through the compiler's Builtin module
+        // (an experimental feature, which SwiftPM allows in versioned dependencies), and one
+        // BF16 instruction for the BF16 kernel, from CBF16.
         .target(
             name: "SwiftBERTVNNI",
             dependencies: ["CBF16"],
-            swiftSettings: hostISA + fastMath + vnni + bf16 + [.unsafeFlags(["-parse-stdlib"])]
+            swiftSettings: hostFeatures + [.enableExperimentalFeature("BuiltinModule")]
         ),
         // The engine: tokenizer, weights, kernels, model, quantization, pipelines.
         .target(
             name: "SwiftBERT",
             dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
-            swiftSettings: hostISA + fastMath + vnni + bf16
+            swiftSettings: hostFeatures
         ),
         // The benchmark and typing-simulation harness: what `bert bench` and Benchmarks/ run.
         // Not part of the library product, which holds the engine only.
@@ -88,8 +95,7 @@ let package = Package(
                 "SwiftBERT",
                 "COpenBLAS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: hostISA
+            ]
         ),
         // The `bert` command: a thin shell over the library.
         .executableTarget(
@@ -99,13 +105,13 @@ let package = Package(
                 "SwiftBERTBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ] + serverForBert,
-            swiftSettings: hostISA + serverDefine
+            swiftSettings: serverDefine
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
             dependencies: ["SwiftBERT", "SwiftBERTBench", "SwiftBERTVNNI"],
             path: "Benchmarks",
-            swiftSettings: hostISA + fastMath + vnni + bf16
+            swiftSettings: hostFeatures
         ),
         .testTarget(
             name: "SwiftBERTTests",

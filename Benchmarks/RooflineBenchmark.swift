@@ -130,7 +130,7 @@ private func fmaLoop(_ iterations: Int, _ operands: UnsafePointer<SIMD16<Float>>
     return (a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + b0 + b1 + b2 + b3 + b4 + b5 + b6 + b7).sum()
 }
 
-#if SWIFTBERT_VNNI
+#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
 @inline(never)
 private func vnniLoop(_ iterations: Int, _ u: SIMD16<Int32>, _ s: SIMD16<Int32>) -> Float {
     var (a0, a1, a2, a3, a4, a5, a6, a7) = (s, s &+ 1, s &+ 2, s &+ 3, s &+ 4, s &+ 5, s &+ 6, s &+ 7)
@@ -150,7 +150,7 @@ private func vnniLoop(_ iterations: Int, _ u: SIMD16<Int32>, _ s: SIMD16<Int32>)
 }
 #endif
 
-#if SWIFTBERT_BF16
+#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
 @inline(never)
 private func bf16Loop(_ iterations: Int, _ start: SIMD16<Float>, _ p: SIMD16<UInt32>, _ q: SIMD16<UInt32>) -> Float {
     let w = start
@@ -189,13 +189,13 @@ private func measurePeaks() -> [Peak] {
     let operands = [SIMD16<Float>((0..<16).map { Float($0) * 1e-8 }), SIMD16<Float>((0..<16).map { 0.5 + Float($0) / 64 })]
     let fma = best(2 * 16) { fmaLoop(iterations, operands) }
     peaks.append(Peak(kind: .fp32, name: "FP32 FMA (vfmadd231ps zmm)", short: "FMA", unit: "FLOP", gigaOps: fma))
-    #if SWIFTBERT_VNNI
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
     let vnni = best(2 * 64) {
         vnniLoop(iterations, opaque(SIMD16<Int32>(repeating: 0x0101_0101)), opaque(SIMD16<Int32>(repeating: 0x01FF_01FF)))
     }
     peaks.append(Peak(kind: .int8, name: "INT8 VNNI (vpdpbusd zmm)", short: "VNNI", unit: "OP", gigaOps: vnni))
     #endif
-    #if SWIFTBERT_BF16
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
     let bf16 = best(2 * 32) {
         bf16Loop(iterations, opaque(SIMD16<Float>()), opaque(SIMD16<UInt32>(repeating: 0x3380_3380)),
                  opaque(SIMD16<UInt32>(repeating: 0x3F00_3F00)))

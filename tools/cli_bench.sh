@@ -5,8 +5,9 @@
 # SWIFTBERT_BIG_TESTS=1 swift test --filter CLIBigFileTests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product bert >&2
-bert=$(swift build -c release --show-bin-path)/bert
+read -r -a native < tools/native-flags
+swift build -c release "${native[@]}" --product bert >&2
+bert=$(swift build -c release "${native[@]}" --show-bin-path)/bert
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cat /usr/share/common-licenses/* /usr/share/doc/*/copyright 2>/dev/null | grep -av '^[[:space:]]*$' | head -10000 > "$work/10k.txt"
 head -2000 "$work/10k.txt" > "$work/2k.txt"

@@ -5,7 +5,7 @@ Prints, per cell (model, precision, batch x seq, threads), the median over round
 build's median ms and CPU ms, and the ratio B / A (below 1: B is faster).
 
     # the build before a change, beside the current one:
-    git worktree add /tmp/before REV && (cd /tmp/before && swift build -c release --product bert)
+    git worktree add /tmp/before REV && (cd /tmp/before && make bert)
     tools/compare_builds.py /tmp/before/.build/release/bert .build/release/bert --rounds 3 -- --seconds 2
 
 Run it from the repository root (both binaries find weights/ there). Options after `--` go to

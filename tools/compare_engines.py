@@ -112,12 +112,13 @@ def log(message):
 
 
 def swift_build(product):
-    log(f"swift build -c release --product {product}")
-    result = subprocess.run(["swift", "build", "-c", "release", "--product", product], cwd=ROOT,
+    native = (ROOT / "tools" / "native-flags").read_text().split()  # the native build line (docs/builds.md)
+    log(f"swift build -c release {' '.join(native)} --product {product}")
+    result = subprocess.run(["swift", "build", "-c", "release", *native, "--product", product], cwd=ROOT,
                             capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"swift build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
-    binpath = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT,
+    binpath = subprocess.run(["swift", "build", "-c", "release", *native, "--show-bin-path"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.strip()
     return pathlib.Path(binpath) / product
 

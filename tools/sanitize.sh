@@ -30,12 +30,15 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:exitcode=66}
 # (SWIFTBERT_SANITIZER is set below) with that reason; `make test` runs them.
 export SWIFTBERT_NO_SERVER=1
 
+# The native build line (tools/native-flags), as `make test`: the same kernels are checked.
+read -r -a native < tools/native-flags
+
 status=0
 summary=""
 for sanitizer in "${sanitizers[@]}"; do
     case $sanitizer in address|thread) ;; *) echo "unknown sanitizer $sanitizer (address, thread)" >&2; exit 64 ;; esac
     scratch=.build/sanitize-$sanitizer
-    flags=(-c release --sanitize="$sanitizer" --scratch-path "$scratch" -Xswiftc -enable-testing)
+    flags=(-c release "${native[@]}" --sanitize="$sanitizer" --scratch-path "$scratch" -Xswiftc -enable-testing)
     started=$(date +%s)
     echo "== $sanitizer: building" >&2
     set +e

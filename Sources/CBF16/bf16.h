@@ -5,7 +5,7 @@
 // dpbf16ps_512` does not exist in Swift 6.3. A static inline function is compiled by the Clang
 // importer into the caller's LLVM module and inlined there; its pointers then vanish (SROA), so
 // the kernel keeps its accumulators in registers. The target attribute needs no compiler flag;
-// Swift only calls it when the build is native and the host has avx512_bf16 (SWIFTBERT_BF16).
+// Swift only calls it when the build is native and the host has avx512_bf16 (SWIFTBERT_NATIVE_ISA and SWIFTBERT_HOST_BF16).
 #ifndef SWIFTBERT_CBF16_H
 #define SWIFTBERT_CBF16_H
 #include <immintrin.h>

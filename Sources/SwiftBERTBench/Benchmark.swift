@@ -13,14 +13,14 @@ import Glibc
 /// Timing: each round runs one forward pass (`encode`) per precision in turn, A B A B ..., so
 /// the noise of a shared machine hits every precision alike; a cell reports the median and
 /// 90th percentile of its rounds' wall times.
-public final class Benchmark {
-    public let plan: BenchmarkPlan
+package final class Benchmark {
+    package let plan: BenchmarkPlan
     /// How to start the memory-measuring child; nil: memory is not measured.
-    public let memoryProbe: BenchmarkMemoryProbe.Launcher?
+    package let memoryProbe: BenchmarkMemoryProbe.Launcher?
     private let progress: (String) -> Void
 
     /// `progress` receives a line per step (for stderr); the results come back from `run`.
-    public init(plan: BenchmarkPlan, memoryProbe: BenchmarkMemoryProbe.Launcher?, progress: @escaping (String) -> Void = { _ in }) {
+    package init(plan: BenchmarkPlan, memoryProbe: BenchmarkMemoryProbe.Launcher?, progress: @escaping (String) -> Void = { _ in }) {
         self.plan = plan
         self.memoryProbe = memoryProbe
         self.progress = progress
@@ -29,7 +29,7 @@ public final class Benchmark {
     /// Everything a front end does with its parsed options: answers a memory probe (when this
     /// process is the child) or runs the plan; returns the text to print on stdout.
     /// `probeArguments` start this same program in probe mode, e.g. ["bench", "--memory-probe"].
-    public static func main(_ options: BenchmarkOptions, probeArguments: [String]) throws -> String {
+    package static func main(_ options: BenchmarkOptions, probeArguments: [String]) throws -> String {
         if let request = options.memoryProbe { return try BenchmarkMemoryProbe.respond(to: request) + "\n" }
         let benchmark = Benchmark(plan: try options.plan(), memoryProbe: .currentProgram(arguments: probeArguments),
                                   progress: options.quiet ? { _ in } : { writeStandardError("bench: \($0)\n") })
@@ -37,7 +37,7 @@ public final class Benchmark {
         return options.json ? report.jsonText : report.text
     }
 
-    public func run() throws -> BenchmarkReport {
+    package func run() throws -> BenchmarkReport {
         if let problem = plan.problem { throw BenchmarkError(problem) }
         let environment = BenchmarkEnvironment.current()
         progress("OpenBLAS core \(environment.openBLASCore), load average \(environment.loadAverage ?? "?")")
@@ -184,17 +184,17 @@ public final class Benchmark {
 }
 
 /// The machine a benchmark ran on.
-public struct BenchmarkEnvironment: Sendable, Equatable {
+package struct BenchmarkEnvironment: Sendable, Equatable {
     /// The kernel set OpenBLAS chose at run time ("Haswell", "Cooperlake", ...).
-    public let openBLASCore: String
+    package let openBLASCore: String
     /// OPENBLAS_CORETYPE, which overrides OpenBLAS's choice; nil when unset.
-    public let openBLASCoreType: String?
-    public let processors: Int
-    public let cpuModel: String?
+    package let openBLASCoreType: String?
+    package let processors: Int
+    package let cpuModel: String?
     /// The 1-minute load average when the run started: how busy the machine was.
-    public let loadAverage: String?
+    package let loadAverage: String?
 
-    public static func current() -> BenchmarkEnvironment {
+    package static func current() -> BenchmarkEnvironment {
         let cpuModel = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("model name") }
             .flatMap { $0.split(separator: ":", maxSplits: 1).last }
@@ -206,7 +206,7 @@ public struct BenchmarkEnvironment: Sendable, Equatable {
     }
 
     /// openblas_get_corename(): the kernels OpenBLAS's sgemm runs on this machine, as chosen.
-    public static func openBLASCoreName() -> String {
+    package static func openBLASCoreName() -> String {
         String(cString: openblas_get_corename()).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

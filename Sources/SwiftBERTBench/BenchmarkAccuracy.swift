@@ -3,7 +3,7 @@ import SwiftBERT
 
 /// How close a quantised precision stays to FP32 on real sentences, measured the way
 /// Tests/SwiftBERTTests/Int8AccuracyTests.swift measures it.
-public enum BenchmarkAccuracy: Sendable, Equatable {
+package enum BenchmarkAccuracy: Sendable, Equatable {
     /// Models without a masked-LM head: cosine between this precision's sentence embeddings
     /// and FP32's, mean and smallest.
     case embeddings(meanCosine: Double, minCosine: Double, sentences: Int)
@@ -12,7 +12,7 @@ public enum BenchmarkAccuracy: Sendable, Equatable {
     case fillMask(top1Agreement: Double, top5Overlap: Double, maskedSentences: Int)
 
     /// "cosine mean 0.99745, min 0.99353 (300 sentences)".
-    public var summary: String {
+    package var summary: String {
         switch self {
         case let .embeddings(mean, smallest, count):
             return String(format: "cosine mean %.5f, min %.5f (%d sentences)", mean, smallest, count)
@@ -74,7 +74,7 @@ public enum BenchmarkAccuracy: Sendable, Equatable {
     /// One [MASK] per sentence, by Int8AccuracyTests' rule: of the words made only of letters,
     /// at least 3 long and one vocabulary entry, the middle one (its first occurrence between
     /// spaces). Sentences without such a word are left out.
-    public static func maskedSentences(_ sentences: [String], tokenizer: BertTokenizer) -> [String] {
+    package static func maskedSentences(_ sentences: [String], tokenizer: BertTokenizer) -> [String] {
         sentences.compactMap { sentence in
             let words = sentence.split(separator: " ").filter { word in
                 word.allSatisfy(\.isLetter) && word.count >= 3 && tokenizer.tokenize(String(word)).count == 1
@@ -87,18 +87,18 @@ public enum BenchmarkAccuracy: Sendable, Equatable {
 
 /// The real sentences behind the accuracy figures: by default the 300 lines of
 /// Tests/SwiftBERTTests/Fixtures/sentences.txt (from Debian's license texts).
-public enum BenchmarkSentences {
-    public static let fixture = "Tests/SwiftBERTTests/Fixtures/sentences.txt"
+package enum BenchmarkSentences {
+    package static let fixture = "Tests/SwiftBERTTests/Fixtures/sentences.txt"
 
     /// The fixture in the checkout beside a weights directory `ModelLocator` searches
     /// ($SWIFTBERT_HOME, the current folder, the checkout `bert` was built in).
-    public static func defaultFile() -> URL? {
+    package static func defaultFile() -> URL? {
         ModelLocator.searchDirectories.map { $0.deletingLastPathComponent().appendingPathComponent(fixture) }
             .first { FileManager.default.fileExists(atPath: $0.path) }
     }
 
     /// Non-empty lines of a UTF-8 file.
-    public static func load(_ url: URL) throws -> [String] {
+    package static func load(_ url: URL) throws -> [String] {
         guard let text = try? String(contentsOf: url, encoding: .utf8) else {
             throw BertError.fileNotFound(path: url.path, hint: "Give a UTF-8 text file of sentences, one per line.")
         }

@@ -8,16 +8,16 @@ import SwiftBERT
 /// The parent starts `launcher.executable launcher.arguments REQUEST`; the front end sees the
 /// request (its `--memory-probe` flag), calls `BenchmarkMemoryProbe.respond(to:)` and prints the
 /// one JSON line it returns, which the parent decodes.
-public enum BenchmarkMemoryProbe {
+package enum BenchmarkMemoryProbe {
     /// How to start a fresh copy of this program in probe mode.
-    public struct Launcher: Sendable, Equatable {
-        public var executable: String
+    package struct Launcher: Sendable, Equatable {
+        package var executable: String
         /// Arguments before the request, e.g. ["bench", "--memory-probe"].
-        public var arguments: [String]
-        public init(executable: String, arguments: [String]) { (self.executable, self.arguments) = (executable, arguments) }
+        package var arguments: [String]
+        package init(executable: String, arguments: [String]) { (self.executable, self.arguments) = (executable, arguments) }
 
         /// This very program (/proc/self/exe on Linux), started with `arguments` before the request.
-        public static func currentProgram(arguments: [String]) -> Launcher {
+        package static func currentProgram(arguments: [String]) -> Launcher {
             let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
                 ?? CommandLine.arguments.first ?? ""
             return Launcher(executable: path, arguments: arguments)
@@ -33,25 +33,25 @@ public enum BenchmarkMemoryProbe {
     }
 
     /// What the child saw, in bytes from /proc/self/status.
-    public struct Usage: Codable, Sendable, Equatable {
+    package struct Usage: Codable, Sendable, Equatable {
         /// VmRSS before the model is loaded: the program itself.
-        public let residentBeforeLoad: Int
-        public let residentAfterLoad: Int
+        package let residentBeforeLoad: Int
+        package let residentAfterLoad: Int
         /// VmRSS after the load and a first forward pass (1 x 16 tokens, and the masked-LM head at
         /// one position when the model has one), once that pass's buffers are freed.
-        public let residentAfterFirstPass: Int
+        package let residentAfterFirstPass: Int
         /// VmHWM after a forward pass of the plan's largest batch: the process's peak.
-        public let peakResident: Int
+        package let peakResident: Int
         /// The batch of that pass.
-        public let batch: Int
-        public let sequenceLength: Int
+        package let batch: Int
+        package let sequenceLength: Int
 
         /// Resident memory the weights cost: RSS after load and first pass minus RSS before load.
-        public var weightsResident: Int { residentAfterFirstPass - residentBeforeLoad }
+        package var weightsResident: Int { residentAfterFirstPass - residentBeforeLoad }
     }
 
     /// In the child: loads the model, runs the passes, returns one JSON line.
-    public static func respond(to requestText: String) throws -> String {
+    package static func respond(to requestText: String) throws -> String {
         let request: Request
         do { request = try JSONDecoder().decode(Request.self, from: Data(requestText.utf8)) } catch {
             throw BertError.invalidInput(reason: "unreadable memory probe request: \(error)")

@@ -5,60 +5,60 @@ import SwiftBERT
 /// The benchmark's options, the one definition of them: `bert bench` includes them with
 /// `@OptionGroup`, and `SwiftBERTBenchmarks engine` parses them with `BenchmarkOptions.parse`.
 /// List options take comma-separated values and may be repeated; `plan()` checks them.
-public struct BenchmarkOptions: ParsableArguments, Sendable {
+package struct BenchmarkOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("model"), help: ArgumentHelp("Models (names under weights/ or paths). (default: all-MiniLM-L6-v2,splade-tiny)", valueName: "names"))
-    public var models: [String] = []
+    package var models: [String] = []
 
     @Option(name: .customLong("precision"), help: ArgumentHelp("Precisions to compare: fp32, int8, int8-weights, bf16. (default: fp32,int8)", valueName: "list"))
-    public var precisions: [String] = []
+    package var precisions: [String] = []
 
     @Option(name: .customLong("batch"), help: ArgumentHelp("Sequences per pass. With --seq, every combination is run. (default: cells 1x16, 1x128, 32x128)", valueName: "list"))
-    public var batches: [String] = []
+    package var batches: [String] = []
 
     @Option(name: .customLong("seq"), help: ArgumentHelp("Tokens per sequence, [CLS] and [SEP] included.", valueName: "list"))
-    public var sequenceLengths: [String] = []
+    package var sequenceLengths: [String] = []
 
     @Option(name: .customLong("threads"), help: ArgumentHelp("Worker threads per pass. (default: 1,2)", valueName: "list"))
-    public var threads: [String] = []
+    package var threads: [String] = []
 
     @Option(help: "Timed rounds per cell, exactly (instead of --seconds).")
-    public var repetitions: Int?
+    package var repetitions: Int?
 
     @Option(help: ArgumentHelp("Time per cell: rounds go on until it has passed, at least 3 of them. (default: \(BenchmarkPlan.defaultSeconds))", valueName: "seconds"))
-    public var seconds: Double?
+    package var seconds: Double?
 
     @Flag(help: "Per-stage profile of the timed passes (embeddings, QKV, attention, ..., LayerNorm).")
-    public var profile = false
+    package var profile = false
 
     @Option(help: ArgumentHelp("Sentences for accuracy, one per line. (default: the repository's 300-sentence fixture)", valueName: "file"))
-    public var sentences: String?
+    package var sentences: String?
 
     @Option(help: ArgumentHelp("Use only the first N sentences for accuracy; 0 skips accuracy.", valueName: "n"))
-    public var accuracySentences: Int?
+    package var accuracySentences: Int?
 
     @Flag(help: "Do not measure resident memory (no child processes).")
-    public var noMemory = false
+    package var noMemory = false
 
     @Flag(help: "JSON: a list of rows (model, precision, batch, seq, threads, median_ms, ...).")
-    public var json = false
+    package var json = false
 
     @Flag(name: [.short, .long], help: "No progress lines on stderr.")
-    public var quiet = false
+    package var quiet = false
 
     /// Set by the parent in the child process that measures memory: the request it answers.
     @Option(help: .hidden)
-    public var memoryProbe: String?
+    package var memoryProbe: String?
 
-    public init() {}
+    package init() {}
 
     /// A flag the plan cannot use is a usage error, in the words of `plan()`.
-    public func validate() throws {
+    package func validate() throws {
         guard memoryProbe == nil else { return }
         do { _ = try plan() } catch let error as BenchmarkError { throw ValidationError(error.message) }
     }
 
     /// The checked plan.
-    public func plan() throws -> BenchmarkPlan {
+    package func plan() throws -> BenchmarkPlan {
         var plan = BenchmarkPlan()
         let models = Self.list(self.models)
         if !models.isEmpty { plan.models = models }

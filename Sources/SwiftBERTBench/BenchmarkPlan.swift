@@ -3,50 +3,50 @@ import SwiftBERT
 
 /// What one benchmark run measures: `bert bench` and `SwiftBERTBenchmarks engine` both build one
 /// from their options (`BenchmarkOptions`) and hand it to `Benchmark`.
-public struct BenchmarkPlan: Sendable, Equatable {
+package struct BenchmarkPlan: Sendable, Equatable {
     /// A batch of `batch` sequences of `sequenceLength` tokens each, [CLS] and [SEP] included.
-    public struct Shape: Hashable, Sendable, CustomStringConvertible {
-        public let batch: Int
-        public let sequenceLength: Int
-        public init(batch: Int, sequenceLength: Int) { (self.batch, self.sequenceLength) = (batch, sequenceLength) }
-        public var tokens: Int { batch * sequenceLength }
-        public var description: String { "\(batch)x\(sequenceLength)" }
+    package struct Shape: Hashable, Sendable, CustomStringConvertible {
+        package let batch: Int
+        package let sequenceLength: Int
+        package init(batch: Int, sequenceLength: Int) { (self.batch, self.sequenceLength) = (batch, sequenceLength) }
+        package var tokens: Int { batch * sequenceLength }
+        package var description: String { "\(batch)x\(sequenceLength)" }
     }
 
-    public static let defaultModels = [ModelLocator.defaultEmbeddingModel, ModelLocator.defaultMaskedLMModel]
-    public static let defaultPrecisions: [Precision] = [.fp32, .int8]
+    package static let defaultModels = [ModelLocator.defaultEmbeddingModel, ModelLocator.defaultMaskedLMModel]
+    package static let defaultPrecisions: [Precision] = [.fp32, .int8]
     /// Issue 5's cells: one short query, one full-length sequence, a full batch.
-    public static let defaultShapes = [Shape(batch: 1, sequenceLength: 16), Shape(batch: 1, sequenceLength: 128),
+    package static let defaultShapes = [Shape(batch: 1, sequenceLength: 16), Shape(batch: 1, sequenceLength: 128),
                                        Shape(batch: 32, sequenceLength: 128)]
-    public static let defaultThreads = [1, 2]
-    public static let defaultSeconds = 3.0
+    package static let defaultThreads = [1, 2]
+    package static let defaultSeconds = 3.0
 
     /// Model names (folders under weights/) or paths.
-    public var models = defaultModels
+    package var models = defaultModels
     /// Compared side by side; speed-ups are against `.fp32`, accuracy always against FP32.
-    public var precisions = defaultPrecisions
-    public var shapes = defaultShapes
-    public var threads = defaultThreads
+    package var precisions = defaultPrecisions
+    package var shapes = defaultShapes
+    package var threads = defaultThreads
     /// Timed rounds per cell (one pass per precision each); nil: rounds until `seconds` have
     /// passed, and at least `minimumRepetitions`.
-    public var repetitions: Int?
-    public var seconds = defaultSeconds
-    public var minimumRepetitions = 3
+    package var repetitions: Int?
+    package var seconds = defaultSeconds
+    package var minimumRepetitions = 3
     /// Attach a `StageProfile` to every timed pass and report where the time goes.
-    public var profile = false
+    package var profile = false
     /// Real sentences for the accuracy figures (and the token ids of the timed inputs); nil:
     /// the repository's Tests/SwiftBERTTests/Fixtures/sentences.txt when it can be found.
-    public var sentencesFile: String?
+    package var sentencesFile: String?
     /// How many of those sentences the accuracy figures use; nil: all, 0: no accuracy figures.
-    public var accuracySentences: Int?
+    package var accuracySentences: Int?
     /// Measure resident memory per precision in fresh child processes.
-    public var measuresMemory = true
+    package var measuresMemory = true
 
-    public init() {}
+    package init() {}
 
     /// Every combination of the given batch sizes and sequence lengths; the defaults when
     /// neither is given (which leave out 32 x 16).
-    public static func shapes(batches: [Int], sequenceLengths: [Int]) -> [Shape] {
+    package static func shapes(batches: [Int], sequenceLengths: [Int]) -> [Shape] {
         if batches.isEmpty, sequenceLengths.isEmpty { return defaultShapes }
         let batches = batches.isEmpty ? [1, 32] : batches
         let lengths = sequenceLengths.isEmpty ? [16, 128] : sequenceLengths
@@ -54,7 +54,7 @@ public struct BenchmarkPlan: Sendable, Equatable {
     }
 
     /// What is wrong with the plan, in the words of the flags; nil when it can run.
-    public var problem: String? {
+    package var problem: String? {
         if models.isEmpty { return "--model needs at least one model" }
         if precisions.isEmpty { return "--precision needs at least one of \(Precision.allCases.map(\.rawValue).joined(separator: ", "))" }
         if shapes.isEmpty { return "--batch and --seq need at least one value each" }
@@ -71,20 +71,20 @@ public struct BenchmarkPlan: Sendable, Equatable {
 
     /// A model's name as every figure from it is labelled: models whose name says their weights
     /// are random (bert-base-random, made by tools/make_random_bert.py) are for timing only.
-    public static func label(model name: String) -> String {
+    package static func label(model name: String) -> String {
         hasRandomWeights(model: name) ? "\(name) (random weights, timing only)" : name
     }
 
     /// Whether a model's outputs are meaningless (its accuracy is then not measured).
-    public static func hasRandomWeights(model name: String) -> Bool {
+    package static func hasRandomWeights(model name: String) -> Bool {
         name.lowercased().contains("random")
     }
 }
 
 /// A benchmark that cannot run as asked: a flag it cannot use (the message names the flag), or a
 /// memory probe that failed.
-public struct BenchmarkError: Error, CustomStringConvertible, Equatable {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+package struct BenchmarkError: Error, CustomStringConvertible, Equatable {
+    package let message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
 }

@@ -2,62 +2,62 @@ import Foundation
 import SwiftBERT
 
 /// The results of a `Benchmark` run: `text` for people (Markdown tables), `json` for scripts.
-public struct BenchmarkReport: Sendable {
-    public let plan: BenchmarkPlan
-    public let environment: BenchmarkEnvironment
-    public let models: [Model]
-    public let loadAverageAtEnd: String?
+package struct BenchmarkReport: Sendable {
+    package let plan: BenchmarkPlan
+    package let environment: BenchmarkEnvironment
+    package let models: [Model]
+    package let loadAverageAtEnd: String?
     /// Wall time of the whole run.
-    public let seconds: Double
+    package let seconds: Double
 
-    public struct Model: Sendable {
-        public let name: String
-        public let path: String
-        public let config: BertConfig
+    package struct Model: Sendable {
+        package let name: String
+        package let path: String
+        package let config: BertConfig
         /// One per precision of the plan, in its order.
-        public let precisions: [PrecisionFigures]
+        package let precisions: [PrecisionFigures]
         /// Threads, then shape, then precision, in the plan's orders.
-        public let cells: [Cell]
+        package let cells: [Cell]
         /// What was left out and why.
-        public let notes: [String]
+        package let notes: [String]
         /// The name, marked when the weights are random.
-        public var label: String { BenchmarkPlan.label(model: name) }
+        package var label: String { BenchmarkPlan.label(model: name) }
 
-        public func figures(_ precision: Precision) -> PrecisionFigures? { precisions.first { $0.precision == precision } }
+        package func figures(_ precision: Precision) -> PrecisionFigures? { precisions.first { $0.precision == precision } }
     }
 
     /// What does not depend on the cell.
-    public struct PrecisionFigures: Sendable {
-        public let precision: Precision
-        public let fileBytes: Int
+    package struct PrecisionFigures: Sendable {
+        package let precision: Precision
+        package let fileBytes: Int
         /// Fastest of this run's loads (one per thread count; the file is in the page cache).
-        public let loadSeconds: Double
-        public let memory: BenchmarkMemoryProbe.Usage?
+        package let loadSeconds: Double
+        package let memory: BenchmarkMemoryProbe.Usage?
         /// Against FP32; nil for FP32 itself and when not measured.
-        public let accuracy: BenchmarkAccuracy?
+        package let accuracy: BenchmarkAccuracy?
     }
 
     /// One precision at one shape and thread count.
-    public struct Cell: Sendable {
-        public let shape: BenchmarkPlan.Shape
-        public let threads: Int
-        public let precision: Precision
-        public let rounds: Int
-        public let medianMilliseconds: Double
-        public let p90Milliseconds: Double
+    package struct Cell: Sendable {
+        package let shape: BenchmarkPlan.Shape
+        package let threads: Int
+        package let precision: Precision
+        package let rounds: Int
+        package let medianMilliseconds: Double
+        package let p90Milliseconds: Double
         /// Median CPU time of the process (all threads) per pass.
-        public let cpuMedianMilliseconds: Double
+        package let cpuMedianMilliseconds: Double
         /// FP32's median over this one; nil for FP32 or when FP32 is not in the plan.
-        public let speedUp: Double?
+        package let speedUp: Double?
         /// Median milliseconds per pass in each stage, with --profile.
-        public let profileMilliseconds: [StageProfile.Stage: Double]?
+        package let profileMilliseconds: [StageProfile.Stage: Double]?
 
-        public var tokensPerSecond: Double { Double(shape.tokens) / (medianMilliseconds / 1e3) }
+        package var tokensPerSecond: Double { Double(shape.tokens) / (medianMilliseconds / 1e3) }
 
         /// With --profile: the encoder's Linear layers' multiply-adds, 2·M·N·K summed over the
         /// layers, per second of the stages that run them, in billions (GFLOP/s for FP32 and BF16,
         /// GOP/s for INT8), comparable with `SwiftBERTBenchmarks gemm`'s rates.
-        public func linearRate(_ config: BertConfig) -> Double? {
+        package func linearRate(_ config: BertConfig) -> Double? {
             guard let profile = profileMilliseconds else { return nil }
             let seconds = [StageProfile.Stage.qkv, .attentionOutput, .feedForwardIn, .feedForwardOut]
                 .reduce(0) { $0 + (profile[$1] ?? 0) } / 1e3
@@ -71,12 +71,12 @@ public struct BenchmarkReport: Sendable {
 
     /// One row per (model, precision, shape, threads), with the model-level figures repeated on
     /// each row so that a row stands alone (a data frame's rows).
-    public var json: OrderedJSON {
+    package var json: OrderedJSON {
         .array(models.flatMap { model in model.cells.map { row(model, $0) } })
     }
 
     /// `json` with one row per line.
-    public var jsonText: String {
+    package var jsonText: String {
         guard case .array(let rows) = json, !rows.isEmpty else { return "[]\n" }
         return "[\n" + rows.map(\.text).joined(separator: ",\n") + "\n]\n"
     }
@@ -117,7 +117,7 @@ public struct BenchmarkReport: Sendable {
 
     // MARK: - Text
 
-    public var text: String {
+    package var text: String {
         var out = header
         for model in models {
             out += "\n" + summary(model)
@@ -137,7 +137,7 @@ public struct BenchmarkReport: Sendable {
             SwiftBERT benchmark: \(plan.precisions.map(\.rawValue).joined(separator: " vs ")), side by side
             OpenBLAS core: \(env.openBLASCore) (\(coreType)); CPU: \(env.cpuModel ?? "unknown"), \(env.processors) processors; \
             load average \(env.loadAverage ?? "?") at start, \(loadAverageAtEnd ?? "?") at end; \(String(format: "%.0f", seconds)) s in all
-            Kernels: FP32 Linear layers \(fp32LinearKernel); INT8 \(int8Kernel); BF16 \(bf16Kernel); attention on OpenBLAS sgemm.
+            Kernels: \(KernelReport.current); attention on OpenBLAS sgemm.
             Timing: wall time of one forward pass (encoder only: no tokenizer, no head) on the same token ids; the \
             precisions take turns, one pass each per round; \(rounds). CPU ms: process CPU time (all threads). \
             Speed-up: fp32 median / median.

@@ -3,12 +3,12 @@ import SwiftBERT
 
 /// Something that offers words for the text typed so far: the suggester, and the baselines it
 /// is measured against.
-public protocol WordPredictor {
+package protocol WordPredictor {
     func words(for text: String, topK: Int) throws -> [String]
 }
 
 extension WordSuggester: WordPredictor {
-    public func words(for text: String, topK: Int) throws -> [String] {
+    package func words(for text: String, topK: Int) throws -> [String] {
         try suggest(text, topK: topK).map(\.word)
     }
 }
@@ -18,25 +18,25 @@ extension WordSuggester: WordPredictor {
 /// costs one keystroke and inserts the word and a space, so the text's own space after the word
 /// is not typed (before punctuation the keyboard takes the space back, as phone keyboards do).
 /// Everything that is not a word (spaces, punctuation, digits) is typed key by key.
-public enum TypingSimulation {
-    public struct Result: Sendable, Equatable {
+package enum TypingSimulation {
+    package struct Result: Sendable, Equatable {
         /// Keys pressed without suggestions: the text's characters (whitespace runs count as one space).
-        public var characters = 0
+        package var characters = 0
         /// Keys pressed with suggestions.
-        public var keystrokes = 0
+        package var keystrokes = 0
         /// Words typed (runs of letters).
-        public var words = 0
+        package var words = 0
         /// Words that were among the top k before their first letter was typed.
-        public var nextWordHits = 0
+        package var nextWordHits = 0
 
-        public init() {}
+        package init() {}
 
         /// Share of keystrokes saved.
-        public var keystrokeSavings: Double { characters == 0 ? 0 : 1 - Double(keystrokes) / Double(characters) }
+        package var keystrokeSavings: Double { characters == 0 ? 0 : 1 - Double(keystrokes) / Double(characters) }
         /// Share of words offered before their first letter: top-k next-word accuracy.
-        public var nextWordAccuracy: Double { words == 0 ? 0 : Double(nextWordHits) / Double(words) }
+        package var nextWordAccuracy: Double { words == 0 ? 0 : Double(nextWordHits) / Double(words) }
 
-        public static func + (a: Result, b: Result) -> Result {
+        package static func + (a: Result, b: Result) -> Result {
             var sum = a
             sum.characters += b.characters
             sum.keystrokes += b.keystrokes
@@ -48,7 +48,7 @@ public enum TypingSimulation {
 
     /// Types `text` with `predictor`. A suggestion matches the word meant when it is the same
     /// letters ignoring case. Predictors see at most the last `contextCharacters` of the text.
-    public static func run(_ text: String, predictor: WordPredictor, topK: Int = 3,
+    package static func run(_ text: String, predictor: WordPredictor, topK: Int = 3,
                            contextCharacters: Int = 1500) throws -> Result {
         let chars = Array(normalizedWhitespace(text))
         var result = Result()
@@ -86,24 +86,24 @@ public enum TypingSimulation {
     }
 
     /// Runs of whitespace as one space, ends trimmed: hard-wrapped lines become running text.
-    public static func normalizedWhitespace(_ text: String) -> String {
+    package static func normalizedWhitespace(_ text: String) -> String {
         text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 }
 
 /// The most frequent words of a training text that start with the letters typed: the classic
 /// word-prediction baseline, blind to context.
-public struct FrequencyBaseline: WordPredictor {
+package struct FrequencyBaseline: WordPredictor {
     /// Lowercased words, most frequent first (ties alphabetical, so runs repeat exactly).
-    public let ranked: [String]
+    package let ranked: [String]
 
-    public init(trainingText: String) {
+    package init(trainingText: String) {
         var counts: [String: Int] = [:]
         for word in trainingText.split(whereSeparator: { !$0.isLetter }) { counts[word.lowercased(), default: 0] += 1 }
         ranked = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map(\.key)
     }
 
-    public func words(for text: String, topK: Int) -> [String] {
+    package func words(for text: String, topK: Int) -> [String] {
         let typed = TypedText(text).partial.lowercased()
         return Array(ranked.lazy.filter { $0.hasPrefix(typed) }.prefix(topK))
     }
@@ -113,18 +113,18 @@ public struct FrequencyBaseline: WordPredictor {
 /// the characters after the last space taken as the typed word, "[MASK]" written into the text,
 /// and the model's top vocabulary entries as they come (## pieces, punctuation, special tokens),
 /// kept when they start with the typed characters. The baseline `WordSuggester` replaces.
-public final class HandRolledMaskedLM: WordPredictor {
-    public let model: any MaskedLanguageModel
-    public let tokenizer: BertTokenizer
+package final class HandRolledMaskedLM: WordPredictor {
+    package let model: any MaskedLanguageModel
+    package let tokenizer: BertTokenizer
     /// Words of context written before the [MASK] (the last ones), to fit the model's window.
-    public let contextWords: Int
+    package let contextWords: Int
     private var cache: (context: String, probabilities: [Float])?
 
-    public init(model: any MaskedLanguageModel, tokenizer: BertTokenizer, contextWords: Int = 40) {
+    package init(model: any MaskedLanguageModel, tokenizer: BertTokenizer, contextWords: Int = 40) {
         (self.model, self.tokenizer, self.contextWords) = (model, tokenizer, contextWords)
     }
 
-    public func words(for text: String, topK k: Int) throws -> [String] {
+    package func words(for text: String, topK k: Int) throws -> [String] {
         let split = text.lastIndex(of: " ").map { text.index(after: $0) } ?? text.startIndex
         let context = text[..<split].split(separator: " ").suffix(contextWords).joined(separator: " ")
         let typed = text[split...].lowercased()

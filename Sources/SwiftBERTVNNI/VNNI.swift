@@ -1,15 +1,17 @@
 // One AVX-512 VNNI instruction, vpdpbusd, for the INT8 micro-kernel.
 //
 // LLVM does not turn 4-way byte dot products written in Swift into vpdpbusd, and Swift has
-// no x86 intrinsics. This module is compiled with -parse-stdlib, which exposes the compiler's
-// Builtin module and, through it, LLVM's intrinsic by name. It is the engine's only use of
-// Builtin, and it is compiled only when the target CPU has AVX-512 VNNI (see Package.swift);
-// without it, the kernel falls back to vpdpwssd, which plain Swift reaches (a quarter of the
-// multiply-adds per instruction).
+// no x86 intrinsics. This module imports the compiler's Builtin module (the experimental feature
+// BuiltinModule, which SwiftPM allows in a versioned dependency, unlike -parse-stdlib) and,
+// through it, LLVM's intrinsic by name. It is the engine's only use of Builtin. The intrinsic
+// compiles only for a target CPU that has AVX-512 VNNI, so it exists only in native builds
+// (SWIFTBERT_NATIVE_ISA, the build line's `-target-cpu native`) on a host that has VNNI
+// (SWIFTBERT_HOST_VNNI, from Package.swift); otherwise the kernel uses vpdpwssd, which plain
+// Swift reaches (a quarter of the multiply-adds per instruction).
 
-import Swift
+import Builtin
 
-#if SWIFTBERT_VNNI
+#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
 /// acc + Σ(t=0..3) u8(a.byte t) · s8(w.byte t), lane by lane over 16 Int32 lanes: each lane of
 /// `unsigned` holds 4 unsigned bytes, each lane of `signed` 4 signed bytes. No saturation.
 @inlinable @inline(__always)

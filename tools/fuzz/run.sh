@@ -8,8 +8,8 @@
 # default: all three. -t is the time per target (default 60 s; the recorded long runs in
 # docs/robustness.md use 600). -k keeps binaries already built even if sources changed since
 # (a long run on a snapshot while the tree is being edited). Each target is the library's sources compiled with swiftc
-# together with tools/fuzz/Fuzz<Target>.swift, under -sanitize=fuzzer,address and -O (not the
-# package's -Ounchecked, so overflows and bounds checks trap instead of wrapping silently).
+# together with tools/fuzz/Fuzz<Target>.swift, under -sanitize=fuzzer,address and -O (as the
+# package, so overflows and bounds checks trap instead of wrapping silently).
 #
 # The working corpus grows in .build/fuzz/corpus/TARGET, seeded from tools/fuzz/seeds/TARGET
 # (hand-written) and tools/fuzz/corpus/TARGET (the minimised corpus of the recorded long runs,
@@ -63,7 +63,7 @@ build() {
     mkdir -p "$snapshot"
     cp -R Sources/SwiftBERT Sources/COpenBLAS "$entry" "$snapshot/"
     mapfile -t sources < <(find "$snapshot/SwiftBERT" -name '*.swift' | sort)
-    "$swiftc" -module-name SwiftBERT -parse-as-library -swift-version 5 -O -g \
+    "$swiftc" -module-name SwiftBERT -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g \
         -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" \
         "${sources[@]}" "$snapshot/$(basename "$entry")" -lopenblas -o "$binary" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
     [ -x "$binary" ] || { echo "building $binary failed" >&2; exit 1; }

@@ -15,15 +15,15 @@
 // or a mask (the odd k), and FMA accumulates, in the instruction's order: odd k, then even k.
 
 import Foundation
-#if SWIFTBERT_BF16
+#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
 import SwiftBERTVNNI
 #endif
 
 /// Which BF16 micro-kernel this build runs (for benchmark reports).
-#if SWIFTBERT_BF16
-public let bf16Kernel = "vdpbf16ps (AVX512_BF16)"
+#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+let bf16Kernel = "vdpbf16ps (AVX512_BF16)"
 #else
-public let bf16Kernel = "BF16 → FP32 shifts + FMA (plain Swift)"
+let bf16Kernel = "BF16 → FP32 shifts + FMA (plain Swift)"
 #endif
 
 /// Round-to-nearest-even FP32 → BF16, as PyTorch rounds (c10::BFloat16): NaN stays a quiet NaN.
@@ -152,7 +152,7 @@ extension TileRow where Scalar == UInt32 {
     }
 }
 
-#if SWIFTBERT_BF16
+#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
 extension TileRow where Scalar == Float {
     /// self += pair.odd · w.odd + pair.even · w.even lane-wise: four vdpbf16ps.
     @inline(__always)
@@ -179,7 +179,7 @@ extension TileRow where Scalar == Float {
 
 /// BF16: one K-pair per load; with vdpbf16ps one sub-step, without it two (odd k, then even k).
 private struct BF16Kernel: PanelKernel {
-    #if SWIFTBERT_BF16
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
     static var tileRows: Int { 6 }
     static var subSteps: Int { 1 }
     #else
@@ -195,7 +195,7 @@ private struct BF16Kernel: PanelKernel {
 
     @inline(__always) func load(_ index: Int) -> TileRow<UInt32> { TileRow(loadingPair: panel + index * panelWidth) }
 
-    #if SWIFTBERT_BF16
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
     @inline(__always) func operand(_ load: TileRow<UInt32>, subStep: Int) -> TileRow<UInt32> { load }
     @inline(__always) func accumulate(_ acc: inout FloatTileRow, row: Int, load: Int, subStep: Int, _ w: TileRow<UInt32>) {
         acc.accumulate(pair: activations[row * lda + load], w)

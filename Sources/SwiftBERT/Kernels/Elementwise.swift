@@ -1,15 +1,18 @@
 // The elementwise kernels of the forward pass. Each is a plain loop over raw pointers
 // that LLVM vectorises for the host ISA; libm's scalar erf/exp would not vectorise and
-// would cost milliseconds per pass.
+// would cost milliseconds per pass. Index arithmetic wraps (&+, &*) and float-to-integer
+// conversions go through bits: the library is built with -O (no -Ounchecked, which a
+// versioned dependency cannot set), and an overflow check or a conversion trap in a loop
+// keeps LLVM from vectorising it.
 
 /// x = LayerNorm(x + residual) row by row, with the two-pass mean/variance PyTorch uses.
 func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, rows: Int, cols: Int,
                   gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, eps: Float) {
     let invN = 1 / Float(cols)
     for r in 0..<rows {
-        let row = x + r * cols
+        let row = x + r &* cols
         if let residual {
-            let res = residual + r * cols
+            let res = residual + r &* cols
             for c in 0..<cols { row[c] += res[c] }
         }
         let mean = sum(row, count: cols) * invN
@@ -26,9 +29,9 @@ func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Floa
 func sum(_ x: UnsafePointer<Float>, count: Int) -> Float {
     var acc = SIMD16<Float>()
     var i = 0
-    while i + 16 <= count { acc += UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self); i += 16 }
+    while i &+ 16 <= count { acc += UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self); i &+= 16 }
     var total = acc.sum()
-    while i < count { total += x[i]; i += 1 }
+    while i < count { total += x[i]; i &+= 1 }
     return total
 }
 
@@ -36,9 +39,9 @@ func sum(_ x: UnsafePointer<Float>, count: Int) -> Float {
 func sumOfSquares(_ x: UnsafePointer<Float>, count: Int) -> Float {
     var acc = SIMD16<Float>()
     var i = 0
-    while i + 16 <= count { let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self); acc += v * v; i += 16 }
+    while i &+ 16 <= count { let v = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self); acc += v * v; i &+= 16 }
     var total = acc.sum()
-    while i < count { total += x[i] * x[i]; i += 1 }
+    while i < count { total += x[i] * x[i]; i &+= 1 }
     return total
 }
 
@@ -52,9 +55,9 @@ func sumOfSquares(_ x: UnsafePointer<Float>, count: Int) -> Float {
 func maximum(_ x: UnsafePointer<Float>, count: Int) -> Float {
     var acc = SIMD16<Float>(repeating: -.infinity)
     var i = 0
-    while i + 16 <= count { acc = lanewiseMax(acc, UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)); i += 16 }
+    while i &+ 16 <= count { acc = lanewiseMax(acc, UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)); i &+= 16 }
     var best = acc.max()
-    while i < count { best = max(best, x[i]); i += 1 }
+    while i < count { best = max(best, x[i]); i &+= 1 }
     return best
 }
 
@@ -100,13 +103,16 @@ func exp(_ a: Float) -> Float {
     p = p * r + 1.6666665459e-1
     p = p * r + 5.0000001201e-1
     let y = p * r * r + r + 1
-    return y * Float(bitPattern: UInt32(bitPattern: Int32(n) + 127) << 23)
+    // 2^n from n + 127 as the exponent field. n + 127 is an integer in 1...255, and adding
+    // 1.5 · 2^23 puts it in the low mantissa bits (no Int32(Float) conversion, which traps).
+    let biased = (n + 127 + 12_582_912).bitPattern &- 0x4B40_0000
+    return y * Float(bitPattern: biased << 23)
 }
 
 /// Row-wise softmax in place.
 func softmaxRows(_ x: UnsafeMutablePointer<Float>, rows: Int, cols: Int, stride: Int) {
     for r in 0..<rows {
-        let row = x + r * stride
+        let row = x + r &* stride
         let maxValue = maximum(row, count: cols)
         for c in 0..<cols { row[c] = exp(row[c] - maxValue) }   // no reduction here: vectorises
         let inv = 1 / sum(row, count: cols)

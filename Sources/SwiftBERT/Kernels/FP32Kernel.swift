@@ -10,13 +10,6 @@ import Foundation
 // zmm accumulators over the whole k, one fused multiply-add per 16 products. Summation runs
 // over k in order, as a dot product does.
 
-/// What runs the FP32 Linear layers in this build (for benchmark reports).
-#if SWIFTBERT_NATIVE_ISA
-public let fp32LinearKernel = "packed FMA kernel"
-#else
-public let fp32LinearKernel = "OpenBLAS sgemm (portable build)"
-#endif
-
 /// A float32 weight matrix W [n × k] (PyTorch's [out, in]) in panels of 64 output channels;
 /// inside a panel, k-major: the 64 channels' weights for k = 0, then k = 1, ... Channels past
 /// n are zero.
@@ -111,10 +104,10 @@ private struct FP32Kernel: PanelKernel {
     var fullLoads: Int { k }
     var tailSubSteps: Int { 0 }
 
-    @inline(__always) func load(_ index: Int) -> UnsafePointer<Float> { panel + index * panelWidth }
+    @inline(__always) func load(_ index: Int) -> UnsafePointer<Float> { panel + index &* panelWidth }
     @inline(__always) func operand(_ load: UnsafePointer<Float>, subStep: Int) -> UnsafePointer<Float> { load }
     @inline(__always) func accumulate(_ acc: inout FloatTileRow, row: Int, load: Int, subStep: Int, _ w: UnsafePointer<Float>) {
-        acc.accumulate(x[row * ldx + load], loading: w)
+        acc.accumulate(x[row &* ldx &+ load], loading: w)
     }
 }
 

@@ -44,8 +44,8 @@ final class Int8Activations: @unchecked Sendable {
         }
         (self.m, self.k, self.stride) = (m, k, stride)
         for row in 0..<m {
-            let input = x + row * k
-            let output = quantized + row * stride
+            let input = x + row &* k
+            let output = quantized + row &* stride
             let maxAbs = SymmetricInt8.maxAbs(input, count: k)
             let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
             rowScales[row] = maxAbs / 127

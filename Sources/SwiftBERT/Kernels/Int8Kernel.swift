@@ -16,15 +16,8 @@
 // Check the assembly when changing anything here: the 5-row loop should be 80 vpdpwssd,
 // 28 shifts, 20 broadcasts and 4 loads per K-quad, with no stack traffic (docs/int8-gemm.md).
 
-#if SWIFTBERT_VNNI
+#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
 import SwiftBERTVNNI
-#endif
-
-/// Which INT8 micro-kernel this build runs (for benchmark reports).
-#if SWIFTBERT_VNNI
-public let int8Kernel = "vpdpbusd (AVX-512 VNNI)"
-#else
-public let int8Kernel = "vpdpwssd (plain Swift)"
 #endif
 
 extension TileRow where Scalar == Int32 {
@@ -54,7 +47,7 @@ extension TileRow where Scalar == Int32 {
         v3 &+= broadcast &* w.v3
     }
 
-    #if SWIFTBERT_VNNI
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
     /// self += Σ(t=0..3) u8(bytes.byte t) · s8(w.byte t) lane-wise: four vpdpbusd.
     @inline(__always)
     mutating func accumulate(quad bytes: Int32, _ w: Int32TileRow) {
@@ -71,7 +64,7 @@ extension TileRow where Scalar == Int32 {
 /// it four (one k at a time).
 private struct Int8Kernel: PanelKernel {
     static var tileRows: Int { 5 }
-    #if SWIFTBERT_VNNI
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
     static var subSteps: Int { 1 }
     #else
     static var subSteps: Int { 4 }
@@ -84,18 +77,18 @@ private struct Int8Kernel: PanelKernel {
     var tailSubSteps: Int { 0 }  // activations are padded to whole quads with zeros
 
     @inline(__always) func load(_ index: Int) -> Int32TileRow {
-        Int32TileRow(loadingQuad: panel + index * Int8PanelLayout.quadBytes)
+        Int32TileRow(loadingQuad: panel + index &* Int8PanelLayout.quadBytes)
     }
 
-    #if SWIFTBERT_VNNI
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
     @inline(__always) func operand(_ load: Int32TileRow, subStep: Int) -> Int32TileRow { load }
     @inline(__always) func accumulate(_ acc: inout Int32TileRow, row: Int, load: Int, subStep: Int, _ w: Int32TileRow) {
-        acc.accumulate(quad: UnsafeRawPointer(activations).loadUnaligned(fromByteOffset: row * lda + load * 4, as: Int32.self), w)
+        acc.accumulate(quad: UnsafeRawPointer(activations).loadUnaligned(fromByteOffset: row &* lda &+ load &* 4, as: Int32.self), w)
     }
     #else
     @inline(__always) func operand(_ load: Int32TileRow, subStep: Int) -> Int32TileRow { load.signedBytes(subStep) }
     @inline(__always) func accumulate(_ acc: inout Int32TileRow, row: Int, load: Int, subStep: Int, _ w: Int32TileRow) {
-        acc.accumulate(activations[row * lda + load * Int8PanelLayout.kGroup + subStep], w)
+        acc.accumulate(activations[row &* lda &+ load &* Int8PanelLayout.kGroup &+ subStep], w)
     }
     #endif
 }

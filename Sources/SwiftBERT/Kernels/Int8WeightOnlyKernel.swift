@@ -31,13 +31,13 @@ private struct Int8WeightOnlyKernel: PanelKernel {
     var tailSubSteps: Int { k % Int8PanelLayout.kGroup }
 
     @inline(__always) func load(_ index: Int) -> Int32TileRow {
-        Int32TileRow(loadingQuad: panel + index * Int8PanelLayout.quadBytes)
+        Int32TileRow(loadingQuad: panel + index &* Int8PanelLayout.quadBytes)
     }
     @inline(__always) func operand(_ load: Int32TileRow, subStep: Int) -> FloatTileRow {
         FloatTileRow(weightsOf: load, step: subStep)
     }
     @inline(__always) func accumulate(_ acc: inout FloatTileRow, row: Int, load: Int, subStep: Int, _ w: FloatTileRow) {
-        acc.accumulate(x[row * ldx + load * Int8PanelLayout.kGroup + subStep], w)
+        acc.accumulate(x[row &* ldx &+ load &* Int8PanelLayout.kGroup &+ subStep], w)
     }
 }
 

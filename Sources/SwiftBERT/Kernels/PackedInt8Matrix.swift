@@ -50,10 +50,13 @@ enum SymmetricInt8 {
         maxAbs > 0 && maxAbs.isFinite ? 127 / maxAbs : 0
     }
 
-    /// round(v · reciprocal) for |v · reciprocal| ≤ 127.
+    /// round(v · reciprocal) for |v · reciprocal| ≤ 127, ties to even. Adding 1.5 · 2^23 rounds
+    /// to an integer in the low mantissa bits (the float add rounds ties to even): the same
+    /// result as Int32(x.rounded(.toNearestOrEven)), without that conversion's trap, which
+    /// kept the quantising loop from vectorising under -O.
     @inline(__always)
     static func quantize(_ v: Float, reciprocal: Float) -> Int32 {
-        Int32((v * reciprocal).rounded(.toNearestOrEven))
+        Int32(bitPattern: (v * reciprocal + 12_582_912).bitPattern) &- 0x4B40_0000
     }
 }
 

@@ -58,6 +58,7 @@ public final class BertModel: MaskedLanguageModel, @unchecked Sendable {
         self.threads = threads
         self.precision = precision
         useSingleThreadedBLAS()
+        KernelReport.warnOnceIfSlower()  // a portable build on an AVX-512 CPU says so, once
         loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     }
 

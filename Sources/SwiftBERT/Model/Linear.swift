@@ -151,9 +151,9 @@ struct LayerNorm {
 
 /// A Linear layer y = x·Wᵀ + b built from float weights in memory, in one of the engine's
 /// precisions, run by the engine's own kernels and threading: exactly what each projection
-/// of the encoder runs. For benchmarks and for programs that build their own layers. Serve
-/// one caller at a time (it keeps the INT8 activation buffer between calls).
-public final class LinearLayer: @unchecked Sendable {
+/// of the encoder runs. For benchmarks and for programs that build their own layers. Not
+/// `Sendable`: it serves one caller at a time (it keeps its activation buffers between calls).
+public final class LinearLayer {
     /// Output features.
     public let n: Int
     /// Input features.

@@ -21,6 +21,7 @@ public enum ClassifierTraining {
         case lbfgs, adamw
     }
 
+    /// Training settings.
     public struct Options: Sendable {
         public var optimizer = Optimizer.lbfgs
 
@@ -73,6 +74,7 @@ public enum ClassifierTraining {
         public let seconds: Double
     }
 
+    /// The trained classifier and its history.
     public struct Result: Sendable {
         /// [classes × features], row-major, as PyTorch stores a Linear weight.
         public let weight: [Float]

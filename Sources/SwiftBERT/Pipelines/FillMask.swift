@@ -2,17 +2,21 @@ import Foundation
 
 /// Masked-word prediction: for every [MASK] in a text, the most probable vocabulary entries.
 public final class FillMask: @unchecked Sendable {
+    /// The model (BERT-family or MobileBERT), loaded from the model folder.
     public let model: any MaskedLanguageModel
+    /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
     /// Vocabulary ids that are whole words: no ## piece, no special or [unused] token, no punctuation.
     private let wholeWord: [Bool]
 
+    /// One token that could fill a mask, with its probability.
     public struct Candidate: Sendable, Equatable, Codable {
         public let token: String
         public let id: Int32
         public let probability: Float
     }
 
+    /// The candidates for one `[MASK]` of the text, best first.
     public struct Prediction: Sendable, Equatable {
         /// Index of the [MASK] in the token sequence ([CLS] is 0).
         public let position: Int

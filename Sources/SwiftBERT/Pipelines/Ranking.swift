@@ -1,11 +1,11 @@
 /// A vocabulary entry with its probability.
-public struct ScoredToken: Sendable, Equatable {
-    public let id: Int32
-    public let probability: Float
+package struct ScoredToken: Sendable, Equatable {
+    package let id: Int32
+    package let probability: Float
 }
 
 /// Softmax over a logits vector (max-subtracted, so it never overflows).
-public func softmax(_ logits: [Float]) -> [Float] {
+package func softmax(_ logits: [Float]) -> [Float] {
     var out = logits
     out.withUnsafeMutableBufferPointer { softmaxRows($0.baseAddress!, rows: 1, cols: $0.count, stride: $0.count) }
     return out
@@ -13,7 +13,7 @@ public func softmax(_ logits: [Float]) -> [Float] {
 
 /// The k most probable entries, best first; ties keep the lower id first, as torch.topk does on CPU.
 /// `allowed` filters candidates (for example whole words only) before ranking.
-public func topK(_ probabilities: [Float], k: Int, where allowed: ((Int32) -> Bool)? = nil) -> [ScoredToken] {
+package func topK(_ probabilities: [Float], k: Int, where allowed: ((Int32) -> Bool)? = nil) -> [ScoredToken] {
     guard k > 0 else { return [] }
     // A bounded selection: keep the best k in a small sorted array instead of sorting 30k entries.
     var best: [ScoredToken] = []

@@ -3,9 +3,12 @@ import Foundation
 /// Text in, sentence vectors out: tokenizer, encoder, then sentence-transformers' modules
 /// (Pooling, Dense, Normalize) as the model's folder lists them, with its prompts.
 public final class SentenceEmbedder: @unchecked Sendable {
+    /// The encoder, loaded from the model folder.
     public let model: BertModel
+    /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
 
+    /// How texts are embedded; every field defaults to what the model folder says.
     public struct Options: Sendable {
         /// nil: the model's own pooling (from its sentence-transformers files).
         public var pooling: Pooling?
@@ -28,7 +31,9 @@ public final class SentenceEmbedder: @unchecked Sendable {
 
     /// Vectors in input order, and which inputs were cut to the maximum length.
     public struct Embeddings: Sendable {
+        /// One vector per input text, in input order.
         public let vectors: [[Float]]
+        /// Indices of the inputs that were cut to the maximum length.
         public let truncated: [Int]
     }
 

@@ -10,7 +10,9 @@ public struct LabelScore: Sendable, Equatable {
 /// Hugging Face's text-classification pipeline does (softmax; sigmoid for
 /// multi_label_classification or a single label).
 public final class TextClassifier: TaskPipeline, @unchecked Sendable {
+    /// The encoder, loaded from the model folder.
     public let model: BertModel
+    /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
     let head: SequenceClassificationHead
     /// Class names in id order.
@@ -60,6 +62,7 @@ public final class TextClassifier: TaskPipeline, @unchecked Sendable {
 public final class Reranker: @unchecked Sendable {
     public let classifier: TextClassifier
 
+    /// One document's score and its place in the input.
     public struct Result: Sendable, Equatable {
         /// Position of the document in the input.
         public let index: Int

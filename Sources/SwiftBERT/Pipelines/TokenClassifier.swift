@@ -29,7 +29,9 @@ public struct Entity: Sendable, Equatable {
 /// Named-entity recognition and other token labelling: a *ForTokenClassification checkpoint,
 /// with the token-classification pipeline's post-processing of transformers.
 public final class TokenClassifier: TaskPipeline, @unchecked Sendable {
+    /// The encoder, loaded from the model folder.
     public let model: BertModel
+    /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
     let head: TokenClassificationHead
     public let labels: [String]

@@ -8,6 +8,7 @@ import Foundation
 public enum Quantizer {
     public static let fileName = WeightFiles.int8
 
+    /// What a quantization wrote.
     public struct Report: Sendable {
         public let quantizedTensors: Int
         public let fp32Bytes: Int

@@ -38,6 +38,7 @@ public enum TaskHead: String, Codable, Sendable {
 /// A sentence-transformers Dense module (`2_Dense`): y = activation(W·x + b). Its weights are
 /// stored in the converted model.safetensors as `sentence_transformers.dense.<index>.{weight,bias}`.
 public struct DenseLayerConfig: Codable, Sendable, Equatable {
+    /// The Dense module's activation function.
     public enum Activation: String, Codable, Sendable { case tanh, identity, relu }
     public var inFeatures: Int
     public var outFeatures: Int

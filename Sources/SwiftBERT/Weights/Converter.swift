@@ -6,6 +6,7 @@ import Foundation
 public enum Converter {
     public static let formatVersion = "1"
 
+    /// What a conversion read and wrote.
     public struct Report: Sendable {
         public let config: BertConfig
         public let tensorCount: Int

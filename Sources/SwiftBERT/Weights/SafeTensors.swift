@@ -2,11 +2,11 @@ import Foundation
 
 /// A safetensors file, memory-mapped read-only. The header is parsed and every tensor's
 /// byte range checked against the file before any tensor is handed out.
-public final class SafeTensorsFile: @unchecked Sendable {
-    public enum DType: String, Sendable, CaseIterable {
+final class SafeTensorsFile: @unchecked Sendable {
+    enum DType: String, Sendable, CaseIterable {
         case f32 = "F32", f16 = "F16", bf16 = "BF16", i8 = "I8", i32 = "I32", i64 = "I64", u8 = "U8"
         static var allNames: String { allCases.map(\.rawValue).joined(separator: ", ") }
-        public var byteSize: Int {
+        var byteSize: Int {
             switch self {
             case .f32, .i32: return 4
             case .f16, .bf16: return 2
@@ -16,19 +16,19 @@ public final class SafeTensorsFile: @unchecked Sendable {
         }
     }
 
-    public struct TensorInfo: Sendable {
-        public let dtype: DType
-        public let shape: [Int]
+    struct TensorInfo: Sendable {
+        let dtype: DType
+        let shape: [Int]
         /// Byte range relative to the start of the data section.
-        public let range: Range<Int>
+        let range: Range<Int>
         /// Elements; the parser has checked that the product neither overflows nor exceeds the file.
-        public var count: Int { shape.reduce(1, *) }
+        var count: Int { shape.reduce(1, *) }
     }
 
-    public let path: String
-    public let tensors: [String: TensorInfo]
-    public let metadata: [String: String]
-    public let fileSize: Int
+    let path: String
+    let tensors: [String: TensorInfo]
+    let metadata: [String: String]
+    let fileSize: Int
     private let mapping: UnsafeMutableRawPointer
     private let dataStart: Int
     /// False for an in-memory image (`init(image:path:)`).
@@ -38,7 +38,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
     /// a hostile length cannot make the parser read or allocate more than this.
     static let maxHeaderLength = 100_000_000
 
-    public convenience init(path: String) throws {
+    convenience init(path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
@@ -182,7 +182,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
     }
 
     /// Raw bytes of a tensor, after checking its dtype and (optionally) shape.
-    public func bytes(_ name: String, dtype: DType, shape: [Int]? = nil) throws -> UnsafeRawBufferPointer {
+    func bytes(_ name: String, dtype: DType, shape: [Int]? = nil) throws -> UnsafeRawBufferPointer {
         guard let info = tensors[name] else {
             throw BertError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; the file does not hold a complete model: convert the checkpoint again with `bert convert`")
         }
@@ -196,7 +196,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
     }
 
     /// A float32 tensor as a pointer into the mapping (no copy).
-    public func floats(_ name: String, shape: [Int]? = nil) throws -> UnsafeBufferPointer<Float> {
+    func floats(_ name: String, shape: [Int]? = nil) throws -> UnsafeBufferPointer<Float> {
         let raw = try bytes(name, dtype: .f32, shape: shape)
         // safetensors does not promise alignment; every file we write is 64-byte aligned.
         guard Int(bitPattern: raw.baseAddress) % MemoryLayout<Float>.alignment == 0 else {
@@ -208,7 +208,7 @@ public final class SafeTensorsFile: @unchecked Sendable {
     /// The first float32 tensor (in name order) holding a NaN or an infinity, with the index of
     /// the first such element; nil when all are finite. One vectorised pass over the tensors'
     /// bytes (see docs/robustness.md for its cost at load).
-    public func firstNonFiniteValue() -> (tensor: String, index: Int, value: Float)? {
+    func firstNonFiniteValue() -> (tensor: String, index: Int, value: Float)? {
         for name in tensors.keys.sorted() where tensors[name]!.dtype == .f32 {
             let info = tensors[name]!
             let words = (mapping + dataStart + info.range.lowerBound).assumingMemoryBound(to: UInt8.self)
@@ -221,13 +221,13 @@ public final class SafeTensorsFile: @unchecked Sendable {
     }
 
     /// Throws `invalidWeights` naming the first tensor that holds a NaN or an infinity.
-    public func checkFinite() throws {
+    func checkFinite() throws {
         guard let bad = firstNonFiniteValue() else { return }
         throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(bad.tensor))' holds \(bad.value) at element \(bad.index); the checkpoint is corrupt (a diverged training run or a damaged file): use an intact checkpoint and convert it again")
     }
 
     /// Any float tensor (F32, F16, BF16) converted to a fresh float32 array; used by the converter.
-    public func floatArray(_ name: String) throws -> [Float] {
+    func floatArray(_ name: String) throws -> [Float] {
         guard let info = tensors[name] else {
             throw BertError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; convert the checkpoint again with `bert convert`")
         }
@@ -311,21 +311,21 @@ struct HeaderTable: Decodable {
 }
 
 /// Writes a safetensors file with every tensor 64-byte aligned, so readers can map it without copying.
-public struct SafeTensorsWriter {
-    public struct Entry {
-        public let name: String
-        public let dtype: SafeTensorsFile.DType
-        public let shape: [Int]
-        public let data: Data
-        public init(name: String, dtype: SafeTensorsFile.DType, shape: [Int], data: Data) {
+struct SafeTensorsWriter {
+    struct Entry {
+        let name: String
+        let dtype: SafeTensorsFile.DType
+        let shape: [Int]
+        let data: Data
+        init(name: String, dtype: SafeTensorsFile.DType, shape: [Int], data: Data) {
             self.name = name; self.dtype = dtype; self.shape = shape; self.data = data
         }
-        public init(name: String, shape: [Int], floats: [Float]) {
+        init(name: String, shape: [Int], floats: [Float]) {
             self.init(name: name, dtype: .f32, shape: shape, data: floats.withUnsafeBytes { Data($0) })
         }
     }
 
-    public static func write(_ entries: [Entry], metadata: [String: String] = [:], to path: String) throws {
+    static func write(_ entries: [Entry], metadata: [String: String] = [:], to path: String) throws {
         let alignment = 64
         var header: [String: Any] = ["__metadata__": metadata]
         var offset = 0

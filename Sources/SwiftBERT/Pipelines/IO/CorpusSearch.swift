@@ -1,12 +1,12 @@
 import Foundation
 
 /// A corpus record and its cosine similarity to the query.
-public struct SearchHit: Sendable, Equatable {
+package struct SearchHit: Sendable, Equatable {
     /// Record index in the corpus, 0-based, and its 1-based line.
-    public let index: Int
-    public let line: Int
-    public let score: Float
-    public let text: String
+    package let index: Int
+    package let line: Int
+    package let score: Float
+    package let text: String
 }
 
 extension EmbeddingStream {
@@ -14,7 +14,7 @@ extension EmbeddingStream {
     /// The corpus is embedded a window at a time and only the best `topK` records are kept, so
     /// memory does not grow with the corpus. With `precomputed`, the vectors are read from an
     /// .npy file written by `bert embed --format npy` for the same corpus and model instead.
-    public func search(_ query: String, in corpus: TextRecordReader, topK: Int, precomputed: NPYReader? = nil,
+    package func search(_ query: String, in corpus: TextRecordReader, topK: Int, precomputed: NPYReader? = nil,
                        progress: ((StreamProgress) -> Void)? = nil) throws -> (hits: [SearchHit], summary: StreamSummary) {
         guard topK > 0 else { throw BertError.invalidInput(reason: "top-k must be at least 1") }
         let start = DispatchTime.now()

@@ -1,15 +1,15 @@
 import Foundation
 
 /// What a stream did: records written, inputs cut to the length limit, records skipped as invalid.
-public struct StreamSummary: Sendable {
+package struct StreamSummary: Sendable {
     /// Records embedded and written by this run.
-    public let records: Int
-    public let truncated: Int
-    public let skipped: Int
-    public let seconds: Double
+    package let records: Int
+    package let truncated: Int
+    package let skipped: Int
+    package let seconds: Double
     /// Records already in the output before this run (`EmbeddingStream.resumeAfter`), not embedded again.
-    public var resumed: Int = 0
-    public var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
+    package var resumed: Int = 0
+    package var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
 
     init(records: Int, truncated: Int, skipped: Int, seconds: Double, resumed: Int = 0) {
         (self.records, self.truncated, self.skipped, self.seconds, self.resumed) = (records, truncated, skipped, seconds, resumed)
@@ -29,17 +29,17 @@ public struct StreamSummary: Sendable {
 /// records of the same input and appends the rest: nothing is duplicated or lost, and because
 /// windows start at the same records, every batch, and so every vector, is the same as in an
 /// uninterrupted run.
-public struct EmbeddingStream {
-    public let embedder: SentenceEmbedder
-    public var options: SentenceEmbedder.Options
+package struct EmbeddingStream {
+    package let embedder: SentenceEmbedder
+    package var options: SentenceEmbedder.Options
     /// Records read and length-sorted together; memory grows with it, batch balance too.
-    public var window: Int
+    package var window: Int
     /// Polled between batches; nil: the stream runs to the end.
-    public var interruption: Interruption?
+    package var interruption: Interruption?
     /// Records at the start of the input that the output already holds (an interrupted run's).
-    public var resumeAfter = 0
+    package var resumeAfter = 0
 
-    public init(embedder: SentenceEmbedder, options: SentenceEmbedder.Options = .init(), window: Int? = nil) {
+    package init(embedder: SentenceEmbedder, options: SentenceEmbedder.Options = .init(), window: Int? = nil) {
         self.embedder = embedder
         self.options = options
         self.window = max(1, window ?? max(options.batchSize, 1) * 8)
@@ -49,7 +49,7 @@ public struct EmbeddingStream {
     /// `StreamError.emptyInput` when there is no record, `StreamError.interrupted` (after
     /// finishing the writer) when `interruption` asks for a stop. `progress` runs after every batch.
     @discardableResult
-    public func embed(_ reader: TextRecordReader, into writer: EmbeddingWriter,
+    package func embed(_ reader: TextRecordReader, into writer: EmbeddingWriter,
                       progress: ((StreamProgress) -> Void)? = nil) throws -> StreamSummary {
         let start = DispatchTime.now()
         var records = 0, truncated = 0

@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// How sentence vectors are written.
-public enum EmbeddingFormat: String, CaseIterable, Sendable {
+package enum EmbeddingFormat: String, CaseIterable, Sendable {
     /// One JSON object per line: {"index": i, "embedding": [...]}.
     case jsonl
     /// One JSON array of the same objects, written as it goes.
@@ -20,17 +20,17 @@ public enum EmbeddingFormat: String, CaseIterable, Sendable {
 /// Writes vectors as they come, in one of the `EmbeddingFormat`s, holding at most one sink
 /// buffer in memory. `finish()` completes the document (the closing bracket, the npy row count);
 /// until it runs the output is incomplete.
-public final class EmbeddingWriter {
-    public let format: EmbeddingFormat
-    public let sink: OutputSink
+package final class EmbeddingWriter {
+    package let format: EmbeddingFormat
+    package let sink: OutputSink
     /// Records in the output, those of a resumed run included.
-    public private(set) var count = 0
+    package private(set) var count = 0
     private var dimension: Int?
     private var line: [UInt8] = []
     private var npy: NPYRows?
 
     /// `dimension` is checked against every vector; nil takes it from the first.
-    public init(format: EmbeddingFormat, sink: OutputSink, dimension: Int? = nil) throws {
+    package init(format: EmbeddingFormat, sink: OutputSink, dimension: Int? = nil) throws {
         (self.format, self.sink, self.dimension) = (format, sink, dimension)
         switch format {
         case .json: try sink.write("[")
@@ -52,7 +52,7 @@ public final class EmbeddingWriter {
     /// (`EmbeddingStream.resumeAfter`). A missing file is a fresh start (0 records).
     /// Throws `StreamError.mismatch` when the file is not this format or holds vectors of another
     /// dimension.
-    public static func resuming(format: EmbeddingFormat, path: String, dimension: Int) throws -> (writer: EmbeddingWriter, records: Int) {
+    package static func resuming(format: EmbeddingFormat, path: String, dimension: Int) throws -> (writer: EmbeddingWriter, records: Int) {
         var info = stat()
         guard stat(path, &info) == 0 else {
             guard errno == ENOENT else { throw StreamError.cannotCreate(path: path, reason: errnoDescription(errno)) }
@@ -71,7 +71,7 @@ public final class EmbeddingWriter {
         return (EmbeddingWriter(format: format, continuing: sink, records: records, dimension: dimension), records)
     }
 
-    public func write(index: Int, vector: [Float]) throws {
+    package func write(index: Int, vector: [Float]) throws {
         if let dimension, vector.count != dimension {
             throw BertError.invalidInput(reason: "vector \(index) has \(vector.count) values, the others \(dimension)")
         }
@@ -104,7 +104,7 @@ public final class EmbeddingWriter {
     }
 
     /// Completes the output and flushes it. Call once, after the last vector.
-    public func finish() throws {
+    package func finish() throws {
         switch format {
         case .json: try sink.write(count == 0 ? "]\n" : "\n]\n")
         case .npy: try npy!.finish(dimension: dimension ?? 0)
@@ -260,15 +260,15 @@ func npyHeader(rows: Int, columns: Int) -> [UInt8] {
 }
 
 /// Reads an (N, D) float32 .npy file row by row (the kind `EmbeddingWriter` writes, or numpy.save).
-public final class NPYReader {
-    public let path: String
-    public let rows: Int
-    public let columns: Int
+package final class NPYReader {
+    package let path: String
+    package let rows: Int
+    package let columns: Int
     private let fd: Int32
     private var rowsRead = 0
     private var buffer: [Float]
 
-    public init(path: String) throws {
+    package init(path: String) throws {
         self.path = path
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -307,7 +307,7 @@ public final class NPYReader {
     deinit { close(fd) }
 
     /// The next row, or nil after the last.
-    public func next() throws -> [Float]? {
+    package func next() throws -> [Float]? {
         guard rowsRead < rows else { return nil }
         let ok = buffer.withUnsafeMutableBytes { raw -> Bool in
             var done = 0
@@ -325,7 +325,7 @@ public final class NPYReader {
     }
 
     /// All remaining rows.
-    public func readAll() throws -> [[Float]] {
+    package func readAll() throws -> [[Float]] {
         var all: [[Float]] = []
         while let row = try next() { all.append(row) }
         return all

@@ -1,36 +1,36 @@
 /// The --json shapes of `bert classify`, `bert rerank` and `bert ner` (issue 15), and their
 /// plain-text tables.
-public enum ClassificationReport {
+package enum ClassificationReport {
     /// {"labels": [{"label", "score"}]}, best first: one line per input, in input order.
-    public static func json(_ labels: [LabelScore]) -> OrderedJSON {
+    package static func json(_ labels: [LabelScore]) -> OrderedJSON {
         .object([("labels", .array(labels.map { .object([("label", .string($0.label)), ("score", .float($0.score))]) }))])
     }
 
     /// "label  0.9123" lines, then a blank line.
-    public static func text(_ labels: [LabelScore]) -> String {
+    package static func text(_ labels: [LabelScore]) -> String {
         let width = labels.map(\.label.count).max() ?? 0
         return labels.map { "\($0.label.rightPadded(to: width))  \(String(format: "%.4f", Double($0.score)))\n" }.joined() + "\n"
     }
 }
 
-public enum RerankReport {
+package enum RerankReport {
     /// {"query", "results": [{"index", "score", "text"}]}, best first.
-    public static func json(query: String, _ results: [Reranker.Result]) -> OrderedJSON {
+    package static func json(query: String, _ results: [Reranker.Result]) -> OrderedJSON {
         .object([("query", .string(query)), ("results", .array(results.map {
             .object([("index", .int($0.index)), ("score", .float($0.score)), ("text", .string($0.text))])
         }))])
     }
 
-    public static func text(_ results: [Reranker.Result]) -> String {
+    package static func text(_ results: [Reranker.Result]) -> String {
         results.map { "\(String(format: "%.4f", Double($0.score)))  [\($0.index)] \(singleLine($0.text))\n" }.joined()
     }
 }
 
-public enum EntityReport {
+package enum EntityReport {
     /// {"entities": [...]}, one line per input: each entity as the token-classification pipeline gives it,
     /// {"entity_group", "score", "word", "start", "end"}, or with strategy none
     /// {"entity", "score", "index", "word", "start", "end"}.
-    public static func json(_ entities: [Entity]) -> OrderedJSON {
+    package static func json(_ entities: [Entity]) -> OrderedJSON {
         .object([("entities", .array(entities.map { entity in
             var fields: [(String, OrderedJSON)] = [(entity.index == nil ? "entity_group" : "entity", .string(entity.label)),
                                                     ("score", .float(entity.score))]
@@ -40,7 +40,7 @@ public enum EntityReport {
         }))])
     }
 
-    public static func text(_ entities: [Entity]) -> String {
+    package static func text(_ entities: [Entity]) -> String {
         entities.map { "\($0.label)\t\(String(format: "%.4f", Double($0.score)))\t\($0.start)-\($0.end)\t\($0.word)\n" }.joined() + "\n"
     }
 }

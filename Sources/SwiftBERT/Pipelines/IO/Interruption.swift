@@ -13,9 +13,9 @@ import Foundation
 /// `installSignalHandlers()` puts in place (or by a caller, from any thread), and polled by
 /// `EmbeddingStream` between batches, which then completes its output with the records done so
 /// far and throws `StreamError.interrupted`.
-public final class Interruption: @unchecked Sendable {
+package final class Interruption: @unchecked Sendable {
     /// The process-wide request the signal handlers set.
-    public static let process = Interruption()
+    package static let process = Interruption()
 
     #if os(Linux)
     private let state = Atomic<Int32>(0)
@@ -24,11 +24,11 @@ public final class Interruption: @unchecked Sendable {
     private let lock = NSLock()
     #endif
 
-    public init() {}
+    package init() {}
 
     /// Asks the job to stop; `signal` is the reason (SIGINT, SIGTERM). Only the first request counts.
     /// Async-signal-safe: a single atomic compare-and-exchange.
-    public func request(signal: Int32) {
+    package func request(signal: Int32) {
         #if os(Linux)
         _ = state.compareExchange(expected: 0, desired: signal, ordering: .relaxed)
         #else
@@ -37,7 +37,7 @@ public final class Interruption: @unchecked Sendable {
     }
 
     /// The signal that asked for a stop, or nil while none has.
-    public var signal: Int32? {
+    package var signal: Int32? {
         #if os(Linux)
         let value = state.load(ordering: .relaxed)
         #else
@@ -46,13 +46,13 @@ public final class Interruption: @unchecked Sendable {
         return value == 0 ? nil : value
     }
 
-    public var isRequested: Bool { signal != nil }
+    package var isRequested: Bool { signal != nil }
 
     /// SIGINT and SIGTERM request a stop of `Interruption.process` instead of killing the process;
     /// a second one of either kills it at once (the default action), for when a clean stop is not
     /// wanted. The handlers do not set SA_RESTART, so a read blocked on a pipe returns EINTR and
     /// the reader can stop too. Install them only around the work that polls the request.
-    public static func installSignalHandlers(_ signals: [Int32] = [SIGINT, SIGTERM]) {
+    package static func installSignalHandlers(_ signals: [Int32] = [SIGINT, SIGTERM]) {
         _ = process.signal  // initialise the global before a handler can touch it
         for sig in signals {
             var action = sigaction()
@@ -68,15 +68,15 @@ public final class Interruption: @unchecked Sendable {
     }
 
     /// Puts the default action back (the job is over, or the next phase cannot stop cleanly).
-    public static func removeSignalHandlers(_ signals: [Int32] = [SIGINT, SIGTERM]) {
+    package static func removeSignalHandlers(_ signals: [Int32] = [SIGINT, SIGTERM]) {
         for sig in signals { setDefaultAction(sig) }
     }
 
     /// The conventional exit status of a process stopped by `signal`: 128 + its number.
-    public static func exitStatus(for signal: Int32) -> Int32 { 128 + signal }
+    package static func exitStatus(for signal: Int32) -> Int32 { 128 + signal }
 
     /// "SIGINT", "SIGTERM", or "signal N".
-    public static func name(of signal: Int32) -> String {
+    package static func name(of signal: Int32) -> String {
         switch signal {
         case SIGINT: return "SIGINT"
         case SIGTERM: return "SIGTERM"

@@ -2,8 +2,8 @@ import Foundation
 
 /// Labelled texts for `bert train-classifier`: JSON Lines of {"text": string, "label": string
 /// or integer}; blank lines are skipped, anything else malformed stops with its line number.
-public enum LabelledExamples {
-    public static func read(_ path: String) throws -> [(text: String, label: String)] {
+package enum LabelledExamples {
+    package static func read(_ path: String) throws -> [(text: String, label: String)] {
         let url = URL(fileURLWithPath: path)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw BertError.fileNotFound(path: path, hint: "Give a JSON Lines file of {\"text\", \"label\"} records.")

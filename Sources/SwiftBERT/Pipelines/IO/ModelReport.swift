@@ -2,26 +2,28 @@ import Foundation
 
 /// What `bert info` shows about a converted model: its shape, size on disk, what it can run,
 /// and what loading it cost.
-public struct ModelReport: Sendable {
-    public struct File: Sendable { public let name: String; public let bytes: Int }
+package struct ModelReport: Sendable {
+    package struct File: Sendable { package let name: String; package let bytes: Int }
 
-    public let name: String
-    public let path: String
-    public let architecture: String
-    public let config: BertConfig
-    public let parameters: Int
-    public let files: [File]
+    package let name: String
+    package let path: String
+    package let architecture: String
+    package let config: BertConfig
+    package let parameters: Int
+    package let files: [File]
     /// Each precision and whether this build loads the model with it (the reason if not).
-    public let precisions: [(precision: Precision, unavailable: String?)]
-    public let loadSeconds: Double
+    package let precisions: [(precision: Precision, unavailable: String?)]
+    package let loadSeconds: Double
     /// Seconds spent reading the vocabulary, when the caller timed it.
-    public let tokenizerLoadSeconds: Double?
+    package let tokenizerLoadSeconds: Double?
     /// VmRSS right after loading, in bytes (nil off Linux).
-    public let residentBytes: Int?
+    package let residentBytes: Int?
+    /// The kernels this build runs (``KernelReport/current``).
+    package let kernels = KernelReport.current
 
     /// Describes `model`, loaded with `precision`. Call right after loading it, for a meaningful
     /// resident size; the precision check then loads the model again, once per other precision.
-    public init(model: BertModel, precision loaded: Precision = .fp32, tokenizerLoadSeconds: Double? = nil) {
+    package init(model: BertModel, precision loaded: Precision = .fp32, tokenizerLoadSeconds: Double? = nil) {
         self.tokenizerLoadSeconds = tokenizerLoadSeconds
         residentBytes = ProcessMemory.residentBytes()
         config = model.config
@@ -51,7 +53,7 @@ public struct ModelReport: Sendable {
         }
     }
 
-    public var json: OrderedJSON {
+    package var json: OrderedJSON {
         .object([
             ("name", .string(name)), ("path", .string(path)), ("architecture", .string(architecture)),
             ("layers", .int(config.numHiddenLayers)), ("hidden_size", .int(config.hiddenSize)),
@@ -65,10 +67,15 @@ public struct ModelReport: Sendable {
             ("load_seconds", .double(loadSeconds)),
             ("tokenizer_load_seconds", tokenizerLoadSeconds.map { .double($0) } ?? .null),
             ("resident_bytes", residentBytes.map { .int($0) } ?? .null),
+            ("kernels", .object([
+                ("build", .string(kernels.build.rawValue)), ("fp32_linear", .string(kernels.fp32Linear)),
+                ("int8_linear", .string(kernels.int8Linear)), ("cpu_features", .array(kernels.cpuFeatures.map { .string($0) })),
+                ("advice", kernels.advice.map { .string($0) } ?? .null),
+            ])),
         ])
     }
 
-    public var text: String {
+    package var text: String {
         let available = precisions.filter { $0.unavailable == nil }.map(\.precision.rawValue).joined(separator: ", ")
         let missing = precisions.filter { $0.unavailable != nil }.map { "\($0.precision.rawValue) not available in this build" }
         let millions = String(format: "%.1f", Double(parameters) / 1e6)
@@ -88,17 +95,20 @@ public struct ModelReport: Sendable {
         rows += files.map { ("file", "\($0.name)  \(byteCount($0.bytes))") }
         rows.append(("load time", loadTime))
         rows.append(("resident memory", residentBytes.map { byteCount($0) + " (VmRSS after load)" } ?? "unknown"))
+        rows.append(("kernels", kernels.description))
+        rows.append(("cpu features", kernels.cpuFeatures.isEmpty ? "unknown" : kernels.cpuFeatures.joined(separator: " ")))
+        if let advice = kernels.advice { rows.append(("faster build", advice)) }
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { $0.0.rightPadded(to: width) + "  " + $0.1 + "\n" }.joined()
     }
 }
 
 /// This process's memory, from /proc/self/status (Linux).
-public enum ProcessMemory {
+package enum ProcessMemory {
     /// VmRSS: resident set size now, in bytes.
-    public static func residentBytes() -> Int? { statusField("VmRSS") }
+    package static func residentBytes() -> Int? { statusField("VmRSS") }
     /// VmHWM: the peak resident set size, in bytes.
-    public static func peakResidentBytes() -> Int? { statusField("VmHWM") }
+    package static func peakResidentBytes() -> Int? { statusField("VmHWM") }
 
     static func statusField(_ name: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
@@ -112,7 +122,7 @@ public enum ProcessMemory {
 }
 
 /// "86.1 MiB".
-public func byteCount(_ bytes: Int) -> String {
+package func byteCount(_ bytes: Int) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"]
     var value = Double(bytes), unit = 0
     while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }

@@ -1,6 +1,6 @@
 /// A JSON value with ordered keys, written compactly on one line: the machine-readable outputs
 /// (JSON Lines records, --json reports) keep their fields in the documented order.
-public indirect enum OrderedJSON: Sendable, Equatable {
+package indirect enum OrderedJSON: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int)
@@ -11,16 +11,16 @@ public indirect enum OrderedJSON: Sendable, Equatable {
     case array([OrderedJSON])
     case object([(String, OrderedJSON)])
 
-    public static func == (a: OrderedJSON, b: OrderedJSON) -> Bool { a.text == b.text }
+    package static func == (a: OrderedJSON, b: OrderedJSON) -> Bool { a.text == b.text }
 
     /// Compact JSON text.
-    public var text: String {
+    package var text: String {
         var bytes: [UInt8] = []
         write(into: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    public func write(into out: inout [UInt8]) {
+    package func write(into out: inout [UInt8]) {
         switch self {
         case .null: out += "null".utf8
         case .bool(let b): out += (b ? "true" : "false").utf8

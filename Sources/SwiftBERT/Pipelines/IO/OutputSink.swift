@@ -9,9 +9,9 @@ import Darwin
 /// pipe (EPIPE) as `StreamError.outputClosed`, anything else (disk full, I/O error) as
 /// `BertError.outputFailed`. Processes that write to pipes should ignore SIGPIPE
 /// (`signal(SIGPIPE, SIG_IGN)`), otherwise the kernel kills them before EPIPE is seen.
-public final class OutputSink {
+package final class OutputSink {
     /// "stdout" or the file's path, for messages.
-    public let name: String
+    package let name: String
     let fd: Int32
     private let ownsDescriptor: Bool
     private var buffer: [UInt8] = []
@@ -20,13 +20,13 @@ public final class OutputSink {
     /// Offset of the first byte this sink wrote, for `overwrite(at:)`.
     private let origin: Int64
     /// Bytes handed to `write` so far.
-    public private(set) var bytesWritten: Int64 = 0
+    package private(set) var bytesWritten: Int64 = 0
 
     /// Standard output.
-    public static func standardOutput() -> OutputSink { OutputSink(fd: STDOUT_FILENO, name: "stdout", owns: false) }
+    package static func standardOutput() -> OutputSink { OutputSink(fd: STDOUT_FILENO, name: "stdout", owns: false) }
 
     /// A file, created or truncated; "-" is standard output.
-    public static func open(_ path: String) throws -> OutputSink {
+    package static func open(_ path: String) throws -> OutputSink {
         if path == "-" { return standardOutput() }
         let fd = posixOpen(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StreamError.cannotCreate(path: path, reason: errnoDescription(errno)) }
@@ -62,21 +62,21 @@ public final class OutputSink {
 
     /// True for a regular file not opened for appending: its start can be rewritten after the
     /// fact (the npy header's row count). Pipes, terminals and `>>` are not.
-    public var isRewindable: Bool {
+    package var isRewindable: Bool {
         guard origin >= 0, regularFileSize(fd) != nil else { return false }
         return fcntl(fd, F_GETFL) & O_APPEND == 0
     }
 
-    public func write(_ string: String) throws {
+    package func write(_ string: String) throws {
         var string = string
         try string.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
     }
 
-    public func write(_ bytes: [UInt8]) throws {
+    package func write(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { try write($0) }
     }
 
-    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws {
         bytesWritten += Int64(bytes.count)
         if buffer.count + bytes.count > capacity { try flush() }
         if bytes.count >= capacity { return try writeFully(bytes) }
@@ -84,14 +84,14 @@ public final class OutputSink {
     }
 
     /// Hands buffered bytes to the kernel.
-    public func flush() throws {
+    package func flush() throws {
         guard !buffer.isEmpty else { return }
         defer { buffer.removeAll(keepingCapacity: true) }
         try buffer.withUnsafeBytes { try writeFully($0) }
     }
 
     /// Replaces bytes at `offset` from this sink's first byte, leaving the write position alone.
-    public func overwrite(at offset: Int64, with bytes: [UInt8]) throws {
+    package func overwrite(at offset: Int64, with bytes: [UInt8]) throws {
         guard isRewindable else {
             throw BertError.outputFailed(path: name, reason: "cannot rewrite the start of a pipe or appended file")
         }
@@ -101,7 +101,7 @@ public final class OutputSink {
     }
 
     /// Flushes, and closes a file this sink opened; fsync is left to the caller.
-    public func close() throws {
+    package func close() throws {
         guard !isClosed else { return }
         try flush()
         isClosed = true
@@ -129,7 +129,7 @@ public final class OutputSink {
 }
 
 /// Line-at-a-time messages on standard error, unbuffered, never failing (stderr is the last resort).
-public func writeStandardError(_ message: String) {
+package func writeStandardError(_ message: String) {
     var message = message
     message.withUTF8 { bytes in
         var done = 0

@@ -6,20 +6,20 @@ import Darwin
 #endif
 
 /// How far a stream has got: records done, and bytes of the input when its size is known.
-public struct StreamProgress: Sendable {
-    public let records: Int
-    public let bytesRead: Int
-    public let totalBytes: Int?
-    public let seconds: Double
+package struct StreamProgress: Sendable {
+    package let records: Int
+    package let bytesRead: Int
+    package let totalBytes: Int?
+    package let seconds: Double
 
-    public var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
+    package var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
     /// Share of the input read, 0...1, when its size is known.
-    public var fraction: Double? {
+    package var fraction: Double? {
         guard let totalBytes, totalBytes > 0 else { return nil }
         return min(1, Double(bytesRead) / Double(totalBytes))
     }
     /// Seconds left at the pace so far, from the share of bytes read.
-    public var secondsLeft: Double? {
+    package var secondsLeft: Double? {
         guard let fraction, fraction > 0.001, seconds > 0.5 else { return nil }
         return seconds * (1 - fraction) / fraction
     }
@@ -27,19 +27,19 @@ public struct StreamProgress: Sendable {
 
 /// A one-line progress bar on standard error: records, records/s, percentage and ETA, redrawn
 /// at most ten times a second and erased by `finish()`. Draws nothing unless stderr is a terminal.
-public final class ProgressBar {
+package final class ProgressBar {
     private let enabled: Bool
     private let unit: String
     private var lastDraw = 0.0
     private var drawn = false
 
     /// `unit` names the records ("lines"). `enabled: nil` means "when stderr is a terminal".
-    public init(unit: String = "lines", enabled: Bool? = nil) {
+    package init(unit: String = "lines", enabled: Bool? = nil) {
         self.unit = unit
         self.enabled = enabled ?? isTerminal(STDERR_FILENO)
     }
 
-    public func update(_ progress: StreamProgress) {
+    package func update(_ progress: StreamProgress) {
         guard enabled, progress.seconds - lastDraw >= 0.1 || !drawn else { return }
         lastDraw = progress.seconds
         drawn = true
@@ -47,14 +47,14 @@ public final class ProgressBar {
     }
 
     /// Erases the bar so the next message starts on a clean line.
-    public func finish() {
+    package func finish() {
         guard enabled, drawn else { return }
         writeStandardError("\r\u{1B}[K")
         drawn = false
     }
 
     /// The bar's text, e.g. "[#####-----]  48%  4800 lines  612 lines/s  ETA 0:08".
-    public static func render(_ p: StreamProgress, unit: String, width: Int = 80) -> String {
+    package static func render(_ p: StreamProgress, unit: String, width: Int = 80) -> String {
         var text = "\(p.records) \(unit)  \(Int(p.recordsPerSecond.rounded())) \(unit)/s"
         guard let fraction = p.fraction else { return text }
         let percent = String(Int((fraction * 100).rounded(.down))).leftPadded(to: 3) + "%"

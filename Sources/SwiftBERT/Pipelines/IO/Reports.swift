@@ -6,16 +6,16 @@ import Foundation
 /// Writes tokenizations one input at a time: a tab-separated table (token, id, start, end;
 /// offsets in Unicode code points, a blank line between inputs) or JSON Lines
 /// ({"index", "tokens", "ids", "offsets": [[start, end], ...]}).
-public final class TokenizationWriter {
-    public let json: Bool
-    public let sink: OutputSink
+package final class TokenizationWriter {
+    package let json: Bool
+    package let sink: OutputSink
     private var count = 0
 
-    public init(json: Bool, sink: OutputSink) {
+    package init(json: Bool, sink: OutputSink) {
         (self.json, self.sink) = (json, sink)
     }
 
-    public func write(index: Int, encoding: Encoding) throws {
+    package func write(index: Int, encoding: Encoding) throws {
         defer { count += 1 }
         if json {
             let object = OrderedJSON.object([
@@ -40,8 +40,8 @@ public final class TokenizationWriter {
 
 /// Fill-mask results as {"masks": [{"position", "candidates": [{"token", "id", "probability"}]}]}
 /// or as a ranked list per [MASK] for people.
-public enum FillMaskReport {
-    public static func json(_ predictions: [FillMask.Prediction]) -> OrderedJSON {
+package enum FillMaskReport {
+    package static func json(_ predictions: [FillMask.Prediction]) -> OrderedJSON {
         .object([("masks", .array(predictions.map { prediction in
             .object([
                 ("position", .int(prediction.position)),
@@ -54,7 +54,7 @@ public enum FillMaskReport {
 
     /// "[MASK] 1 of 1 (token 6)" then "  1. paris   41.23%" lines; `maskToken` is the model's own
     /// (<mask> for RoBERTa and XLM-R).
-    public static func text(_ predictions: [FillMask.Prediction], maskToken: String = "[MASK]") -> String {
+    package static func text(_ predictions: [FillMask.Prediction], maskToken: String = "[MASK]") -> String {
         var out = ""
         for (n, prediction) in predictions.enumerated() {
             out += "\(maskToken) \(n + 1) of \(predictions.count) (token \(prediction.position))\n"
@@ -70,19 +70,19 @@ public enum FillMaskReport {
 }
 
 /// Cosine similarity of every pair of vectors.
-public func similarityMatrix(_ vectors: [[Float]]) -> [[Float]] {
+package func similarityMatrix(_ vectors: [[Float]]) -> [[Float]] {
     vectors.map { a in vectors.map { b in cosineSimilarity(a, b) } }
 }
 
-public enum SimilarityReport {
+package enum SimilarityReport {
     /// {"texts": [...], "matrix": [[...], ...]}
-    public static func json(texts: [String], matrix: [[Float]]) -> OrderedJSON {
+    package static func json(texts: [String], matrix: [[Float]]) -> OrderedJSON {
         .object([("texts", .array(texts.map { .string($0) })),
                  ("matrix", .array(matrix.map { .array($0.map { .float($0) }) }))])
     }
 
     /// A table with 4-decimal scores, one row per text, labelled with its number and start.
-    public static func text(texts: [String], matrix: [[Float]]) -> String {
+    package static func text(texts: [String], matrix: [[Float]]) -> String {
         let header = "     " + texts.indices.map { "[\($0 + 1)]".leftPadded(to: 8) }.joined()
         var out = header + "\n"
         for (i, row) in matrix.enumerated() {
@@ -94,16 +94,16 @@ public enum SimilarityReport {
     }
 }
 
-public enum SearchReport {
+package enum SearchReport {
     /// {"query", "results": [{"index", "line", "score", "text"}]}
-    public static func json(query: String, hits: [SearchHit]) -> OrderedJSON {
+    package static func json(query: String, hits: [SearchHit]) -> OrderedJSON {
         .object([("query", .string(query)), ("results", .array(hits.map {
             .object([("index", .int($0.index)), ("line", .int($0.line)), ("score", .float($0.score)), ("text", .string($0.text))])
         }))])
     }
 
     /// "score<TAB>line<TAB>text" per hit, best first.
-    public static func text(hits: [SearchHit]) -> String {
+    package static func text(hits: [SearchHit]) -> String {
         hits.map { String(format: "%.4f", Double($0.score)) + "\t\($0.line)\t" + oneLine($0.text) + "\n" }.joined()
     }
 }

@@ -6,7 +6,7 @@ import Darwin
 
 /// Failures of the streaming readers and writers that `BertError` has no case for. Each says what
 /// went wrong and what to do; `exitStatus` follows sysexits(3) like `BertError.exitStatus`.
-public enum StreamError: Error, Equatable, CustomStringConvertible {
+package enum StreamError: Error, Equatable, CustomStringConvertible {
     /// A line is not UTF-8. `byte` is the 1-based offset of the first bad byte in the line.
     case invalidUTF8(source: String, line: Int, byte: Int)
     /// A JSON Lines record is not a JSON string or an object with a string "text" field.
@@ -27,7 +27,7 @@ public enum StreamError: Error, Equatable, CustomStringConvertible {
     /// records of the input, whole, and can be continued (`EmbeddingWriter.resuming`).
     case interrupted(signal: Int32, records: Int, output: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .invalidUTF8(source, line, byte):
             return "\(source): line \(line) is not valid UTF-8 (bad byte at offset \(byte)); convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
@@ -53,7 +53,7 @@ public enum StreamError: Error, Equatable, CustomStringConvertible {
     }
 
     /// What is wrong with one record, without the advice (for per-line reports).
-    public var reason: String {
+    package var reason: String {
         switch self {
         case let .invalidUTF8(_, _, byte): return "not valid UTF-8 (bad byte at offset \(byte))"
         case let .invalidJSONLine(_, _, reason): return "not a JSON string or an object with a \"text\" string: \(reason)"
@@ -63,7 +63,7 @@ public enum StreamError: Error, Equatable, CustomStringConvertible {
     }
 
     /// sysexits(3) status. `outputClosed` is 0: a consumer that stops reading (`| head`) is a clean stop.
-    public var exitStatus: Int32 {
+    package var exitStatus: Int32 {
         switch self {
         case .invalidUTF8, .invalidJSONLine, .recordTooLong, .emptyInput, .mismatch: return 65  // EX_DATAERR
         case .unreadable: return 66                                                            // EX_NOINPUT

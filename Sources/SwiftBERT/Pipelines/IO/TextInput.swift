@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// Where texts come from.
-public enum TextSource: Sendable, Equatable {
+package enum TextSource: Sendable, Equatable {
     /// Texts given directly (command-line arguments): one record each, taken as they are.
     case texts([String])
     /// A file, or standard input for "-".
@@ -15,7 +15,7 @@ public enum TextSource: Sendable, Equatable {
 }
 
 /// How a file or stream holds its texts.
-public enum InputFormat: String, CaseIterable, Sendable {
+package enum InputFormat: String, CaseIterable, Sendable {
     /// One text per line; `\n` or `\r\n` endings; an empty line is an empty text.
     case lines
     /// JSON Lines: each line a JSON string or an object with a "text" field, so texts may hold
@@ -24,41 +24,41 @@ public enum InputFormat: String, CaseIterable, Sendable {
 }
 
 /// One input text and where it came from.
-public struct TextRecord: Sendable, Equatable {
+package struct TextRecord: Sendable, Equatable {
     /// Position among the input's records, 0-based. Skipped records keep their index, so gaps show.
-    public let index: Int
+    package let index: Int
     /// 1-based line in the file (the argument position for texts).
-    public let line: Int
-    public let text: String
+    package let line: Int
+    package let text: String
 }
 
 /// A record left out because of `skipInvalid`, with the error it would have raised.
-public struct SkippedRecord: Sendable {
-    public let line: Int
-    public let error: StreamError
+package struct SkippedRecord: Sendable {
+    package let line: Int
+    package let error: StreamError
 }
 
 /// Reads texts one record at a time from arguments, a file or stdin, in bounded memory: only the
 /// current line is held. Lines are checked as UTF-8; a bad line stops the read with a typed error
 /// naming it, or with `skipInvalid` is reported to `onSkip` and left out.
-public final class TextRecordReader {
+package final class TextRecordReader {
     /// Longest record accepted; longer lines are an error rather than an unbounded buffer.
-    public static let defaultRecordLimit = 16 << 20
+    package static let defaultRecordLimit = 16 << 20
 
     /// "stdin", the file's path, or "arguments".
-    public let sourceName: String
-    public let format: InputFormat
-    public let skipInvalid: Bool
+    package let sourceName: String
+    package let format: InputFormat
+    package let skipInvalid: Bool
     /// Size of the input in bytes when known (a regular file), for progress and ETA.
-    public let totalBytes: Int?
+    package let totalBytes: Int?
     /// Bytes consumed so far, including line ends.
-    public var bytesRead: Int { lines?.bytesRead ?? 0 }
+    package var bytesRead: Int { lines?.bytesRead ?? 0 }
     /// Records returned so far and records skipped so far.
-    public private(set) var recordCount = 0
-    public private(set) var skippedCount = 0
+    package private(set) var recordCount = 0
+    package private(set) var skippedCount = 0
     /// When set, a read blocked on a pipe that a signal interrupts (EINTR) gives up if this
     /// stop was requested, instead of waiting on; `EmbeddingStream` sets it.
-    public var interruption: Interruption? {
+    package var interruption: Interruption? {
         get { lines?.interruption }
         set { lines?.interruption = newValue }
     }
@@ -72,7 +72,7 @@ public final class TextRecordReader {
     private(set) var windowStartBytes: Int?
     private let onSkip: ((SkippedRecord) -> Void)?
 
-    public init(_ source: TextSource, format: InputFormat = .lines, skipInvalid: Bool = false,
+    package init(_ source: TextSource, format: InputFormat = .lines, skipInvalid: Bool = false,
                 recordLimit: Int = TextRecordReader.defaultRecordLimit,
                 onSkip: ((SkippedRecord) -> Void)? = nil) throws {
         self.format = format
@@ -108,13 +108,13 @@ public final class TextRecordReader {
     }
 
     /// The record `next()` will return, without consuming it (to fail fast on empty input).
-    public func peek() throws -> TextRecord? {
+    package func peek() throws -> TextRecord? {
         if pending == nil { pending = .some(try read()) }
         return pending!
     }
 
     /// The next record, or nil at the end of the input.
-    public func next() throws -> TextRecord? {
+    package func next() throws -> TextRecord? {
         if let record = pending {
             pending = nil
             return record
@@ -147,7 +147,7 @@ public final class TextRecordReader {
     }
 
     /// Up to `count` records; empty at the end of the input. The batching unit of the streams.
-    public func next(upTo count: Int) throws -> [TextRecord] {
+    package func next(upTo count: Int) throws -> [TextRecord] {
         windowStartBytes = bytesRead
         var records: [TextRecord] = []
         records.reserveCapacity(count)
@@ -156,7 +156,7 @@ public final class TextRecordReader {
     }
 
     /// Every remaining record: for small inputs only (this is where memory stops being bounded).
-    public func readAll() throws -> [TextRecord] {
+    package func readAll() throws -> [TextRecord] {
         var records: [TextRecord] = []
         while let record = try next() { records.append(record) }
         return records
@@ -298,4 +298,4 @@ func regularFileSize(_ fd: Int32) -> Int? {
 }
 
 /// Whether a descriptor is a terminal (for progress bars and prompts).
-public func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+package func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }

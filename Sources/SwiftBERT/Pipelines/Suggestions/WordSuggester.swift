@@ -2,6 +2,7 @@ import Foundation
 
 /// A word offered to someone typing, as on a keyboard's or an AAC board's suggestion bar.
 public struct Suggestion: Sendable, Equatable, Codable {
+    /// What kind of suggestion it is.
     public enum Kind: String, Sendable, Codable {
         /// A word to follow the text, which ends in whitespace or punctuation.
         case nextWord = "next_word"
@@ -42,6 +43,7 @@ public struct Suggestion: Sendable, Equatable, Codable {
 ///
 /// Safe to call from several threads (calls are serialised); one suggester serves one user.
 public final class WordSuggester: @unchecked Sendable {
+    /// How suggestions are scored; the defaults are the measured ones (docs/suggest.md).
     public struct Options: Sendable {
         /// Word pieces of context the model reads before the [MASK] (the latest ones, about 25
         /// words): what bounds a forward pass, and so the latency of the first keystroke of a
@@ -79,7 +81,9 @@ public final class WordSuggester: @unchecked Sendable {
         public init() {}
     }
 
+    /// The model (BERT-family or MobileBERT), loaded from the model folder.
     public let model: any MaskedLanguageModel
+    /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
     public let options: Options
 

@@ -1,0 +1,93 @@
+import Foundation
+
+// Which kernels this build runs, and whether the CPU could run faster ones. Swift cannot
+// choose code by CPU feature at run time (there is no `#if` for the target's features, and an
+// AVX-512 intrinsic compiled for a CPU without it does not compile), so the choice is made when
+// SwiftBERT is built: the native build line (docs/builds.md) defines SWIFTBERT_NATIVE_ISA.
+// What is left to run time is OpenBLAS's own dispatch (the FP32 Linear layers of the portable
+// build, and attention) and this report.
+
+/// The kernels this build of SwiftBERT runs, and what the CPU it runs on could run.
+///
+/// The fast kernels (AVX-512, and AVX-512 VNNI for INT8) are chosen when SwiftBERT is compiled,
+/// by the native build line:
+///
+///     swift build -c release -Xswiftc -target-cpu -Xswiftc native -Xswiftc -DSWIFTBERT_NATIVE_ISA
+///
+/// A plain `swift build -c release` gives the portable build, which runs on any x86-64 CPU.
+/// When a portable build loads a model on a CPU with AVX-512, SwiftBERT prints one warning on
+/// stderr saying so (set `SWIFTBERT_NO_BUILD_WARNING=1` to silence it).
+public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
+    /// How SwiftBERT was compiled.
+    public enum Build: String, Sendable, Equatable {
+        /// With the native build line: AVX-512 kernels for the CPU it was built on.
+        case native
+        /// Generic x86-64: runs on any x86-64 CPU, with slower kernels.
+        case portable
+    }
+
+    /// How this copy of SwiftBERT was compiled.
+    public let build: Build
+    /// What runs the FP32 Linear layers (most of an FP32 forward pass).
+    public let fp32Linear: String
+    /// What runs the INT8 Linear layers (INT8 weights and activations).
+    public let int8Linear: String
+    /// What runs the BF16 Linear layers (`--precision bf16`).
+    public let bf16Linear: String
+    /// The CPU features, among those SwiftBERT's kernels use, that this CPU has
+    /// (from /proc/cpuinfo; empty where it cannot be read).
+    public let cpuFeatures: [String]
+    /// Whether this is the portable build on a CPU that could run the native kernels.
+    public var couldRunFaster: Bool { build == .portable && cpuFeatures.contains("avx512f") }
+
+    /// What to do for the faster kernels, when there is something to do.
+    public var advice: String? {
+        couldRunFaster
+            ? "this CPU has AVX-512: build with `swift build -c release -Xswiftc -target-cpu -Xswiftc native -Xswiftc -DSWIFTBERT_NATIVE_ISA` for SwiftBERT's AVX-512 kernels (README: \"Use SwiftBERT from your package\")"
+            : nil
+    }
+
+    /// One line: the build and its kernels.
+    public var description: String {
+        "\(build.rawValue) build: FP32 Linear layers \(fp32Linear); INT8 \(int8Linear); BF16 \(bf16Linear)"
+    }
+
+    /// The report for this process.
+    public static let current = KernelReport(cpuFeatures: cpuFeatures(cpuinfo: try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)))
+
+    init(cpuFeatures: [String]) {
+        #if SWIFTBERT_NATIVE_ISA
+        build = .native
+        fp32Linear = "packed FMA kernel (AVX-512)"
+        #else
+        build = .portable
+        fp32Linear = "OpenBLAS sgemm (kernels chosen by OpenBLAS at run time)"
+        #endif
+        #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
+        int8Linear = "vpdpbusd (AVX-512 VNNI)"
+        #elseif SWIFTBERT_NATIVE_ISA
+        int8Linear = "vpdpwssd (plain Swift, AVX-512)"
+        #else
+        int8Linear = "plain Swift for generic x86-64 (SSE2)"
+        #endif
+        bf16Linear = bf16Kernel
+        self.cpuFeatures = cpuFeatures
+    }
+
+    /// The features SwiftBERT's kernels use, in /proc/cpuinfo's names, that the first "flags"
+    /// line of `cpuinfo` lists.
+    static func cpuFeatures(cpuinfo: String?) -> [String] {
+        guard let line = cpuinfo?.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) else { return [] }
+        let flags = Set(line.split(separator: " ").map(String.init))
+        return ["avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16"].filter(flags.contains)
+    }
+
+    /// Prints the portable-build warning on stderr, the first time only (a model load calls it).
+    static func warnOnceIfSlower() { _ = warnedOnce }
+
+    private static let warnedOnce: Bool = {
+        guard let advice = current.advice, ProcessInfo.processInfo.environment["SWIFTBERT_NO_BUILD_WARNING"] != "1" else { return false }
+        FileHandle.standardError.write(Data("SwiftBERT: warning: \(current); \(advice). Set SWIFTBERT_NO_BUILD_WARNING=1 to silence.\n".utf8))
+        return true
+    }()
+}
