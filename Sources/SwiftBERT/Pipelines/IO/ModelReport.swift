@@ -69,7 +69,8 @@ package struct ModelReport: Sendable {
             ("resident_bytes", residentBytes.map { .int($0) } ?? .null),
             ("kernels", .object([
                 ("build", .string(kernels.build.rawValue)), ("fp32_linear", .string(kernels.fp32Linear)),
-                ("int8_linear", .string(kernels.int8Linear)), ("cpu_features", .array(kernels.cpuFeatures.map { .string($0) })),
+                ("int8_linear", .string(kernels.int8Linear)), ("bf16_linear", .string(kernels.bf16Linear)),
+                ("cpu_features", .array(kernels.cpuFeatures.map { .string($0) })),
                 ("advice", kernels.advice.map { .string($0) } ?? .null),
             ])),
         ])
