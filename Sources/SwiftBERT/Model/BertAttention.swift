@@ -21,13 +21,10 @@ struct BertSelfAttention {
             let scale = 1 / Float(headDim).squareRoot()
             parallelFor(sequences.lengths.count * heads, threads: context.threads) { task, worker in
                 let s = task / heads, head = task % heads
-                let n = sequences.lengths[s], start = sequences.starts[s]
-                let q = projections + start * ld + head * headDim
-                let k = q + h, v = q + 2 * h
-                let p = context.scores[worker]
-                matmulTransposedB(q, lda: ld, k, ldb: ld, p, ldc: n, m: n, n: n, k: headDim, alpha: scale)
-                softmaxRows(p, rows: n, cols: n, stride: n)
-                matmul(p, lda: n, v, ldb: ld, attended + start * h + head * headDim, ldc: h, m: n, n: headDim, k: n)
+                let q = projections + sequences.starts[s] * ld + head * headDim
+                attendHead(q: q, k: q + h, v: q + 2 * h, ld: ld, n: sequences.lengths[s], scale: scale,
+                           into: attended + sequences.starts[s] * h + head * headDim, ldo: h,
+                           context.attentionScratch[worker])
             }
         }
     }

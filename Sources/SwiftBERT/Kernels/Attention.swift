@@ -1,0 +1,224 @@
+// Fused, cache-blocked attention for one sequence and one head:
+//
+//     out[n × d] = softmax(Q·Kᵀ · scale) · V        (keys past the sequence masked out)
+//
+// without the n × n score matrix. Queries go in blocks of `queryBlock` rows, keys in blocks of
+// `keyBlock`; for each pair of blocks the scores land in a small buffer that stays in L1,
+// then an online softmax (running maximum m and sum l per query, as in FlashAttention) turns
+// them into probabilities, rescales what the block's output rows hold so far by e^(m_old − m_new),
+// and adds P·V_block. At the end each output row is divided by its l.
+//
+// Both products are the same small GEMM: a tile of up to 6 rows × up to 64 columns (four
+// 16-lane vectors) in zmm accumulators, one row of A broadcast per step, one row of B loaded.
+// QKᵀ reads Kᵀ packed per head ([d × keys], keys padded to 16); P·V reads V packed per head
+// ([keys × d], d padded to 16). Tiles are sized in 16-column steps, so a 16-token sequence or a
+// 32-wide head (MiniLM) wastes no lanes, unlike the 64-channel panels of the Linear kernels.
+//
+// All arithmetic is FP32, whatever the precision of the Linear layers: Q, K and V are the
+// float outputs of the QKV projection in every precision.
+
+/// Scratch for `attendHead`, owned by one worker: Kᵀ and V of one head, the score block, the
+/// output block and its running maximum and sum.
+final class AttentionScratch {
+    let maxLength: Int
+    let headDim: Int
+    let paddedHeadDim: Int
+    let keysT: UnsafeMutablePointer<Float>
+    let values: UnsafeMutablePointer<Float>
+    let scores: UnsafeMutablePointer<Float>
+    let output: UnsafeMutablePointer<Float>
+    let rowMax: UnsafeMutablePointer<Float>
+    let rowSum: UnsafeMutablePointer<Float>
+
+    init(maxLength: Int, headDim: Int) {
+        (self.maxLength, self.headDim) = (maxLength, headDim)
+        paddedHeadDim = roundUp16(headDim)
+        let keys = roundUp16(maxLength)
+        @inline(__always) func floats(_ count: Int) -> UnsafeMutablePointer<Float> {
+            let p = UnsafeMutableRawPointer.allocate(byteCount: max(1, count) * 4, alignment: 64).bindMemory(to: Float.self, capacity: count)
+            p.initialize(repeating: 0, count: count)
+            return p
+        }
+        keysT = floats(headDim * keys)
+        values = floats(keys * paddedHeadDim)
+        scores = floats(attentionQueryBlock * attentionKeyBlock)
+        output = floats(attentionQueryBlock * paddedHeadDim)
+        rowMax = floats(attentionQueryBlock)
+        rowSum = floats(attentionQueryBlock)
+    }
+
+    deinit {
+        for p in [keysT, values, scores, output, rowMax, rowSum] { UnsafeMutableRawPointer(p).deallocate() }
+    }
+}
+
+/// Queries per block: four 6-row tiles share each load of Kᵀ and V from L2.
+let attentionQueryBlock = 24
+/// Keys per block: a 24 × 128 score block is 12 KiB, in L1 with its Kᵀ and V rows.
+let attentionKeyBlock = 128
+
+@inline(__always) func roundUp16(_ x: Int) -> Int { (x + 15) & ~15 }
+
+/// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
+/// head: q, k, v point at the head's first column of its first token, rows `ld` floats apart.
+func attendHead(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
+                scale: Float, into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
+    let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
+    precondition(n <= scratch.maxLength)
+    let keysT = scratch.keysT, values = scratch.values, scores = scratch.scores
+    let o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
+    // Kᵀ [d × nPad] and V [nPad × dPad], padding zero (fresh scratch stays zero in the pad).
+    for j in 0..<n {
+        let key = k + j * ld, value = v + j * ld
+        for c in 0..<d { keysT[c * nPad + j] = key[c] }
+        (values + j * dPad).update(from: value, count: d)
+    }
+    for c in 0..<d { for j in n..<nPad { keysT[c * nPad + j] = 0 } }
+    let ldS = attentionKeyBlock
+    for q0 in stride(from: 0, to: n, by: attentionQueryBlock) {
+        let rows = min(attentionQueryBlock, n - q0)
+        for r in 0..<rows { rowMax[r] = -.infinity; rowSum[r] = 0 }
+        o.update(repeating: 0, count: rows * dPad)
+        for k0 in stride(from: 0, to: n, by: attentionKeyBlock) {
+            let cols = min(attentionKeyBlock, n - k0)
+            // S[rows × cols] = Q_block · K_blockᵀ.
+            attentionGEMM(a: q + q0 * ld, lda: ld, b: keysT + k0, ldb: nPad, depth: d,
+                          c: scores, ldc: ldS, rows: rows, columns: roundUp16(cols), accumulate: false)
+            // Online softmax: P = e^(S·scale − m_new) in place, l and the output rows rescaled.
+            for r in 0..<rows {
+                let s = scores + r * ldS
+                let mOld = rowMax[r]
+                let mNew = max(mOld, maximum(s, count: cols) * scale)
+                for c in 0..<cols { s[c] = exp(s[c] * scale - mNew) }
+                let correction = exp(mOld - mNew)  // 0 on the first block (e^-inf)
+                rowSum[r] = rowSum[r] * correction + sum(s, count: cols)
+                rowMax[r] = mNew
+                if k0 > 0 {
+                    let row = o + r * dPad
+                    for c in 0..<dPad { row[c] *= correction }
+                }
+            }
+            // O_block += P · V_block.
+            attentionGEMM(a: scores, lda: ldS, b: values + k0 * dPad, ldb: dPad, depth: cols,
+                          c: o, ldc: dPad, rows: rows, columns: dPad, accumulate: true)
+        }
+        for r in 0..<rows {
+            let inv = 1 / rowSum[r]
+            let row = o + r * dPad, target = out + (q0 + r) * ldo
+            for c in 0..<d { target[c] = row[c] * inv }
+        }
+    }
+}
+
+/// C[rows × columns] (+)= A[rows × depth] · B[depth × columns], columns a multiple of 16, in
+/// tiles of up to 6 rows × 64 columns.
+@inline(__always)
+private func attentionGEMM(a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int, depth: Int,
+                           c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, columns: Int, accumulate: Bool) {
+    var row = 0
+    while row < rows {
+        let tileRows = min(6, rows - row)
+        var column = 0
+        while column < columns {
+            let vectors = min(4, (columns - column) / 16)
+            let tile = AttentionTile(a: a + row * lda, lda: lda, b: b + column, ldb: ldb, depth: depth,
+                                     c: c + row * ldc + column, ldc: ldc, accumulate: accumulate)
+            switch (tileRows, vectors) {
+            case (6, 4): tile.run(TileRows6.self, TileRows4.self)
+            case (6, 3): tile.run(TileRows6.self, TileRows3.self)
+            case (6, 2): tile.run(TileRows6.self, TileRows2.self)
+            case (6, _): tile.run(TileRows6.self, TileRows1.self)
+            case (5, 4): tile.run(TileRows5.self, TileRows4.self)
+            case (5, 3): tile.run(TileRows5.self, TileRows3.self)
+            case (5, 2): tile.run(TileRows5.self, TileRows2.self)
+            case (5, _): tile.run(TileRows5.self, TileRows1.self)
+            case (4, 4): tile.run(TileRows4.self, TileRows4.self)
+            case (4, 3): tile.run(TileRows4.self, TileRows3.self)
+            case (4, 2): tile.run(TileRows4.self, TileRows2.self)
+            case (4, _): tile.run(TileRows4.self, TileRows1.self)
+            case (3, 4): tile.run(TileRows3.self, TileRows4.self)
+            case (3, 3): tile.run(TileRows3.self, TileRows3.self)
+            case (3, 2): tile.run(TileRows3.self, TileRows2.self)
+            case (3, _): tile.run(TileRows3.self, TileRows1.self)
+            case (2, 4): tile.run(TileRows2.self, TileRows4.self)
+            case (2, 3): tile.run(TileRows2.self, TileRows3.self)
+            case (2, 2): tile.run(TileRows2.self, TileRows2.self)
+            case (2, _): tile.run(TileRows2.self, TileRows1.self)
+            case (_, 4): tile.run(TileRows1.self, TileRows4.self)
+            case (_, 3): tile.run(TileRows1.self, TileRows3.self)
+            case (_, 2): tile.run(TileRows1.self, TileRows2.self)
+            default: tile.run(TileRows1.self, TileRows1.self)
+            }
+            column += 16 * vectors
+        }
+        row += tileRows
+    }
+}
+
+/// One tile of `attentionGEMM`: `Rows` rows × `Vectors` 16-lane vectors, kept in registers over
+/// the whole depth.
+private struct AttentionTile {
+    let a: UnsafePointer<Float>
+    let lda: Int
+    let b: UnsafePointer<Float>
+    let ldb: Int
+    let depth: Int
+    let c: UnsafeMutablePointer<Float>
+    let ldc: Int
+    let accumulate: Bool
+
+    @inline(never)
+    func run<Rows: TileRowCount, Vectors: TileRowCount>(_: Rows.Type, _: Vectors.Type) {
+        let rows = Rows.rows, vectors = Vectors.rows
+        var acc0 = FloatTileRow(), acc1 = FloatTileRow(), acc2 = FloatTileRow()
+        var acc3 = FloatTileRow(), acc4 = FloatTileRow(), acc5 = FloatTileRow()
+        @inline(__always) func load(_ acc: inout FloatTileRow, _ row: Int) {
+            let p = UnsafeRawPointer(c + row * ldc)
+            acc.v0 = p.loadUnaligned(as: SIMD16<Float>.self)
+            if vectors > 1 { acc.v1 = p.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self) }
+            if vectors > 2 { acc.v2 = p.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self) }
+            if vectors > 3 { acc.v3 = p.loadUnaligned(fromByteOffset: 192, as: SIMD16<Float>.self) }
+        }
+        @inline(__always) func store(_ acc: FloatTileRow, _ row: Int) {
+            let p = UnsafeMutableRawPointer(c + row * ldc)
+            p.storeBytes(of: acc.v0, as: SIMD16<Float>.self)
+            if vectors > 1 { p.storeBytes(of: acc.v1, toByteOffset: 64, as: SIMD16<Float>.self) }
+            if vectors > 2 { p.storeBytes(of: acc.v2, toByteOffset: 128, as: SIMD16<Float>.self) }
+            if vectors > 3 { p.storeBytes(of: acc.v3, toByteOffset: 192, as: SIMD16<Float>.self) }
+        }
+        if accumulate {
+            load(&acc0, 0)
+            if rows > 1 { load(&acc1, 1) }
+            if rows > 2 { load(&acc2, 2) }
+            if rows > 3 { load(&acc3, 3) }
+            if rows > 4 { load(&acc4, 4) }
+            if rows > 5 { load(&acc5, 5) }
+        }
+        for i in 0..<depth {
+            let w = UnsafeRawPointer(b + i * ldb)
+            let w0 = w.loadUnaligned(as: SIMD16<Float>.self)
+            let w1 = vectors > 1 ? w.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self) : .zero
+            let w2 = vectors > 2 ? w.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self) : .zero
+            let w3 = vectors > 3 ? w.loadUnaligned(fromByteOffset: 192, as: SIMD16<Float>.self) : .zero
+            @inline(__always) func step(_ acc: inout FloatTileRow, _ row: Int) {
+                let x = SIMD16<Float>(repeating: a[row * lda + i])
+                acc.v0.addProduct(x, w0)
+                if vectors > 1 { acc.v1.addProduct(x, w1) }
+                if vectors > 2 { acc.v2.addProduct(x, w2) }
+                if vectors > 3 { acc.v3.addProduct(x, w3) }
+            }
+            step(&acc0, 0)
+            if rows > 1 { step(&acc1, 1) }
+            if rows > 2 { step(&acc2, 2) }
+            if rows > 3 { step(&acc3, 3) }
+            if rows > 4 { step(&acc4, 4) }
+            if rows > 5 { step(&acc5, 5) }
+        }
+        store(acc0, 0)
+        if rows > 1 { store(acc1, 1) }
+        if rows > 2 { store(acc2, 2) }
+        if rows > 3 { store(acc3, 3) }
+        if rows > 4 { store(acc4, 4) }
+        if rows > 5 { store(acc5, 5) }
+    }
+}
