@@ -53,14 +53,37 @@ func splitRange(_ n: Int, parts: Int, align: Int = 16) -> [Range<Int>] {
 /// far shorter than a pass.
 private let helperSpin = 100e-6
 
+/// Seconds the caller, done with its own tasks, waits actively for helpers still running one
+/// before it sleeps until they finish.
+private let callerSpin = 50e-6
+
 /// One parallel region: a task counter shared by its threads, and how many helpers are still in it.
 private final class Region: @unchecked Sendable {
     let count: Int
     let body: (Int, Int) -> Void
     let next = Atomic<Int>(0)
     let helpersInside = Atomic<Int>(0)
+    let done = Signal()
 
     init(count: Int, body: @escaping (Int, Int) -> Void) { (self.count, self.body) = (count, body) }
+
+    /// A helper leaves the region (after its last task, or withdrawn before its first).
+    func leave() {
+        if helpersInside.wrappingSubtract(1, ordering: .releasing).newValue == 0 { done.notify() }
+    }
+
+    /// Returns once every helper has left: a short active wait, then asleep.
+    func waitForHelpers() {
+        let deadline = monotonicSeconds() + callerSpin
+        var spins = 0
+        while helpersInside.load(ordering: .acquiring) > 0 {
+            spins += 1
+            if spins & 63 == 0, monotonicSeconds() > deadline {
+                done.wait { self.helpersInside.load(ordering: .acquiring) == 0 }
+                return
+            }
+        }
+    }
 
     /// Claims and runs tasks until none is left.
     func work(as worker: Int) {
@@ -80,13 +103,7 @@ private final class Helper: @unchecked Sendable {
     let state = Atomic<Int>(State.waiting.rawValue)
     var region: Region?
     var worker = 0
-    var mutex = pthread_mutex_t()
-    var condition = pthread_cond_t()
-
-    init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
-    }
+    let wake = Signal()
 
     func compareExchange(_ from: State, _ to: State) -> Bool {
         state.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .acquiringAndReleasing).exchanged
@@ -102,11 +119,7 @@ private final class Helper: @unchecked Sendable {
             while current == .waiting {
                 spins += 1
                 if spins & 63 == 0, monotonicSeconds() > deadline {
-                    pthread_mutex_lock(&mutex)
-                    if compareExchange(.waiting, .parked) {
-                        while current == .parked { pthread_cond_wait(&condition, &mutex) }
-                    }
-                    pthread_mutex_unlock(&mutex)
+                    wake.wait(parkingIf: { self.compareExchange(.waiting, .parked) }) { self.current != .parked }
                 }
             }
             // Claimed: the caller is about to set `region` and mark it ready.
@@ -115,7 +128,7 @@ private final class Helper: @unchecked Sendable {
             region.work(as: worker)
             self.region = nil
             state.store(State.waiting.rawValue, ordering: .releasing)
-            _ = region.helpersInside.wrappingSubtract(1, ordering: .releasing)
+            region.leave()
         }
     }
 
@@ -128,20 +141,23 @@ private final class Helper: @unchecked Sendable {
         (self.region, self.worker) = (region, worker)
         _ = region.helpersInside.wrappingAdd(1, ordering: .relaxed)
         if wasParked {
-            pthread_mutex_lock(&mutex)
-            state.store(State.ready.rawValue, ordering: .releasing)
-            pthread_cond_signal(&condition)
-            pthread_mutex_unlock(&mutex)
+            wake.notify { self.state.store(State.ready.rawValue, ordering: .releasing) }
         } else {
             state.store(State.ready.rawValue, ordering: .releasing)
         }
         return true
     }
 
-    /// Takes the region back if the helper has not started it (the caller has run every task).
-    func withdraw() -> Bool {
+    /// Takes `region` back if the helper has not started it (its caller has run every task).
+    /// The helper may have finished it already and been handed another caller's region: that
+    /// one is left alone.
+    func withdraw(_ region: Region) -> Bool {
         guard compareExchange(.ready, .claimed) else { return false }
-        region = nil
+        guard self.region === region else {
+            state.store(State.ready.rawValue, ordering: .releasing)
+            return false
+        }
+        self.region = nil
         state.store(State.waiting.rawValue, ordering: .releasing)
         return true
     }
@@ -182,14 +198,44 @@ private final class HelperPool: @unchecked Sendable {
         region.work(as: 0)
         // Every task is claimed; helpers that have not started give the region back, the
         // others finish the task they hold (body must not outlive this call).
-        for helper in enlisted where helper.withdraw() {
-            _ = region.helpersInside.wrappingSubtract(1, ordering: .relaxed)
+        for helper in enlisted where helper.withdraw(region) { region.leave() }
+        region.waitForHelpers()
+    }
+}
+
+/// A condition variable with its mutex, at fixed addresses.
+private final class Signal: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Sleeps until `done()` holds, checked under the mutex; when `parkingIf` is given, sleeps
+    /// only if it returns true (also under the mutex).
+    func wait(parkingIf park: () -> Bool = { true }, until done: () -> Bool) {
+        pthread_mutex_lock(mutex)
+        if park() {
+            while !done() { pthread_cond_wait(condition, mutex) }
         }
-        var spins = 0
-        while region.helpersInside.load(ordering: .acquiring) > 0 {
-            spins += 1
-            if spins & 1023 == 0 { sched_yield() }
-        }
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Runs `change` (what the sleeper waits for) under the mutex, then wakes the sleeper.
+    func notify(_ change: () -> Void = {}) {
+        pthread_mutex_lock(mutex)
+        change()
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
     }
 }
 
