@@ -54,7 +54,9 @@ final class AttentionTests: XCTestCase {
                 runBLAS()
                 var worst: Float = 0
                 for i in 0..<fused.count { worst = max(worst, abs(fused[i] - blas[i])) }
-                XCTAssertLessThanOrEqual(worst, 2e-6, "\(heads) heads of \(d), \(n) tokens")
+                // The per-layer tolerance of EngineExactnessTests (values here are up to 2.5 in size;
+                // the two orders of summation differ by a few ulp of them).
+                XCTAssertLessThanOrEqual(worst, 1e-5, "\(heads) heads of \(d), \(n) tokens")
                 if timing {
                     var fusedMs: [Double] = [], blasMs: [Double] = []
                     let rounds = max(5, 2_000 / n)
