@@ -21,12 +21,17 @@ import Dispatch
 // writes its own outputs and runs the same arithmetic on any thread, so results do not depend on
 // who ran what.
 
+/// Multiply-adds below which a region is not worth a second thread: about 5 µs of FP32 work
+/// (2 µs of INT8), a few times what handing a region to a helper costs.
+let parallelWorkPerThread = 1 << 20
+
 /// Runs body(task, worker) for every task in 0..<count on up to `threads` threads, the caller
 /// included. `worker` is unique among the threads of this call (0 is the caller), so it can
-/// index a per-worker scratch buffer. Inline when threads == 1 or count == 1.
+/// index a per-worker scratch buffer. `work` (multiply-adds in all, when known) caps the threads
+/// at one per `parallelWorkPerThread`. Inline when that leaves one thread, or count == 1.
 @inline(__always)
-func parallelFor(_ count: Int, threads: Int, _ body: (_ task: Int, _ worker: Int) -> Void) {
-    let workers = min(threads, count)
+func parallelFor(_ count: Int, threads: Int, work: Int = .max, _ body: (_ task: Int, _ worker: Int) -> Void) {
+    let workers = min(threads, count, max(1, work / parallelWorkPerThread))
     if workers <= 1 {
         for task in 0..<count { body(task, 0) }
         return
@@ -49,9 +54,10 @@ func splitRange(_ n: Int, parts: Int, align: Int = 16) -> [Range<Int>] {
 
 #if os(Linux)
 /// Seconds a helper waits for the next region before it parks: longer than the serial steps
-/// between the regions of one pass (LayerNorm, INT8 quantisation: 5–60 µs at 16–512 tokens),
+/// between the regions of one pass (LayerNorm, INT8 quantisation: 5–40 µs at 16–128 tokens; longer
+/// passes have long regions, which amortise a wake-up),
 /// far shorter than a pass.
-private let helperSpin = 100e-6
+private let helperSpin = 50e-6
 
 /// Seconds the caller, done with its own tasks, waits actively for helpers still running one
 /// before it sleeps until they finish.

@@ -19,7 +19,8 @@ struct BertSelfAttention {
         context.measure(.attention) {
             let h = heads * headDim, ld = 3 * h
             let scale = 1 / Float(headDim).squareRoot()
-            parallelFor(sequences.lengths.count * heads, threads: context.threads) { task, worker in
+            let work = sequences.lengths.reduce(0) { $0 + 2 * $1 * $1 * h }  // QKᵀ and P·V, all heads
+            parallelFor(sequences.lengths.count * heads, threads: context.threads, work: work) { task, worker in
                 let s = task / heads, head = task % heads
                 let q = projections + sequences.starts[s] * ld + head * headDim
                 attendHead(q: q, k: q + h, v: q + 2 * h, ld: ld, n: sequences.lengths[s], scale: scale,

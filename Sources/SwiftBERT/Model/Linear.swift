@@ -104,7 +104,7 @@ struct Linear {
         let activations = weight.isInt8 ? context.int8Activations : nil
         activations?.quantize(x, m: m, k: k)
         let ranges = splitRange(n, parts: context.threads, align: weight.isPanelled ? panelWidth : 16)
-        parallelFor(ranges.count, threads: context.threads) { part, _ in
+        parallelFor(ranges.count, threads: context.threads, work: m * n * k) { part, _ in
             weight.multiply(x, m: m, n: n, k: k, bias: bias, into: y, columns: ranges[part], activations: activations)
             epilogue?(y, ranges[part])
         }
