@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """SwiftBERT against ONNX Runtime, CTranslate2 and PyTorch, side by side in one run.
 
-    python3 tools/compare_engines.py            # the full run (~20 min on 2 shared cores), writes docs/benchmarks.md
+    python3 tools/compare_engines.py            # the full run (~20 min on 2 shared cores; MiniLM alone 26 min when
+                                                # other jobs held 1.9 cores), writes docs/benchmarks.md
     python3 tools/compare_engines.py --quick    # fewer repetitions (~7 min); same tables, noisier
     python3 tools/compare_engines.py --render weights/.cache/compare/results-....json   # docs only
 
 What it does, in order (every step is skipped when its output is already there):
 1. Makes a virtual environment under weights/.cache/bench-venv with the peers from PyPI (pinned
-   below; torch from PyPI is the CUDA build and pulls its nvidia-* wheels: large, but it works)
-   and re-runs itself inside it.
+   below; torch comes from a local CPU wheel where pip's find-links has one, e.g. /opt/wheels,
+   else PyPI's CUDA build with its nvidia-* wheels: large, but it works) and re-runs itself
+   inside it.
 2. Builds `SwiftBERTBenchmarks` (release) and, when missing, makes the models: the random
    bert-base-shaped checkpoint (tools/make_random_bert.py), the converted folders and their INT8
    files (`bert convert`, `bert quantize`).
@@ -100,7 +102,7 @@ def ensure_venv(venv):
     wanted = "\n".join(REQUIREMENTS) + "\n"
     if python.exists() and marker.exists() and marker.read_text() == wanted:
         return python
-    log(f"making the peers' virtual environment in {venv} (torch pulls its CUDA wheels: a few GB, once)")
+    log(f"making the peers' virtual environment in {venv} (once; without a local CPU torch wheel, PyPI's CUDA torch is a few GB)")
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *REQUIREMENTS], check=True)
