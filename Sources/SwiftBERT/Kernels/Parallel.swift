@@ -15,8 +15,9 @@ import Dispatch
 // quantisation leaves between two regions) before it parks on a condition variable; the regions
 // of one forward pass then hand over without a wake-up, and between passes no thread spins.
 //
-// Tasks are claimed from a shared counter, not assigned: a helper that is late (another process
-// holds the core) costs no more than running the region on the caller alone. A caller that finds
+// Tasks are claimed from a shared counter, not assigned: a helper that has not started when the
+// caller has claimed every task is withdrawn, and one that starts late (another process holds the
+// core) holds up only the task it took, so callers split work into a few tasks per thread. A caller that finds
 // no idle helper (many threads calling into one model at once) runs its tasks itself. Each task
 // writes its own outputs and runs the same arithmetic on any thread, so results do not depend on
 // who ran what.
@@ -54,9 +55,8 @@ func splitRange(_ n: Int, parts: Int, align: Int = 16) -> [Range<Int>] {
 
 #if os(Linux)
 /// Seconds a helper waits for the next region before it parks: longer than the serial steps
-/// between the regions of one pass (LayerNorm, INT8 quantisation: 5–40 µs at 16–128 tokens; longer
-/// passes have long regions, which amortise a wake-up),
-/// far shorter than a pass.
+/// between the regions of one pass (LayerNorm, INT8 quantisation: 5–40 µs at 16–128 tokens;
+/// longer passes have long regions, which amortise a wake-up), far shorter than a pass.
 private let helperSpin = 50e-6
 
 /// Seconds the caller, done with its own tasks, waits actively for helpers still running one
