@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """SwiftBERT against ONNX Runtime, CTranslate2 and PyTorch, side by side in one run.
 
-    python3 tools/compare_engines.py            # the full run (~20 min on 2 shared cores), writes docs/benchmarks.md
+    python3 tools/compare_engines.py            # the full run (~20 min on 2 shared cores; MiniLM alone 26 min when
+                                                # other jobs held 1.9 cores), writes docs/benchmarks.md
     python3 tools/compare_engines.py --quick    # fewer repetitions (~7 min); same tables, noisier
     python3 tools/compare_engines.py --render weights/.cache/compare/results-....json   # docs only
 
 What it does, in order (every step is skipped when its output is already there):
 1. Makes a virtual environment under weights/.cache/bench-venv with the peers from PyPI (pinned
-   below; torch from PyPI is the CUDA build and pulls its nvidia-* wheels: large, but it works)
-   and re-runs itself inside it.
+   below; torch comes from a local CPU wheel where pip's find-links has one, e.g. /opt/wheels,
+   else PyPI's CUDA build with its nvidia-* wheels: large, but it works) and re-runs itself
+   inside it.
 2. Builds `SwiftBERTBenchmarks` (release) and, when missing, makes the models: the random
    bert-base-shaped checkpoint (tools/make_random_bert.py), the converted folders and their INT8
    files (`bert convert`, `bert quantize`).
@@ -45,39 +47,48 @@ HF = CACHE / "hf"
 WORK = CACHE / "compare"
 DEFAULT_VENV = CACHE / "bench-venv"
 REQUIREMENTS = [
-    "torch==2.15.0", "transformers==5.23.0", "onnxruntime==1.31.1", "onnx==1.23.2", "onnxscript==0.7.2",
+    "torch==2.13.0", "transformers==5.23.0", "onnxruntime==1.32.0", "onnx==1.23.2", "onnxscript==0.7.2",
     "ctranslate2==4.8.5",
 ]
 DOC = ROOT / "docs/benchmarks.md"
 CHART = ROOT / "docs/benchmarks-chart.svg"
 BEGIN, END = "<!-- BEGIN GENERATED: tools/compare_engines.py -->", "<!-- END GENERATED -->"
 
-MODELS = {
-    "minilm": {"name": "all-MiniLM-L6-v2", "title": "all-MiniLM-L6-v2 (6 layers, hidden 384)",
-               "cells": [("b1x128", 1), ("b1x128", 2), ("b1x16", 1), ("b32x128", 1), ("b32x128", 2),
-                         ("sentences", 1), ("sentences", 2)],
-               "engines": ["swift-fp32", "swift-fp32-auto", "swift-int8", "swift-int8w", "torch-fp32",
-                           "ort-fp32", "ort-int8", "ct2-fp32", "ct2-int8"]},
-    "bert-base": {"name": "bert-base-random", "title": "bert-base-shaped, random weights (12 layers, hidden 768)",
-                  "cells": [("b1x128", 1), ("b1x128", 2), ("b1x16", 1), ("b32x128", 1), ("b32x128", 2)],
-                  "engines": ["swift-fp32", "swift-fp32-auto", "swift-int8", "swift-int8w",
-                              "ort-fp32", "ort-int8", "ct2-fp32", "ct2-int8"]},
-}
-ENGINES = {  # id: (label, family, precision class)
-    "swift-fp32": ("SwiftBERT FP32", "swift", "fp32"),
-    "swift-fp32-auto": ("SwiftBERT FP32, OpenBLAS auto", "swift", "fp32"),
-    "swift-int8": ("SwiftBERT INT8 (W8A8)", "swift", "int8"),
-    "swift-int8w": ("SwiftBERT INT8 weight-only", "swift", "int8"),
-    "swift-int8-auto": ("SwiftBERT INT8 (W8A8), OpenBLAS auto", "swift", "int8"),
+# SwiftBERT's precisions, one row each: (engine id, label, the peers' precision class it is judged
+# against, `SwiftBERTBenchmarks peer --precision` value, OpenBLAS left to pick its own kernels).
+# A precision the built binary does not know (e.g. bf16 before it exists) is left out of the run.
+SWIFT_ENGINES = [
+    ("swift-fp32", "SwiftBERT FP32", "fp32", "fp32", False),
+    ("swift-fp32-auto", "SwiftBERT FP32, OpenBLAS auto", "fp32", "fp32", True),
+    ("swift-bf16", "SwiftBERT BF16", "fp32", "bf16", False),
+    ("swift-int8", "SwiftBERT INT8 (W8A8)", "int8", "int8", False),
+    ("swift-int8w", "SwiftBERT INT8 weight-only", "int8", "int8-weights", False),
+    ("swift-int8-auto", "SwiftBERT INT8 (W8A8), OpenBLAS auto", "int8", "int8", True),
+]
+SWIFT_DEFAULT = ["swift-fp32", "swift-fp32-auto", "swift-bf16", "swift-int8", "swift-int8w"]
+PEER_ENGINES = {  # id: (label, family, precision class)
     "torch-fp32": ("PyTorch FP32", "torch", "fp32"),
     "ort-fp32": ("ONNX Runtime FP32", "ort", "fp32"),
     "ort-int8": ("ONNX Runtime INT8", "ort", "int8"),
     "ct2-fp32": ("CTranslate2 float32", "ct2", "fp32"),
     "ct2-int8": ("CTranslate2 int8", "ct2", "int8"),
 }
+ENGINES = {e: (label, "swift", cls) for e, label, cls, _, _ in SWIFT_ENGINES} | PEER_ENGINES
+SWIFT_PRECISION = {e: (precision, auto) for e, _, _, precision, auto in SWIFT_ENGINES}
+
+MODELS = {
+    "minilm": {"name": "all-MiniLM-L6-v2", "title": "all-MiniLM-L6-v2 (6 layers, hidden 384)",
+               "cells": [("b1x128", 1), ("b1x128", 2), ("b1x16", 1), ("b1x256", 1), ("b1x512", 1),
+                         ("b32x128", 1), ("b32x128", 2), ("sentences", 1), ("sentences", 2)],
+               "engines": SWIFT_DEFAULT + ["torch-fp32", "ort-fp32", "ort-int8", "ct2-fp32", "ct2-int8"]},
+    "bert-base": {"name": "bert-base-random", "title": "bert-base-shaped, random weights (12 layers, hidden 768)",
+                  "cells": [("b1x128", 1), ("b1x128", 2), ("b1x16", 1), ("b32x128", 1), ("b32x128", 2)],
+                  "engines": SWIFT_DEFAULT + ["ort-fp32", "ort-int8", "ct2-fp32", "ct2-int8"]},
+}
 # The SwiftBERT engine each target is judged on, and the peers it is judged against.
-TARGETS = [("swift-fp32", "fp32"), ("swift-fp32-auto", "fp32"), ("swift-int8", "int8")]
-WORKLOAD_TITLES = {"b1x128": "b1x128", "b1x16": "b1x16", "b32x128": "b32x128 seq/s", "sentences": "1,000 sentences seq/s"}
+TARGETS = [("swift-fp32", "fp32"), ("swift-fp32-auto", "fp32"), ("swift-bf16", "fp32"), ("swift-int8", "int8")]
+WORKLOAD_TITLES = {"b1x128": "b1x128", "b1x16": "b1x16", "b1x256": "b1x256", "b1x512": "b1x512",
+                   "b32x128": "b32x128 seq/s", "sentences": "1,000 sentences seq/s"}
 SENTENCE_COUNT, SENTENCE_BATCH = 1000, 32
 
 
@@ -91,7 +102,7 @@ def ensure_venv(venv):
     wanted = "\n".join(REQUIREMENTS) + "\n"
     if python.exists() and marker.exists() and marker.read_text() == wanted:
         return python
-    log(f"making the peers' virtual environment in {venv} (torch pulls its CUDA wheels: a few GB, once)")
+    log(f"making the peers' virtual environment in {venv} (once; without a local CPU torch wheel, PyPI's CUDA torch is a few GB)")
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *REQUIREMENTS], check=True)
@@ -113,13 +124,16 @@ def log(message):
 
 def swift_build(product):
     native = (ROOT / "tools" / "native-flags").read_text().split()  # the native build line (docs/builds.md)
-    log(f"swift build -c release {' '.join(native)} --product {product}")
+    # The benchmarks need no HTTP server: leaving it out (unless the caller says otherwise) keeps
+    # the build short and the same as the other focused builds of this tree.
+    env = {**os.environ, "SWIFTBERT_NO_SERVER": os.environ.get("SWIFTBERT_NO_SERVER", "1")}
+    log(f"SWIFTBERT_NO_SERVER={env['SWIFTBERT_NO_SERVER']} swift build -c release {' '.join(native)} --product {product}")
     result = subprocess.run(["swift", "build", "-c", "release", *native, "--product", product], cwd=ROOT,
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, env=env)
     if result.returncode != 0:
         sys.exit(f"swift build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
     binpath = subprocess.run(["swift", "build", "-c", "release", *native, "--show-bin-path"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.strip()
+                             capture_output=True, text=True, check=True, env=env).stdout.strip()
     return pathlib.Path(binpath) / product
 
 
@@ -241,7 +255,8 @@ def make_workloads(model_name, lines):
     def window(i, length):
         return [cls] + stream[i * (length - 2):(i + 1) * (length - 2)] + [sep]
 
-    workloads = {"b1x128": [[window(0, 128)]], "b1x16": [[window(0, 16)]],
+    workloads = {"b1x128": [[window(0, 128)]], "b1x16": [[window(0, 16)]], "b1x256": [[window(0, 256)]],
+                 "b1x512": [[window(0, 512)]],
                  "b32x128": [[window(i, 128) for i in range(32)]]}
     if model_name == "all-MiniLM-L6-v2":
         # As sentence-transformers encodes a list: longest text first, batches of 32, each padded to
@@ -507,9 +522,8 @@ def start_worker(engine_id, model, peer_folder, input_path, swift_binary, logs):
     label, family, precision = ENGINES[engine_id]
     env = dict(os.environ)
     if family == "swift":
-        swift_precision = {"swift-fp32": "fp32", "swift-fp32-auto": "fp32", "swift-int8": "int8",
-                           "swift-int8-auto": "int8", "swift-int8w": "int8-weights"}[engine_id]
-        if engine_id.endswith("-auto"):
+        swift_precision, openblas_auto = SWIFT_PRECISION[engine_id]
+        if openblas_auto:
             env.pop("OPENBLAS_CORETYPE", None)
             env.pop("OPENBLAS_L2_SIZE", None)
         command = [str(swift_binary), "peer", "--model", str(ROOT / "weights" / model), "--input", str(input_path),
@@ -600,10 +614,16 @@ def run_model(key, args, swift_binary, lines, results):
     log(f"{model}: starting {len(engines)} workers")
     workers = {e: start_worker(e, model, peer_folder, input_path, swift_binary, logs) for e in engines}
     try:
-        for e, w in workers.items():
+        for e, w in list(workers.items()):
             info = w.request(op="info")
             if "error" in info:
                 log(f"  {e}: {info['error']}")
+                if ENGINES[e][1] == "swift":  # a precision this build does not have: leave it out
+                    log(f"  {e}: left out of this run")
+                    w.close()
+                    del workers[e]
+                    engines.remove(e)
+                    continue
             out["engines"][e] = {"label": ENGINES[e][0], "info": info}
             # Touch every weight and allocate once per thread count before anything is timed.
             for t in sorted({t for _, t in spec["cells"]}):
@@ -621,7 +641,7 @@ def run_model(key, args, swift_binary, lines, results):
                 continue
             before = wait_for_quiet(monitor, args.wait_quiet) if args.wait_quiet else None
             monitor.reset()
-            cell = run_cell(workers, engines, workload, threads, args, sgemm=workload.startswith("b1x"))
+            cell = run_cell(workers, engines, workload, threads, args, sgemm=workload in ("b1x16", "b1x128"))
             cell["foreign_cores"] = monitor.cores()
             cell["foreign_cores_before"] = before
             log(f"    other processes used {cell['foreign_cores']:.2f} cores during the cell")

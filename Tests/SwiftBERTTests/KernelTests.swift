@@ -89,6 +89,54 @@ final class KernelTests: XCTestCase {
         }
     }
 
+    /// Fused attention (one head) against a Float64 softmax(Q·Kᵀ·scale)·V on lengths that leave
+    /// partial query and key blocks and partial tiles, on head sizes that are and are not
+    /// multiples of 16, with Q, K and V read strided from one fused buffer.
+    func testFusedAttentionMatchesReferenceOnOddShapes() {
+        var seed: UInt64 = 7
+        func random() -> Float {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Float(Int64(bitPattern: seed >> 11) % 2001 - 1000) / 250  // scores up to ~±100
+        }
+        for (n, d) in [(1, 32), (5, 64), (16, 32), (17, 24), (130, 64), (300, 32), (512, 40)] {
+            let heads = 2, ld = 3 * heads * d, ldo = heads * d
+            let projections = (0..<n * ld).map { _ in random() }
+            let scale = 1 / Float(d).squareRoot()
+            var out = [Float](repeating: .nan, count: n * ldo)
+            let scratch = AttentionScratch(maxLength: n + 3, headDim: d)
+            for head in [1, 0] {  // the second call reuses the scratch of the first
+                projections.withUnsafeBufferPointer { p in
+                    let q = p.baseAddress! + head * d
+                    out.withUnsafeMutableBufferPointer { o in
+                        attendHead(q: q, k: q + heads * d, v: q + 2 * heads * d, ld: ld, n: n, scale: scale,
+                                   into: o.baseAddress! + head * d, ldo: ldo, scratch)
+                    }
+                }
+            }
+            for head in 0..<heads {
+                for i in 0..<n {
+                    let q = i * ld + head * d
+                    let logits = (0..<n).map { j in
+                        (0..<d).reduce(0.0) { $0 + Double(projections[q + $1]) * Double(projections[j * ld + heads * d + head * d + $1]) } * Double(scale)
+                    }
+                    let top = logits.max()!
+                    let weights = logits.map { Foundation.exp($0 - top) }
+                    let total = weights.reduce(0, +)
+                    for c in 0..<d {
+                        var expected = 0.0, magnitude = 0.0
+                        for j in 0..<n {
+                            let v = Double(projections[j * ld + 2 * heads * d + head * d + c])
+                            expected += weights[j] / total * v
+                            magnitude += weights[j] / total * abs(v)
+                        }
+                        XCTAssertEqual(Double(out[i * ldo + head * d + c]), expected, accuracy: 1e-5 * (magnitude + 1),
+                                       "n \(n), d \(d), head \(head), row \(i), column \(c)")
+                    }
+                }
+            }
+        }
+    }
+
     func testSoftmaxRowsSumToOneAndKeepOrder() {
         var x: [Float] = [1, 2, 3, -1000, 0.5, 1000, 3, 2, 1]
         x.withUnsafeMutableBufferPointer { softmaxRows($0.baseAddress!, rows: 3, cols: 3, stride: 3) }

@@ -1,23 +1,15 @@
 import COpenBLAS
 
-// The two products of attention, on OpenBLAS sgemm (one thread per call: the engine
-// parallelises over heads itself). Leading dimensions let callers address one head inside
-// the fused QKV buffer.
+// OpenBLAS sgemm: the FP32 Linear layers of portable builds and the masked-LM decoder (one
+// thread per call: the engine splits work across its own threads). Attention runs in Swift
+// (Kernels/Attention.swift).
 
-/// C[m×n] = alpha · A[m×k] · B[n×k]ᵀ: Q·Kᵀ, and FP32 Linear layers in portable builds.
+/// C[m×n] = alpha · A[m×k] · B[n×k]ᵀ.
 @inline(__always)
 func matmulTransposedB(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, ldb: Int,
                        _ c: UnsafeMutablePointer<Float>, ldc: Int, m: Int, n: Int, k: Int, alpha: Float = 1) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(n), Int32(k),
                 alpha, a, Int32(lda), b, Int32(ldb), 0, c, Int32(ldc))
-}
-
-/// C[m×n] = A[m×k] · B[k×n]: attention probabilities times V.
-@inline(__always)
-func matmul(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<Float>, ldb: Int,
-            _ c: UnsafeMutablePointer<Float>, ldc: Int, m: Int, n: Int, k: Int) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k),
-                1, a, Int32(lda), b, Int32(ldb), 0, c, Int32(ldc))
 }
 
 /// Keeps OpenBLAS on the calling thread: the engine splits work across its own threads, and

@@ -20,15 +20,13 @@ struct BertSelfAttention {
         context.measure(.attention) {
             let h = heads * headDim, ld = 3 * h
             let scale = 1 / Float(headDim).squareRoot()
-            parallelFor(sequences.lengths.count * heads, threads: context.threads) { task, worker in
+            let work = sequences.lengths.reduce(0) { $0 + 2 * $1 * $1 * h }  // QKᵀ and P·V, all heads
+            parallelFor(sequences.lengths.count * heads, threads: context.threads, work: work) { task, worker in
                 let s = task / heads, head = task % heads
-                let n = sequences.lengths[s], start = sequences.starts[s]
-                let q = projections + start * ld + head * headDim
-                let k = q + h, v = q + 2 * h
-                let p = context.scores[worker]
-                matmulTransposedB(q, lda: ld, k, ldb: ld, p, ldc: n, m: n, n: n, k: headDim, alpha: scale)
-                softmaxRows(p, rows: n, cols: n, stride: n)
-                matmul(p, lda: n, v, ldb: ld, attended + start * h + head * headDim, ldc: h, m: n, n: headDim, k: n)
+                let q = projections + sequences.starts[s] * ld + head * headDim
+                attendHead(q: q, k: q + h, v: q + 2 * h, ld: ld, n: sequences.lengths[s], scale: scale,
+                           into: attended + sequences.starts[s] * h + head * headDim, ldo: h,
+                           context.attentionScratch[worker])
             }
         }
     }

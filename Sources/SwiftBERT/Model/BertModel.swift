@@ -83,7 +83,7 @@ public final class BertModel: MaskedLanguageModel, @unchecked Sendable {
     func context(for sequences: PackedSequences, profile: StageProfile? = nil) -> ForwardContext {
         ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
                        profile: profile, hidden: config.hiddenSize,
-                       wideColumns: max(3 * config.hiddenSize, config.intermediateSize))
+                       wideColumns: max(3 * config.hiddenSize, config.intermediateSize), headDim: config.headDim)
     }
 
     /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.

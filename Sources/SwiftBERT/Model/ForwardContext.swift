@@ -32,24 +32,25 @@ final class ForwardContext {
     let attended: UnsafeMutablePointer<Float>
     /// [T × H]: a projection's output before the residual.
     let projected: UnsafeMutablePointer<Float>
-    /// Per worker, [L × L] attention probabilities for the longest sequence.
-    let scores: [UnsafeMutablePointer<Float>]
+    /// Per worker, the fused attention's blocks for the longest sequence (Kernels/Attention.swift).
+    let attentionScratch: [AttentionScratch]
 
-    /// `hidden` and `wideColumns` size the scratch (0 for a context that only runs Linear layers).
+    /// `hidden`, `wideColumns` and `headDim` size the scratch (0 for a context that only runs Linear layers).
     init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, profile: StageProfile? = nil,
-         hidden: Int = 0, wideColumns: Int = 0) {
+         hidden: Int = 0, wideColumns: Int = 0, headDim: Int = 0) {
         (self.sequences, self.threads, self.profile) = (sequences, threads, profile)
         let t = sequences.tokenCount
         int8Activations = quantizesActivations ? Int8Activations(m: t, k: max(hidden, wideColumns)) : nil
         wide = .allocate(capacity: t * wideColumns)
         attended = .allocate(capacity: t * hidden)
         projected = .allocate(capacity: t * hidden)
-        scores = hidden == 0 ? [] : (0..<threads).map { _ in .allocate(capacity: sequences.longest * sequences.longest) }
+        attentionScratch = headDim == 0 ? [] : (0..<threads).map { _ in
+            AttentionScratch(maxLength: sequences.longest, headDim: headDim)
+        }
     }
 
     deinit {
         wide.deallocate(); attended.deallocate(); projected.deallocate()
-        scores.forEach { $0.deallocate() }
     }
 
     /// Runs body, timing it as `stage` when a profile is attached.

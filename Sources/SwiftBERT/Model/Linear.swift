@@ -120,8 +120,10 @@ struct Linear {
         activations?.quantize(x, m: m, k: k)
         let bf16Activations = weight.isBF16 ? context.bf16Activations : nil
         bf16Activations?.round(x, m: m, k: k)
-        let ranges = splitRange(n, parts: context.threads, align: weight.isPanelled ? panelWidth : 16)
-        parallelFor(ranges.count, threads: context.threads) { part, _ in
+        // With threads, 4 parts each, claimed in turn: a thread that starts late holds up one part.
+        let parts = context.threads > 1 ? 4 * context.threads : 1
+        let ranges = splitRange(n, parts: parts, align: weight.isPanelled ? panelWidth : 16)
+        parallelFor(ranges.count, threads: context.threads, work: m * n * k) { part, _ in
             weight.multiply(x, m: m, n: n, k: k, bias: bias, into: y, columns: ranges[part], activations: activations,
                             bf16Activations: bf16Activations)
             epilogue?(y, ranges[part])
