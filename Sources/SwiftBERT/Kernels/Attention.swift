@@ -61,6 +61,23 @@ let attentionKeyBlock = 256
 
 @inline(__always) func roundUp16(_ x: Int) -> Int { (x + 15) & ~15 }
 
+/// out[T × heads·headDim] (row stride ldo) = softmax(Q·Kᵀ/√headDim)·V per sequence and head, for
+/// packed Q, K and V whose rows are `ld` floats apart (sequence s: `lengths[s]` rows from row
+/// `starts[s]`); the (sequence, head) pairs are split
+/// across `threads`, each with its own scratch. BERT's and MobileBERT's self-attention run this.
+func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
+                        heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int,
+                        scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
+    let scale = 1 / Float(headDim).squareRoot()
+    let work = lengths.reduce(0) { $0 + 2 * $1 * $1 * heads * headDim }  // QKᵀ and P·V, all heads
+    parallelFor(lengths.count * heads, threads: threads, work: work) { task, worker in
+        let s = task / heads, head = task % heads
+        let row = starts[s] * ld + head * headDim
+        attendHead(q: q + row, k: k + row, v: v + row, ld: ld, n: lengths[s], scale: scale,
+                   into: out + starts[s] * ldo + head * headDim, ldo: ldo, scratch[worker])
+    }
+}
+
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
 /// head: q, k, v point at the head's first column of its first token, rows `ld` floats apart.
 func attendHead(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,

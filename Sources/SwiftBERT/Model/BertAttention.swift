@@ -18,16 +18,10 @@ struct BertSelfAttention {
         let projections = context.wide  // [T × 3H]: Q | K | V per token
         context.measure(.qkv) { qkv(x, m: sequences.tokenCount, into: projections, context) }
         context.measure(.attention) {
-            let h = heads * headDim, ld = 3 * h
-            let scale = 1 / Float(headDim).squareRoot()
-            let work = sequences.lengths.reduce(0) { $0 + 2 * $1 * $1 * h }  // QKᵀ and P·V, all heads
-            parallelFor(sequences.lengths.count * heads, threads: context.threads, work: work) { task, worker in
-                let s = task / heads, head = task % heads
-                let q = projections + sequences.starts[s] * ld + head * headDim
-                attendHead(q: q, k: q + h, v: q + 2 * h, ld: ld, n: sequences.lengths[s], scale: scale,
-                           into: attended + sequences.starts[s] * h + head * headDim, ldo: h,
-                           context.attentionScratch[worker])
-            }
+            let h = heads * headDim
+            multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
+                               heads: heads, headDim: headDim, starts: sequences.starts, lengths: sequences.lengths,
+                               threads: context.threads, scratch: context.attentionScratch, into: attended, ldo: h)
         }
     }
 }

@@ -105,15 +105,9 @@ struct MobileBertSelfAttention {
         }
         context.measure(.attention) {
             let width = heads * headDim
-            let scale = 1 / Float(headDim).squareRoot()
-            parallelFor(sequences.lengths.count * heads, threads: context.threads) { task, worker in
-                let s = task / heads, head = task % heads
-                let n = sequences.lengths[s], offset = sequences.starts[s] * width + head * headDim
-                let p = context.scores[worker]
-                matmulTransposedB(q + offset, lda: width, k + offset, ldb: width, p, ldc: n, m: n, n: n, k: headDim, alpha: scale)
-                softmaxRows(p, rows: n, cols: n, stride: n)
-                matmul(p, lda: n, v + offset, ldb: width, attended + offset, ldc: width, m: n, n: headDim, k: n)
-            }
+            multiHeadAttention(q: q, k: k, v: v, ld: width, heads: heads, headDim: headDim,
+                               starts: context.sequences.starts, lengths: context.sequences.lengths,
+                               threads: context.threads, scratch: context.attentionScratch, into: attended, ldo: width)
         }
     }
 }

@@ -61,7 +61,8 @@ public final class MobileBertModel: MaskedLanguageModel, @unchecked Sendable {
     func scratch(for sequences: PackedSequences, profile: StageProfile? = nil) -> (ForwardContext, MobileBertBuffers) {
         let context = ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
                                      profile: profile, hidden: config.hiddenSize,
-                                     wideColumns: max(config.intermediateSize, embeddings.inputWidth))
+                                     wideColumns: max(config.intermediateSize, embeddings.inputWidth),
+                                     headDim: mobile.trueHiddenSize(config) / config.numAttentionHeads)
         return (context, MobileBertBuffers(tokens: sequences.tokenCount, width: mobile.trueHiddenSize(config)))
     }
 
