@@ -66,12 +66,17 @@ private let callerSpin = 50e-6
 /// One parallel region: a task counter shared by its threads, and how many helpers are still in it.
 private final class Region: @unchecked Sendable {
     let count: Int
-    let body: (Int, Int) -> Void
+    /// The tasks. The caller drops it before `run` returns: `parallelFor`'s body must not outlive
+    /// the call (Swift checks it), and a helper may hold the region a moment after leaving it.
+    private var body: ((Int, Int) -> Void)?
     let next = Atomic<Int>(0)
     let helpersInside = Atomic<Int>(0)
     let done = Signal()
 
     init(count: Int, body: @escaping (Int, Int) -> Void) { (self.count, self.body) = (count, body) }
+
+    /// Called by the caller once every helper has left: no task can start after this.
+    func end() { body = nil }
 
     /// A helper leaves the region (after its last task, or withdrawn before its first).
     func leave() {
@@ -93,6 +98,7 @@ private final class Region: @unchecked Sendable {
 
     /// Claims and runs tasks until none is left.
     func work(as worker: Int) {
+        guard let body else { return }
         while true {
             let task = next.wrappingAdd(1, ordering: .relaxed).oldValue
             if task >= count { return }
@@ -206,6 +212,7 @@ private final class HelperPool: @unchecked Sendable {
         // others finish the task they hold (body must not outlive this call).
         for helper in enlisted where helper.withdraw(region) { region.leave() }
         region.waitForHelpers()
+        region.end()
     }
 }
 

@@ -3,7 +3,7 @@ import Foundation
 /// Numeric format of the encoder's Linear layers.
 public enum Precision: String, CaseIterable, Sendable {
     /// float32 weights, repacked at load for the Swift FP32 micro-kernel: exact
-    /// against PyTorch. Attention and the masked-LM decoder use OpenBLAS sgemm.
+    /// against PyTorch. Attention runs the fused Swift kernel; the masked-LM decoder OpenBLAS sgemm.
     case fp32
     /// int8 weights (per output channel) and activations (per token), integer GEMM in Swift.
     case int8
