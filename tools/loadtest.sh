@@ -11,7 +11,7 @@
 #   tools/loadtest.sh [seconds-per-cell=10] [engines...]
 #   engines: swiftbert-fp32 swiftbert-int8 infinity-torch st-fastapi offline (default: all)
 #
-# A full run (no engines named) starts a new TSV and takes about 11 minutes with 10 s per cell on
+# A full run (no engines named) starts a new TSV and takes about 9 minutes with 10 s per cell on
 # the 2-core machine; naming engines appends their rows. First it runs tools/loadtest_setup.sh
 # (wrk, nginx, the Python venvs; idempotent). Needs a release build with the server:
 # `swift build -c release --product bert`.

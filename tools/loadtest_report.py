@@ -4,12 +4,13 @@ table, the issue's goals checked against it, how it was run) and a bar chart
 (docs/server-loadtest.svg: texts/s per engine and load shape). Without a markdown path, prints
 the section instead.
    loadtest_report.py [docs/server-loadtest.tsv] [docs/server-loadtest.svg] [docs/server.md]"""
-import csv, sys, html
+import csv, os, sys, html
 
 tsv = sys.argv[1] if len(sys.argv) > 1 else "docs/server-loadtest.tsv"
 svg = sys.argv[2] if len(sys.argv) > 2 else "docs/server-loadtest.svg"
 markdown = sys.argv[3] if len(sys.argv) > 3 else None
-rows = list(csv.DictReader(open(tsv), delimiter="\t"))
+# Without a TSV (before the first run on a quiet machine) the section says how to make one.
+rows = list(csv.DictReader(open(tsv), delimiter="\t")) if os.path.exists(tsv) else []
 # The last measurement of each cell wins (a partial re-run appends).
 cells = {}
 for r in rows:
@@ -50,15 +51,19 @@ lines += [
     "```",
     "",
 ]
+if not rows:
+    lines += ["**Not measured yet on a quiet machine**: the command above writes the table, the goals and the chart here.", ""]
 if times:
     lines.append(f"Measured {times[0]} to {times[-1]}; load average (1 min) {min(loads):.2f} to {max(loads):.2f} during the run.")
     lines.append("")
 
-lines.append("| engine | clients | texts/request | texts/s | p50 ms | p99 ms | requests | errors |")
-lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+if rows:
+    lines.append("| engine | clients | texts/request | texts/s | p50 ms | p99 ms | requests | errors |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
 for (engine, clients, n), r in cells.items():
     lines.append(f"| {engine} | {clients} | {n} | {float(r['texts_per_s']):.0f} | {r['p50_ms']} | {r['p99_ms']} | {r['requests']} | {r['errors']} |")
-lines.append("")
+if rows:
+    lines.append("")
 
 # The issue's goals, at 64 clients.
 goals = []
@@ -79,7 +84,8 @@ if goals:
     lines += ["The issue's goals at 64 clients:", "",
               "| cell | goal | measured | |", "|---|---|---|---|"] + goals + [""]
 
-lines += ["![texts/s per engine and load shape](server-loadtest.svg)", ""]
+if rows:
+    lines += ["![texts/s per engine and load shape](server-loadtest.svg)", ""]
 section = "\n".join(lines)
 
 # The chart.
@@ -109,7 +115,8 @@ for g, (c, n) in enumerate(shapes):
 for k, e in enumerate(served):
     out.append(f'<rect x="{left + k*150}" y="{height-22}" width="10" height="10" fill="{colors[k % len(colors)]}"/><text x="{left + k*150 + 14}" y="{height-13}">{html.escape(e)}</text>')
 out.append("</svg>")
-open(svg, "w").write("\n".join(out) + "\n")
+if rows:
+    open(svg, "w").write("\n".join(out) + "\n")
 
 if markdown:
     text = open(markdown).read()
