@@ -19,13 +19,18 @@ engines = []
 for r in rows:
     if r["engine"] not in engines: engines.append(r["engine"])
 
-def rate(engine, clients, n):
+def answered(engine, clients, n):
+    """The cell, if it answered any request in its window."""
     r = cells.get((engine, clients, n))
+    return r if r and int(r["requests"]) > 0 else None
+
+def rate(engine, clients, n):
+    r = answered(engine, clients, n)
     return float(r["texts_per_s"]) if r else None
 
 def p99(engine, clients, n):
-    r = cells.get((engine, clients, n))
-    return float(r["p99_ms"]) if r else None
+    r = answered(engine, clients, n)
+    return float(r["p99_ms"]) if r and r["p99_ms"] != "-" else None
 
 times = sorted(r["utc"] for r in rows if r.get("utc"))
 loads = [float(r["load1"]) for r in rows]
@@ -41,9 +46,12 @@ lines += [
     "wait until the server is idle again, then the measured window (10 s; 30 s for 64 × 32).",
     "Texts/s counts answered texts over the window; p50 and p99 are wrk's, per request. Then",
     "`bert embed --input` embeds 3,000 of the same lines (the 300, ten times) offline.",
-    "infinity-emb's ONNX backend is not in the table: it does not run offline here (0.0.78 needs",
-    "optimum 1.x, whose ONNX exporter does not import with torch 2.13; with optimum 2 it passes",
-    "ORTModel a file name that optimum-onnx no longer finds).",
+    "infinity-emb's ONNX backend is not in the table: it does not run offline here. The HF folder",
+    "has no .onnx file (infinity would fetch the hub's); with one exported locally by `optimum-cli",
+    "export onnx`, infinity 0.0.78 with optimum 2.1 + optimum-onnx 0.1 fails to load it (it passes",
+    "an absolute `file_name` that optimum-onnx no longer matches), and optimum 1.27, which it was",
+    "written for, does not import with torch 2.13, the only torch wheel here (`_attention_scale`",
+    "is gone from `torch.onnx.symbolic_opset14`).",
     "",
     "```sh",
     "swift build -c release --product bert",
