@@ -37,7 +37,16 @@ started_at=$(date +%s)
 
 work=$(mktemp -d /tmp/swiftbert-load.XXXXXX)
 server=""
-stop() { if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi; server=""; }
+# SIGTERM, then SIGKILL after 5 s: uvicorn's graceful shutdown would first finish the abandoned
+# backlog of the last cell (minutes of 32-text requests on a busy machine).
+stop() {
+    [ -n "$server" ] || return 0
+    kill "$server" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    server=""
+}
 trap stop EXIT
 
 for n in 1 32; do
