@@ -189,7 +189,8 @@ final class Batcher: @unchecked Sendable {
                 queue.removeFirst(head)
                 head = 0
             }
-            oldestArrival = .now
+            // The rest arrived after the old oldest: keeping its instant bounds their wait by
+            // maxWait too (restarting the clock here made a backlog's tail wait again).
         }
         metrics.queueDepth(model: modelName, queue.count - head)
     }

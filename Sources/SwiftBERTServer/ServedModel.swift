@@ -22,7 +22,7 @@ public struct ServerConfiguration: Sendable {
     public var apiKey: String?
 
     public init(models: [String] = [ModelLocator.defaultEmbeddingModel], host: String = "127.0.0.1", port: Int = 8080,
-                precision: Precision = .fp32, threads: Int? = nil, maxBatchTokens: Int = 8192,
+                precision: Precision = .fp32, threads: Int? = nil, maxBatchTokens: Int = 1024,
                 maxWait: Duration = .milliseconds(5), queueCapacity: Int = 8192, maxInputs: Int = 2048,
                 bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), apiKey: String? = nil) {
         self.models = models; self.host = host; self.port = port; self.precision = precision; self.threads = threads

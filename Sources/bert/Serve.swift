@@ -34,7 +34,7 @@ struct Serve: ParsableCommand {
     @OptionGroup var engine: EngineOptions
 
     @Option(help: "Tokens per forward pass, at most (a batch of concurrent requests).")
-    var maxBatchTokens = 8192
+    var maxBatchTokens = 1024
 
     @Option(help: "Milliseconds a queued text may wait for others to join its batch.")
     var maxWaitMs = 5

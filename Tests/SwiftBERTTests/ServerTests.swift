@@ -9,9 +9,18 @@ import Glibc
 /// Vectors are checked against the library in-process and against `bert embed`.
 final class ServerTests: CLITestCase {
     /// One server with an embedding model and a masked-LM model, shared by the tests that need
-    /// no special settings (started on first use, killed when the process ends).
+    /// no special settings (started on first use, stopped after the last test of the class).
     nonisolated(unsafe) static var shared: ServerProcess?
     static let sharedLock = NSLock()
+
+    /// Releasing the shared server kills it (ServerProcess.deinit); a static is never released
+    /// otherwise, and the server outlived the test run.
+    override class func tearDown() {
+        sharedLock.lock()
+        shared = nil
+        sharedLock.unlock()
+        super.tearDown()
+    }
 
     static let sentences: [String] = {
         let text = (try? String(contentsOf: repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/sentences.txt"), encoding: .utf8)) ?? ""
