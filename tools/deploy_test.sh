@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}; clients=${2:-16}; texts=${3:-8}
 bert=${BERT:-$(swift build -c release --show-bin-path)/bert}
 for tool in nginx wrk; do command -v $tool >/dev/null || { echo "$tool is missing: apt-get install -y nginx wrk" >&2; exit 1; }; done
-[ -x "$bert" ] || { echo "build bert first: swift build -c release --product bert" >&2; exit 1; }
+[ -x "$bert" ] || { echo "build bert first: make bert" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/swiftbert-deploy.XXXXXX)
 pids=()

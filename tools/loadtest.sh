@@ -14,7 +14,7 @@
 # A full run (no engines named) starts a new TSV and takes about 9 minutes with 10 s per cell on
 # the 2-core machine; naming engines appends their rows. First it runs tools/loadtest_setup.sh
 # (wrk, nginx, the Python venvs; idempotent). Needs a release build with the server:
-# `swift build -c release --product bert`.
+# `make bert` (the native build line, docs/builds.md).
 #
 # Each cell: a 2-second warm-up at the same shape, then a wait until the server's process is idle
 # (no backlog of the warm-up's abandoned requests left), then wrk for the measured seconds
@@ -32,7 +32,7 @@ venvs=${LOADTEST_VENVS:-/work/loadtest-venvs}
 port=18090
 started_at=$(date +%s)
 
-[ -x "$bert" ] && "$bert" serve --help >/dev/null 2>&1 || { echo "build bert with the server first: swift build -c release --product bert" >&2; exit 1; }
+[ -x "$bert" ] && "$bert" serve --help >/dev/null 2>&1 || { echo "build bert with the server first: make bert" >&2; exit 1; }
 [ "${LOADTEST_SKIP_SETUP:-0}" = 1 ] || LOADTEST_VENVS="$venvs" HF_FOLDER="$hf" tools/loadtest_setup.sh
 
 work=$(mktemp -d /tmp/swiftbert-load.XXXXXX)
