@@ -60,6 +60,14 @@ public enum ClassifierTraining {
         public let trainAccuracy: Float
         public let validLoss: Float?
         public let validAccuracy: Float?
+
+        /// The figures of one step, from the train and (if any) validation (loss, accuracy).
+        init(_ step: Int, inverseRegularization: Double?, train: (loss: Double, accuracy: Float),
+             validation: (loss: Double, accuracy: Float)?) {
+            (self.step, self.inverseRegularization) = (step, inverseRegularization)
+            (trainLoss, trainAccuracy) = (Float(train.loss), train.accuracy)
+            (validLoss, validAccuracy) = (validation.map { Float($0.loss) }, validation?.accuracy)
+        }
     }
 
     /// One L-BFGS fit.
@@ -150,9 +158,7 @@ public enum ClassifierTraining {
             let outcome = solver.minimize(from: zero, { train($0, &$1) }) { k, _, point in
                 // The solver's last evaluation was at `point`: its loss and accuracy are the train figures.
                 let validation = valid?.evaluate(point)
-                let step = Step(step: k, inverseRegularization: c, trainLoss: Float(train.lastLoss),
-                                trainAccuracy: train.lastAccuracy, validLoss: validation.map { Float($0.loss) },
-                                validAccuracy: validation?.accuracy)
+                let step = Step(k, inverseRegularization: c, train: (train.lastLoss, train.lastAccuracy), validation: validation)
                 history.append(step)
                 progress?(step)
             }
@@ -168,8 +174,7 @@ public enum ClassifierTraining {
         if history.isEmpty {
             // Converged at the start (a zero gradient): one record of where it stands.
             let t = train.evaluate(best!.theta), v = valid?.evaluate(best!.theta)
-            history.append(Step(step: 0, inverseRegularization: values[0], trainLoss: Float(t.loss), trainAccuracy: t.accuracy,
-                                validLoss: v.map { Float($0.loss) }, validAccuracy: v?.accuracy))
+            history.append(Step(0, inverseRegularization: values[0], train: t, validation: v))
         }
         let (weight, bias) = train.split(best!.theta)
         return Result(weight: weight, bias: bias, classes: train.classes, features: train.d, kept: best!.kept,
@@ -232,9 +237,7 @@ public enum ClassifierTraining {
             let theta = (w + b).map(Double.init)
             let trainFigures = train.evaluate(theta)
             let validation = valid?.evaluate(theta)
-            let record = Step(step: epoch, inverseRegularization: nil, trainLoss: Float(trainFigures.loss),
-                              trainAccuracy: trainFigures.accuracy, validLoss: validation.map { Float($0.loss) },
-                              validAccuracy: validation?.accuracy)
+            let record = Step(epoch, inverseRegularization: nil, train: trainFigures, validation: validation)
             history.append(record)
             progress?(record)
             let watched = validation.map { (loss: Float($0.loss), accuracy: $0.accuracy) } ?? (loss: Float(trainFigures.loss), accuracy: 0)
