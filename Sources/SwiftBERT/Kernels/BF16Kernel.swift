@@ -23,7 +23,7 @@ import SwiftBERTVNNI
 #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
 let bf16Kernel = "vdpbf16ps (AVX512_BF16)"
 #else
-let bf16Kernel = "BF16 → FP32 shifts + FMA (plain Swift)"
+let bf16Kernel = "widened to FP32 by shifts, then FMA (plain Swift)"
 #endif
 
 /// Round-to-nearest-even FP32 → BF16, as PyTorch rounds (c10::BFloat16): NaN stays a quiet NaN.
