@@ -14,20 +14,10 @@ final class EncoderFixtureTests: XCTestCase {
         return try! JSONSerialization.jsonObject(with: data) as! [String: Any]
     }()
     static let tensors = try! SafeTensorsFile(path: fixtures.appendingPathComponent("reference.safetensors").path)
-    private static let lock = NSLock()
-    private static var convertedFolders: [String: URL] = [:]
+    private static let conversions = ConvertedFixtures(fixtures, label: "encoders")
 
     /// The fixture folder converted with `bert convert`'s code, once per run.
-    static func converted(_ name: String) throws -> URL {
-        lock.lock(); defer { lock.unlock() }
-        if let url = convertedFolders[name] { return url }
-        let destination = FileManager.default.temporaryDirectory
-            .appendingPathComponent("swiftbert-encoders-\(ProcessInfo.processInfo.processIdentifier)/\(name)")
-        try? FileManager.default.removeItem(at: destination)
-        try Converter.convert(huggingFaceFolder: fixtures.appendingPathComponent(name), to: destination)
-        convertedFolders[name] = destination
-        return destination
-    }
+    static func converted(_ name: String) throws -> URL { try conversions.folder(name) }
 
     static func section(_ model: String) -> [String: Any] { reference[model] as! [String: Any] }
     static func ids(_ value: Any?) -> [[Int32]] { (value as! [[Int]]).map { $0.map(Int32.init) } }

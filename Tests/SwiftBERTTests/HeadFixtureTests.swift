@@ -13,20 +13,10 @@ final class HeadFixtureTests: XCTestCase {
         let data = try! Data(contentsOf: fixtures.appendingPathComponent("reference.json"))
         return try! JSONSerialization.jsonObject(with: data) as! [String: Any]
     }()
-    private static let lock = NSLock()
-    private static var convertedFolders: [String: URL] = [:]
+    private static let conversions = ConvertedFixtures(fixtures, label: "heads")
 
     /// The fixture folder converted with `bert convert`'s code, once per run.
-    static func converted(_ name: String) throws -> URL {
-        lock.lock(); defer { lock.unlock() }
-        if let url = convertedFolders[name] { return url }
-        let destination = FileManager.default.temporaryDirectory
-            .appendingPathComponent("swiftbert-heads-\(ProcessInfo.processInfo.processIdentifier)/\(name)")
-        try? FileManager.default.removeItem(at: destination)
-        try Converter.convert(huggingFaceFolder: fixtures.appendingPathComponent(name), to: destination)
-        convertedFolders[name] = destination
-        return destination
-    }
+    static func converted(_ name: String) throws -> URL { try conversions.folder(name) }
 
     func assertClose(_ found: [Float], _ expected: [Double], _ what: String, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(found.count, expected.count, "\(what): length", file: file, line: line)

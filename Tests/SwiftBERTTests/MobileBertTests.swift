@@ -11,8 +11,7 @@ import XCTest
 final class MobileBertTests: XCTestCase {
     static let fixtures = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/mobilebert")
     static let variants = ["mobilebert-nonorm", "mobilebert-layernorm"]
-    private static let lock = NSLock()
-    private static var convertedFolders: [String: URL] = [:]
+    private static let conversions = ConvertedFixtures(fixtures, label: "mobilebert", quantizes: true)
 
     struct Meta: Decodable {
         let sentences: [String]
@@ -23,17 +22,7 @@ final class MobileBertTests: XCTestCase {
     }
 
     /// The fixture folder converted with `bert convert`'s code (and quantized), once per run.
-    static func converted(_ name: String) throws -> URL {
-        lock.lock(); defer { lock.unlock() }
-        if let url = convertedFolders[name] { return url }
-        let destination = FileManager.default.temporaryDirectory
-            .appendingPathComponent("swiftbert-mobilebert-\(ProcessInfo.processInfo.processIdentifier)/\(name)")
-        try? FileManager.default.removeItem(at: destination)
-        try Converter.convert(huggingFaceFolder: fixtures.appendingPathComponent(name), to: destination)
-        try Quantizer.quantize(folder: destination)
-        convertedFolders[name] = destination
-        return destination
-    }
+    static func converted(_ name: String) throws -> URL { try conversions.folder(name) }
 
     func load(_ name: String, threads: Int = 2, precision: Precision = .fp32) throws -> (MobileBertModel, Meta, SafeTensorsFile) {
         let model = try MobileBertModel(folder: Self.converted(name), threads: threads, precision: precision)

@@ -95,3 +95,29 @@ struct TestRandom {
         }
     }
 }
+
+/// Fixture checkpoints converted with `bert convert`'s code (and quantized, when asked), once
+/// per test run and folder, into a temporary folder of this process.
+final class ConvertedFixtures: @unchecked Sendable {
+    private let fixtures: URL
+    private let label: String
+    private let quantizes: Bool
+    private let lock = NSLock()
+    private var folders: [String: URL] = [:]
+
+    init(_ fixtures: URL, label: String, quantizes: Bool = false) {
+        (self.fixtures, self.label, self.quantizes) = (fixtures, label, quantizes)
+    }
+
+    func folder(_ name: String) throws -> URL {
+        lock.lock(); defer { lock.unlock() }
+        if let url = folders[name] { return url }
+        let destination = FileManager.default.temporaryDirectory
+            .appendingPathComponent("swiftbert-\(label)-\(ProcessInfo.processInfo.processIdentifier)/\(name)")
+        try? FileManager.default.removeItem(at: destination)
+        try Converter.convert(huggingFaceFolder: fixtures.appendingPathComponent(name), to: destination)
+        if quantizes { try Quantizer.quantize(folder: destination) }
+        folders[name] = destination
+        return destination
+    }
+}
