@@ -10,12 +10,16 @@
 #define SWIFTBERT_CBF16_H
 #include <immintrin.h>
 
-/// acc[16 floats] += pairs of bf16 in a[16 lanes] · pairs in b[16 lanes], lane by lane: per lane,
-/// the odd halves' product then the even halves', each added in FP32 (Intel's VDPBF16PS).
+/// 16 floats, and 16 lanes of two bf16 each: Swift imports these as SIMD16<Float> and
+/// SIMD16<UInt32>, so the call passes registers, not pointers (pointers to the kernel's
+/// accumulators made Swift check exclusive access at run time around every call).
+typedef float swiftbert_f32x16 __attribute__((ext_vector_type(16)));
+typedef unsigned int swiftbert_bf16x2x16 __attribute__((ext_vector_type(16)));
+
+/// acc + pairs of bf16 in a · pairs in b, lane by lane: per lane, the odd halves' product then
+/// the even halves', each added in FP32 (Intel's VDPBF16PS).
 static inline __attribute__((always_inline, target("avx512f,avx512bf16")))
-void swiftbert_dpbf16ps(void *acc, const void *a, const void *b) {
-    __m512 sum = _mm512_loadu_ps(acc);
-    sum = _mm512_dpbf16_ps(sum, (__m512bh)_mm512_loadu_si512(a), (__m512bh)_mm512_loadu_si512(b));
-    _mm512_storeu_ps(acc, sum);
+swiftbert_f32x16 swiftbert_dpbf16ps(swiftbert_f32x16 acc, swiftbert_bf16x2x16 a, swiftbert_bf16x2x16 b) {
+    return (swiftbert_f32x16)_mm512_dpbf16_ps((__m512)acc, (__m512bh)a, (__m512bh)b);
 }
 #endif

@@ -15,8 +15,6 @@ import CBF16
 /// lane of `a` and `b` holds two BF16 values (even k in the low half, odd k in the high half).
 @inlinable @inline(__always)
 public func dotBF16Pairs(_ acc: SIMD16<Float>, _ a: SIMD16<UInt32>, _ b: SIMD16<UInt32>) -> SIMD16<Float> {
-    var (acc, a, b) = (acc, a, b)
-    swiftbert_dpbf16ps(&acc, &a, &b)
-    return acc
+    swiftbert_dpbf16ps(acc, a, b)
 }
 #endif
