@@ -135,10 +135,16 @@ func attendHead(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePoint
 /// n = round(x), p the degree-7 Taylor polynomial of 2^f (error below 1e-8 on |f| ≤ ½); 0 below
 /// −127. A third fewer instructions than `exp`, whose range reduction and clamp above are not
 /// needed here: the exponentials were most of the softmax's time.
+///
+/// n comes from adding 1.5 · 2²³, which rounds x to the nearest integer (ties to even) and
+/// leaves it in the low bits, so no float → integer conversion is needed: in -O builds
+/// `Int32(_:)` checks its range and kept the whole loop scalar (3× the softmax's time).
 @inline(__always)
 private func exp2OfNonPositive(_ a: Float) -> Float {
     let x = max(a, -127)
-    let n = x.rounded(.toNearestOrEven)
+    let magic: Float = 12_582_912  // 1.5 · 2²³
+    let shifted = x + magic
+    let n = shifted - magic
     let f = x - n
     var p: Float = 1.5252734e-5
     p = Float(1.5403530e-4).addingProduct(p, f)
@@ -148,7 +154,8 @@ private func exp2OfNonPositive(_ a: Float) -> Float {
     p = Float(2.4022651e-1).addingProduct(p, f)
     p = Float(6.9314718e-1).addingProduct(p, f)
     p = Float(1).addingProduct(p, f)
-    return p * Float(bitPattern: UInt32(bitPattern: Int32(n) + 127) << 23)
+    // 2^n as a float's exponent field: n + 127 in 0...127 (0 below −126 gives 0, as before).
+    return p * Float(bitPattern: (shifted.bitPattern &- magic.bitPattern &+ 127) &<< 23)
 }
 
 // Reductions of one row of scores: 16 lanes, then a tree across them. (`sum` and `maximum` in
