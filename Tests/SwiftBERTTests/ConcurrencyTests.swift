@@ -59,6 +59,33 @@ final class ConcurrencyTests: XCTestCase {
         try checkModel(BertModel(folder: folder, threads: 2), tokenizer: BertTokenizer.load(folder: folder))
     }
 
+    /// One pass split over 1, 2 or 3 threads gives the same bits, in every precision: each
+    /// output element (a Linear column block, an attention head, a LayerNorm or quantisation
+    /// row) is computed by the same code whichever thread runs it. Two 200-token sequences, so
+    /// that every parallel region of the pass is split.
+    func testThreadCountsGiveIdenticalHiddenStates() throws {
+        let folder = try convertedModel("all-MiniLM-L6-v2")
+        var ids: [[Int32]] = []
+        for s in 0..<2 {
+            let words: [Int32] = (0..<198).map { (i: Int) -> Int32 in Int32(1000 + (s * 7919 + i * 104_729) % 28000) }
+            ids.append([101] + words + [102])
+        }
+        var precisions: [Precision] = [.fp32, .bf16]
+        if FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) {
+            precisions.append(.int8)
+        }
+        for precision in precisions {
+            let single = try BertModel(folder: folder, threads: 1, precision: precision).encode(ids)
+            for threads in [2, 3] {
+                let split = try BertModel(folder: folder, threads: threads, precision: precision).encode(ids)
+                for s in ids.indices {
+                    XCTAssertEqual(split.hiddenStates(s), single.hiddenStates(s), "\(precision) on \(threads) threads, sequence \(s)")
+                }
+            }
+        }
+        XCTAssertTrue(precisions.contains(.int8), "no INT8 weights for all-MiniLM-L6-v2: run make setup")
+    }
+
     func testINT8ModelFromEightThreads() throws {
         let folder = try convertedModel("splade-tiny")
         guard FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) else {

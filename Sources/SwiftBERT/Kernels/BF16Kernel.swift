@@ -124,8 +124,8 @@ final class BF16Activations: @unchecked Sendable {
     init() { pairs = .allocate(capacity: capacity) }
     deinit { pairs.deallocate() }
 
-    /// Rounds x [m × k] to BF16, row by row.
-    func round(_ x: UnsafePointer<Float>, m: Int, k: Int) {
+    /// Rounds x [m × k] to BF16, row by row (rows split across `threads`).
+    func round(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
         precondition(m >= 0 && k > 0, "BF16 activations need m ≥ 0 and k > 0")
         let kPairs = (k + 1) / 2
         if m * kPairs > capacity {
@@ -134,10 +134,13 @@ final class BF16Activations: @unchecked Sendable {
             pairs = .allocate(capacity: capacity)
         }
         (self.m, self.k) = (m, k)
-        for row in 0..<m {
-            let input = x + row * k, output = pairs + row * kPairs
-            for pair in 0..<(k / 2) { output[pair] = BFloat16.pair(input[2 * pair], input[2 * pair + 1]) }
-            if k % 2 == 1 { output[kPairs - 1] = BFloat16.bits(input[k - 1]) }
+        let pairs = pairs
+        parallelRows(m, columns: k, threads: threads) { rows in
+            for row in rows {
+                let input = x + row * k, output = pairs + row * kPairs
+                for pair in 0..<(k / 2) { output[pair] = BFloat16.pair(input[2 * pair], input[2 * pair + 1]) }
+                if k % 2 == 1 { output[kPairs - 1] = BFloat16.bits(input[k - 1]) }
+            }
         }
     }
 }

@@ -28,8 +28,9 @@ final class Int8Activations: @unchecked Sendable {
         rowScales.deallocate()
     }
 
-    /// Quantises x [m × k] per row, once per Linear call; the result serves every column block.
-    func quantize(_ x: UnsafePointer<Float>, m: Int, k: Int) {
+    /// Quantises x [m × k] per row (rows split across `threads`), once per Linear call; the
+    /// result serves every column block.
+    func quantize(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
         precondition(m >= 0 && k > 0, "INT8 activations need m ≥ 0 and k > 0")
         let stride = Int8PanelLayout.paddedK(k)
         if m * stride > byteCapacity {
@@ -43,16 +44,19 @@ final class Int8Activations: @unchecked Sendable {
             rowScales = .allocate(capacity: rowCapacity)
         }
         (self.m, self.k, self.stride) = (m, k, stride)
-        for row in 0..<m {
-            let input = x + row &* k
-            let output = quantized + row &* stride
-            let maxAbs = SymmetricInt8.maxAbs(input, count: k)
-            let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
-            rowScales[row] = maxAbs / 127
-            for i in 0..<k {
-                output[i] = UInt8(truncatingIfNeeded: SymmetricInt8.quantize(input[i], reciprocal: reciprocal) &+ 128)
+        let (quantized, rowScales) = (quantized, rowScales)
+        parallelRows(m, columns: k, threads: threads) { rows in
+            for row in rows {
+                let input = x + row &* k
+                let output = quantized + row &* stride
+                let maxAbs = SymmetricInt8.maxAbs(input, count: k)
+                let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
+                rowScales[row] = maxAbs / 127
+                for i in 0..<k {
+                    output[i] = UInt8(truncatingIfNeeded: SymmetricInt8.quantize(input[i], reciprocal: reciprocal) &+ 128)
+                }
+                for i in k..<stride { output[i] = 128 }
             }
-            for i in k..<stride { output[i] = 128 }
         }
     }
 }

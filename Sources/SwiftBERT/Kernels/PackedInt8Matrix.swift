@@ -183,9 +183,11 @@ struct PackedInt8Matrix: @unchecked Sendable {
 extension PackedInt8Matrix {
     /// Row c (an embedding lookup), dequantised straight from the packed layout.
     func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
-        let base = packed.baseAddress!.assumingMemoryBound(to: Int8.self)
+        // The channel's inputs lie in quads of 4 bytes, one quad per K-quad of its panel (a
+        // plain loop: the general offset's divisions made the INT8 embeddings 3x FP32's).
+        let channel = packed.baseAddress!.assumingMemoryBound(to: Int8.self) + Int8PanelLayout.offset(channel: c, input: 0, k: k)
         let scale = scales[c]
-        for i in 0..<k { out[i] = Float(base[Int8PanelLayout.offset(channel: c, input: i, k: k)]) * scale }
+        for i in 0..<k { out[i] = Float(channel[(i &>> 2) &* Int8PanelLayout.quadBytes &+ (i & 3)]) * scale }
     }
 }
 

@@ -43,7 +43,7 @@ struct BertProjectionOutput {
     func callAsFunction(_ input: UnsafePointer<Float>, residual x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
         let m = context.sequences.tokenCount
         context.measure(stage) { dense(input, m: m, into: context.projected, context) }
-        context.measure(.layerNorm) { layerNorm(x, residual: context.projected, m: m) }
+        context.measure(.layerNorm) { layerNorm(x, residual: context.projected, m: m, threads: context.threads) }
     }
 }
 

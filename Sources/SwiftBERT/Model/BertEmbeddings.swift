@@ -33,7 +33,7 @@ struct BertEmbeddings {
                 for c in 0..<hidden { row[c] += pos[c] + type[c] }
             }
         }
-        layerNorm(out, residual: nil, m: sequences.tokenCount)
+        layerNorm(out, residual: nil, m: sequences.tokenCount, threads: context.threads)
     }
 
     /// Position ids of one sequence. BERT: 0, 1, 2, … RoBERTa (transformers'

@@ -117,9 +117,9 @@ struct Linear {
     func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext,
                         then epilogue: ((UnsafeMutablePointer<Float>, Range<Int>) -> Void)? = nil) {
         let activations = weight.isInt8 ? context.int8Activations : nil
-        activations?.quantize(x, m: m, k: k)
+        activations?.quantize(x, m: m, k: k, threads: context.threads)
         let bf16Activations = weight.isBF16 ? context.bf16Activations : nil
-        bf16Activations?.round(x, m: m, k: k)
+        bf16Activations?.round(x, m: m, k: k, threads: context.threads)
         // With threads, 4 parts each, claimed in turn: a thread that starts late holds up one part.
         let parts = context.threads > 1 ? 4 * context.threads : 1
         let ranges = splitRange(n, parts: parts, align: weight.isPanelled ? panelWidth : 16)
@@ -145,9 +145,13 @@ struct LayerNorm {
         self.eps = eps
     }
 
-    /// x[m × size] = LayerNorm(x + residual), in place.
-    func callAsFunction(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, m: Int) {
-        addLayerNorm(x, residual: residual, rows: m, cols: size, gamma: gamma, beta: beta, eps: eps)
+    /// x[m × size] = LayerNorm(x + residual), in place, rows split across `threads`.
+    func callAsFunction(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, m: Int, threads: Int = 1) {
+        let (size, gamma, beta, eps) = (size, gamma, beta, eps)
+        parallelRows(m, columns: size, threads: threads) { rows in
+            addLayerNorm(x + rows.lowerBound * size, residual: residual.map { $0 + rows.lowerBound * size }, rows: rows.count,
+                         cols: size, gamma: gamma, beta: beta, eps: eps)
+        }
     }
 }
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Checks the machine code of the hot loops in a native release build: no Swift runtime calls, and
+vector code where vector code is meant to be.
+
+    tools/check_kernels.py [.build/release/bert]
+
+Why: the library is built with -O (a versioned dependency cannot set -Ounchecked or
+-enforce-exclusivity=unchecked), and there a single range-checked conversion or a pointer to a
+captured variable silently costs a kernel its vectorisation or adds a runtime call per step. Two
+such regressions went unnoticed for a session (docs/benchmarks.md, "The -O regressions"):
+`Int32(_:)` in the softmax's exp2 kept attention scalar (MiniLM b1x512 FP32 93 ms instead of 62),
+and pointers to the BF16 tile's accumulators made Swift check exclusive access around every
+vdpbf16ps (BF16 6.4x slower than FP32). The suite's results were right all along; only the
+machine code shows it. This reads `objdump -d` and fails (exit 1) when
+- a kernel function calls the Swift runtime (swift_beginAccess, swift_retain, swift_release, ...);
+- the attention or elementwise kernels have no 512-bit vector instructions, or the attention's
+  exp2 has no 16-lane exponent shift (`vpslld $0x17, ..., %zmm`).
+A portable build (no AVX-512) is refused: there is nothing to check.
+"""
+import re
+import subprocess
+import sys
+
+# Symbol substrings of the hot functions (Swift mangled names keep the source names).
+RUNTIME_FREE = ["panelTile", "AttentionTile", "attendHead", "addLayerNorm", "4gelu_", "softmaxRows"]
+# Closures (row blocks) of the row-wise passes; their outer functions set up the region and may
+# allocate it.
+RUNTIME_FREE_CLOSURES = ["Int8ActivationsC8quantize", "BF16ActivationsC5round"]
+NEEDS_ZMM = ["panelTile", "AttentionTile", "attendHead", "addLayerNorm", "4gelu_", "softmaxRows"]
+
+
+def functions(binary):
+    listing = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True, text=True,
+                             check=True).stdout
+    result, current = {}, None
+    for line in listing.splitlines():
+        header = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if header:
+            current = header.group(1)
+            result[current] = []
+        elif current and line.strip():
+            result[current].append(line)
+    return result
+
+
+def main():
+    binary = sys.argv[1] if len(sys.argv) > 1 else ".build/release/bert"
+    code = {name: body for name, body in functions(binary).items() if name.startswith("$s9SwiftBERT")}
+    if not any("zmm" in line for name, body in code.items() if "panelTile" in name for line in body):
+        sys.exit(f"{binary}: no AVX-512 in the Linear kernels: a portable build? (build with $(cat tools/native-flags))")
+    problems, checked = [], 0
+    for name, body in code.items():
+        closure = re.search(r"F[yXA-Z_]*fU_", name) is not None
+        runtime_free = any(p in name for p in RUNTIME_FREE) or (closure and any(p in name for p in RUNTIME_FREE_CLOSURES))
+        if not runtime_free or name.endswith("TA"):  # TA: a thunk that forwards to the closure
+            continue
+        checked += 1
+        calls = sorted({m.group(1) for line in body for m in [re.search(r"call\s+\S+\s+<(swift_\w+)", line)] if m})
+        if calls:
+            problems.append(f"{name}: calls the Swift runtime: {', '.join(calls)}")
+        if any(p in name for p in NEEDS_ZMM) and len(body) > 40 and not any("zmm" in line for line in body):
+            problems.append(f"{name}: no 512-bit vector instruction")
+    attention = [body for name, body in code.items() if "attendHead" in name]
+    if not attention:
+        problems.append("attendHead not found")
+    elif not any(re.search(r"vpslld\s+\$0x17,.*%zmm", line) for body in attention for line in body):
+        problems.append("attendHead: the softmax's exp2 is not vectorised (no 16-lane exponent shift)")
+    for problem in problems:
+        print("check_kernels:", problem, file=sys.stderr)
+    print(f"check_kernels: {checked} kernel functions in {binary}: {'FAILED' if problems else 'no runtime calls, vectorised'}")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
