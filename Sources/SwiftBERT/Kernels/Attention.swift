@@ -23,32 +23,17 @@ final class AttentionScratch {
     let maxLength: Int
     let headDim: Int
     let paddedHeadDim: Int
-    let keysT: UnsafeMutablePointer<Float>
-    let values: UnsafeMutablePointer<Float>
-    let scores: UnsafeMutablePointer<Float>
-    let output: UnsafeMutablePointer<Float>
-    let rowMax: UnsafeMutablePointer<Float>
-    let rowSum: UnsafeMutablePointer<Float>
+    let keysT, values, scores, output, rowMax, rowSum: UnsafeMutablePointer<Float>
+    private let buffers: FloatBuffers
 
     init(maxLength: Int, headDim: Int) {
         (self.maxLength, self.headDim) = (maxLength, headDim)
         paddedHeadDim = roundUp16(headDim)
         let keys = roundUp16(maxLength)
-        @inline(__always) func floats(_ count: Int) -> UnsafeMutablePointer<Float> {
-            let p = UnsafeMutableRawPointer.allocate(byteCount: max(1, count) * 4, alignment: 64).bindMemory(to: Float.self, capacity: count)
-            p.initialize(repeating: 0, count: count)
-            return p
-        }
-        keysT = floats(headDim * keys)
-        values = floats(keys * paddedHeadDim)
-        scores = floats(attentionQueryBlock * attentionKeyBlock)
-        output = floats(attentionQueryBlock * paddedHeadDim)
-        rowMax = floats(attentionQueryBlock)
-        rowSum = floats(attentionQueryBlock)
-    }
-
-    deinit {
-        for p in [keysT, values, scores, output, rowMax, rowSum] { UnsafeMutableRawPointer(p).deallocate() }
+        buffers = FloatBuffers([headDim * keys, keys * paddedHeadDim, attentionQueryBlock * attentionKeyBlock,
+                                attentionQueryBlock * paddedHeadDim, attentionQueryBlock, attentionQueryBlock], zeroed: true)
+        let p = buffers.pointers
+        (keysT, values, scores, output, rowMax, rowSum) = (p[0], p[1], p[2], p[3], p[4], p[5])
     }
 }
 

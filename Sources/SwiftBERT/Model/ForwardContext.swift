@@ -34,6 +34,7 @@ final class ForwardContext {
     let projected: UnsafeMutablePointer<Float>
     /// Per worker, the fused attention's blocks for the longest sequence (Kernels/Attention.swift).
     let attentionScratch: [AttentionScratch]
+    private let buffers: FloatBuffers
 
     /// `hidden`, `wideColumns` and `headDim` size the scratch (0 for a context that only runs Linear layers).
     init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, profile: StageProfile? = nil,
@@ -41,16 +42,11 @@ final class ForwardContext {
         (self.sequences, self.threads, self.profile) = (sequences, threads, profile)
         let t = sequences.tokenCount
         int8Activations = quantizesActivations ? Int8Activations(m: t, k: max(hidden, wideColumns)) : nil
-        wide = .allocate(capacity: t * wideColumns)
-        attended = .allocate(capacity: t * hidden)
-        projected = .allocate(capacity: t * hidden)
+        buffers = FloatBuffers([t * wideColumns, t * hidden, t * hidden])
+        (wide, attended, projected) = (buffers.pointers[0], buffers.pointers[1], buffers.pointers[2])
         attentionScratch = headDim == 0 ? [] : (0..<threads).map { _ in
             AttentionScratch(maxLength: sequences.longest, headDim: headDim)
         }
-    }
-
-    deinit {
-        wide.deallocate(); attended.deallocate(); projected.deallocate()
     }
 
     /// Runs body, timing it as `stage` when a profile is attached.

@@ -11,16 +11,14 @@ final class MobileBertBuffers {
     let attentionOutput: UnsafeMutablePointer<Float>
     /// The last feed-forward network's output before the output bottleneck.
     let layerOutput: UnsafeMutablePointer<Float>
-    private let storage: UnsafeMutablePointer<Float>
+    private let buffers: FloatBuffers
 
     init(tokens: Int, width: Int) {
-        let size = tokens * width
-        storage = .allocate(capacity: 7 * size)
-        (layerInput, queryKeyInput, query, key) = (storage, storage + size, storage + 2 * size, storage + 3 * size)
-        (value, attentionOutput, layerOutput) = (storage + 4 * size, storage + 5 * size, storage + 6 * size)
+        buffers = FloatBuffers(Array(repeating: tokens * width, count: 7))
+        let p = buffers.pointers
+        (layerInput, queryKeyInput, query, key) = (p[0], p[1], p[2], p[3])
+        (value, attentionOutput, layerOutput) = (p[4], p[5], p[6])
     }
-
-    deinit { storage.deallocate() }
 }
 
 /// What Bottleneck hands the attention block (transformers' 4-tuple): the inputs of Q, K and V,
