@@ -1,6 +1,6 @@
-/// Float buffers of the given sizes carved out of one allocation, freed together with it: the
-/// scratch of a forward pass or of one attention worker. Each buffer starts on a 64-byte line,
-/// so a 16-lane load of an aligned row never splits a cache line.
+/// Float buffers of the given sizes carved out of one allocation, freed together with it: one
+/// attention worker's scratch, MobileBERT's buffers of a pass. Each buffer starts on a 64-byte
+/// line, so a 16-lane load of an aligned row never splits a cache line.
 final class FloatBuffers {
     /// The buffers, in the order of the sizes given.
     let pointers: [UnsafeMutablePointer<Float>]
