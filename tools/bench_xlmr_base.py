@@ -29,12 +29,13 @@ import os
 import pathlib
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+from random_checkpoint import encoder_tensors, save_safetensors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HF = ROOT / "weights/xlmr-base-random-hf"
@@ -51,46 +52,12 @@ CONFIG = {
 SHAPES = [(1, 128), (32, 128)]
 
 
-def save_safetensors(arrays, path):
-    header, offset = {"__metadata__": {"format": "pt", "note": "random weights, for timing only"}}, 0
-    for name, a in arrays.items():
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
-        offset += a.nbytes
-    blob = json.dumps(header).encode()
-    blob += b" " * (-len(blob) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(blob)))
-        f.write(blob)
-        for a in arrays.values():
-            f.write(a.tobytes())
-
-
 def random_tensors(rng):
-    h, f, v = CONFIG["hidden_size"], CONFIG["intermediate_size"], CONFIG["vocab_size"]
-
     def normal(*shape):
         return rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
 
-    def norm(prefix):
-        return {prefix + ".weight": np.ones(h, np.float32), prefix + ".bias": np.zeros(h, np.float32)}
-
-    def linear(prefix, n_in, n_out):
-        return {prefix + ".weight": normal(n_out, n_in), prefix + ".bias": normal(n_out)}
-
     # XLMRobertaModel's own names, without a prefix (as BGE-M3's file has them).
-    out = {"embeddings.word_embeddings.weight": normal(v, h),
-           "embeddings.position_embeddings.weight": normal(CONFIG["max_position_embeddings"], h),
-           "embeddings.token_type_embeddings.weight": normal(1, h), **norm("embeddings.LayerNorm")}
-    for i in range(CONFIG["num_hidden_layers"]):
-        p = f"encoder.layer.{i}."
-        for part in ["query", "key", "value"]:
-            out.update(linear(p + "attention.self." + part, h, h))
-        out.update(linear(p + "attention.output.dense", h, h))
-        out.update(norm(p + "attention.output.LayerNorm"))
-        out.update(linear(p + "intermediate.dense", h, f))
-        out.update(linear(p + "output.dense", f, h))
-        out.update(norm(p + "output.LayerNorm"))
-    return out
+    return encoder_tensors(CONFIG, normal)
 
 
 def run(*command):

@@ -31,7 +31,6 @@ decisive: the smallest logit gap inside each top-11 is written to reference.json
     /work/refenv/bin/python tools/make_encoder_fixtures.py
 """
 import json
-import os
 import pathlib
 import shutil
 
@@ -41,10 +40,11 @@ import transformers
 from safetensors.numpy import save_file as save_numpy
 from safetensors.torch import save_file
 
+from fixture_checkpoints import NOTE, f16_round, floats, link, load, write_sharded
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "Tests/SwiftBERTTests/Fixtures/encoders"
 TOKENIZERS = ROOT / "Tests/SwiftBERTTests/Fixtures/multilingual"
-NOTE = "RANDOM weights (fixed seeds), for exactness tests only; outputs are meaningless"
 SIZES = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
              max_position_embeddings=130, type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2,
              layer_norm_eps=1e-5)
@@ -83,18 +83,6 @@ def tokenizer_for(kind):
     return tokenizer, path
 
 
-def f16_round(model):
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(p.half().float())
-
-
-def link(target, at):
-    if at.is_symlink() or at.exists():
-        at.unlink()
-    os.symlink(os.path.relpath(target, at.parent), at)
-
-
 def save_folder_files(folder, tokenizer, tokenizer_json, config, architecture):
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / "tokenizer.json").is_symlink():
@@ -111,33 +99,10 @@ def save_folder_files(folder, tokenizer, tokenizer_json, config, architecture):
     link(tokenizer_json, folder / "tokenizer.json")
 
 
-def write_sharded(folder, shared_file, shared_names, head_tensors):
-    """A transformers sharded checkpoint: shard 1 is a symlink to the shared encoder."""
-    first, second = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
-    link(shared_file, folder / first)
-    save_file({k: v.half().contiguous() for k, v in head_tensors.items()}, str(folder / second),
-              metadata={"format": "pt", "note": NOTE})
-    weight_map = {name: first for name in shared_names}
-    weight_map.update({name: second for name in head_tensors})
-    total = os.path.getsize(shared_file) + os.path.getsize(folder / second)
-    index = {"metadata": {"total_size": total, "note": NOTE}, "weight_map": dict(sorted(weight_map.items()))}
-    (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=1) + "\n")
-
-
-def load(cls, folder):
-    model = cls.from_pretrained(str(folder), dtype=torch.float32, attn_implementation="eager").eval()
-    assert all(p.dtype == torch.float32 for p in model.parameters())
-    return model
-
-
 def check_same(expected, loaded, what):
     mine = expected.state_dict()
     for name, value in loaded.state_dict().items():
         assert torch.equal(value, mine[name]), f"{what}: {name} differs after reload"
-
-
-def floats(x):
-    return [float(v) for v in np.asarray(x, dtype=np.float64).ravel()]
 
 
 def make_mlm(cls, config, seed):

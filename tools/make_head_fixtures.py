@@ -27,11 +27,9 @@ Needs the reference venv (torch, transformers, sentence-transformers, tokenizers
 Called by tools/make_reference_fixtures.py; can be run alone.
 """
 import json
-import os
 import pathlib
 import re
 import shutil
-import tempfile
 
 import numpy as np
 import torch
@@ -39,11 +37,12 @@ import transformers
 from safetensors.torch import save_file
 from safetensors.numpy import save_file as save_numpy
 
+from fixture_checkpoints import NOTE, f16_round, floats, link, load, write_sharded
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "Tests/SwiftBERTTests/Fixtures/heads"
 VOCAB_SIZE = 2500
 SIZES = dict(hidden=128, layers=2, heads=4, intermediate=512, positions=512)
-NOTE = "RANDOM weights (fixed seeds), for exactness tests only; outputs are meaningless"
 
 SENTIMENT = {0: "negative", 1: "neutral", 2: "positive"}
 TOPICS = {0: "license", 1: "warranty", 2: "patent", 3: "software"}
@@ -112,30 +111,6 @@ def train_tokenizer(folder):
     return tokenizer
 
 
-def f16_round(model):
-    """Makes every parameter exactly what the float16 file will hold."""
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(p.half().float())
-
-
-def write_sharded(folder, shared_file, shared_names, head_tensors):
-    """A transformers sharded checkpoint: shard 1 is a symlink to the shared encoder."""
-    folder.mkdir(parents=True, exist_ok=True)
-    first, second = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
-    link = folder / first
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    os.symlink(os.path.relpath(shared_file, folder), link)
-    save_file({k: v.half().contiguous() for k, v in head_tensors.items()}, str(folder / second),
-              metadata={"format": "pt", "note": NOTE})
-    weight_map = {name: first for name in shared_names}
-    weight_map.update({name: second for name in head_tensors})
-    total = os.path.getsize(shared_file) + os.path.getsize(folder / second)
-    index = {"metadata": {"total_size": total, "note": NOTE}, "weight_map": dict(sorted(weight_map.items()))}
-    (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=1) + "\n")
-
-
 def save_tokenizer(tokenizer, folder):
     """The same files in every folder, saved once before any pipeline touched the tokenizer."""
     for path in sorted((OUT / "shared/tokenizer").iterdir()):
@@ -159,12 +134,6 @@ def distil_config(**extra):
                                          max_position_embeddings=SIZES["positions"], **extra)
 
 
-def load(cls, folder):
-    model = cls.from_pretrained(str(folder), dtype=torch.float32, attn_implementation="eager").eval()
-    assert all(p.dtype == torch.float32 for p in model.parameters())
-    return model
-
-
 def check_same(expected, folder, cls):
     """The folder, loaded the way a user loads it, holds exactly the model built here."""
     loaded = load(cls, folder)
@@ -178,10 +147,6 @@ def margin(values):
     """Smallest gap between the best and second-best of each row."""
     top = torch.as_tensor(values).float().topk(2, dim=-1).values
     return float((top[..., 0] - top[..., 1]).min())
-
-
-def floats(x):
-    return [float(v) for v in np.asarray(x, dtype=np.float64).ravel()]
 
 
 def jsonable(value):
@@ -320,8 +285,7 @@ def st_folder(variant, encoder_path, tokenizer, base_config, versions):
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    link = folder / "model.safetensors"
-    os.symlink(os.path.relpath(encoder_path, folder), link)
+    link(encoder_path, folder / "model.safetensors")
     save_config(base_config, folder, "BertModel")
     save_tokenizer(tokenizer, folder)
     modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},

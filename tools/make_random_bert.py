@@ -10,9 +10,10 @@ Needs numpy only.
 import json
 import pathlib
 import shutil
-import struct
 
 import numpy as np
+
+from random_checkpoint import encoder_tensors, linear, save_safetensors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "weights/.cache/hf/bert-base-random"
@@ -26,47 +27,16 @@ CONFIG = {
 
 
 def tensors(rng):
-    h, f, v = CONFIG["hidden_size"], CONFIG["intermediate_size"], CONFIG["vocab_size"]
-
     def normal(*shape):
         return rng.normal(0, 0.02, shape).astype(np.float32)
 
-    def norm(prefix):
-        return {prefix + ".weight": np.ones(h, np.float32), prefix + ".bias": np.zeros(h, np.float32)}
-
-    def linear(prefix, n_in, n_out):
-        return {prefix + ".weight": normal(n_out, n_in), prefix + ".bias": normal(n_out)}
-
-    out = {"bert.embeddings.word_embeddings.weight": normal(v, h),
-           "bert.embeddings.position_embeddings.weight": normal(CONFIG["max_position_embeddings"], h),
-           "bert.embeddings.token_type_embeddings.weight": normal(2, h), **norm("bert.embeddings.LayerNorm")}
-    for i in range(CONFIG["num_hidden_layers"]):
-        p = f"bert.encoder.layer.{i}."
-        for part in ["query", "key", "value"]:
-            out.update(linear(p + "attention.self." + part, h, h))
-        out.update(linear(p + "attention.output.dense", h, h))
-        out.update(norm(p + "attention.output.LayerNorm"))
-        out.update(linear(p + "intermediate.dense", h, f))
-        out.update(linear(p + "output.dense", f, h))
-        out.update(norm(p + "output.LayerNorm"))
-    out.update(linear("cls.predictions.transform.dense", h, h))
-    out.update(norm("cls.predictions.transform.LayerNorm"))
+    h, v = CONFIG["hidden_size"], CONFIG["vocab_size"]
+    out = encoder_tensors(CONFIG, normal, prefix="bert.")
+    out.update(linear(normal, "cls.predictions.transform.dense", h, h))
+    out["cls.predictions.transform.LayerNorm.weight"] = np.ones(h, np.float32)
+    out["cls.predictions.transform.LayerNorm.bias"] = np.zeros(h, np.float32)
     out["cls.predictions.bias"] = normal(v)
     return out
-
-
-def save_safetensors(arrays, path):
-    header, offset = {"__metadata__": {"format": "pt", "note": "random weights, for timing only"}}, 0
-    for name, a in arrays.items():
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
-        offset += a.nbytes
-    blob = json.dumps(header).encode()
-    blob += b" " * (-len(blob) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(blob)))
-        f.write(blob)
-        for a in arrays.values():
-            f.write(a.tobytes())
 
 
 def main():

@@ -64,14 +64,8 @@ final class BF16GEMMTests: XCTestCase {
     }
 
     func testColumnBlocksWriteOnlyTheirColumns() {
-        var random = TestRandom(seed: 12)
-        let (m, k, n) = (7, 45, 150)
-        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
-        let packed = PackedBF16Matrix(w, n: n, k: k)
-        let activations = BF16Activations()
-        activations.round(x, m: m, k: k)
-        var whole = [Float](repeating: .nan, count: m * n)
-        packed.multiply(activations, bias: bias, into: &whole, columns: 0..<n)
+        let (m, n) = (7, 150)
+        let (_, _, bias, packed, activations, whole) = randomProduct(seed: 12, m: m, k: 45, n: n)
         var y = [Float](repeating: -7, count: m * n)
         packed.multiply(activations, bias: bias, into: &y, columns: 10..<70)
         for row in 0..<m {
@@ -86,14 +80,8 @@ final class BF16GEMMTests: XCTestCase {
     /// The engine's one GEMM path (Linear rounds x once, then column blocks on threads) gives the
     /// single call's result, on 1…8 threads.
     func testLinearOnThreadsEqualsOneBF16GEMM() {
-        var random = TestRandom(seed: 13)
         let (m, k, n) = (9, 71, 300)
-        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
-        let packed = PackedBF16Matrix(w, n: n, k: k)
-        let activations = BF16Activations()
-        activations.round(x, m: m, k: k)
-        var single = [Float](repeating: .nan, count: m * n)
-        packed.multiply(activations, bias: bias, into: &single, columns: 0..<n)
+        let (x, w, bias, packed, _, single) = randomProduct(seed: 13, m: m, k: k, n: n)
         assertMatchesReference(single, x: x, m: m, w: w, n: n, k: k, bias: bias, "single call")
         for threads in [1, 2, 3, 8] {
             XCTAssertEqual(linear(x, m: m, weight: .bf16(packed), bias: bias, threads: threads, quantizesActivations: false),
@@ -113,6 +101,20 @@ final class BF16GEMMTests: XCTestCase {
     }
 
     // MARK: - Reference
+
+    /// x [m × k], w [n × k] and bias drawn from `seed` (scale 1), w packed, x rounded, and the
+    /// kernel's product over all columns in one call.
+    private func randomProduct(seed: UInt64, m: Int, k: Int, n: Int)
+        -> (x: [Float], w: [Float], bias: [Float], packed: PackedBF16Matrix, activations: BF16Activations, product: [Float]) {
+        var random = TestRandom(seed: seed)
+        let x = random.floats(m * k, scale: 1), w = random.floats(n * k, scale: 1), bias = random.floats(n, scale: 1)
+        let packed = PackedBF16Matrix(w, n: n, k: k)
+        let activations = BF16Activations()
+        activations.round(x, m: m, k: k)
+        var product = [Float](repeating: .nan, count: m * n)
+        packed.multiply(activations, bias: bias, into: &product, columns: 0..<n)
+        return (x, w, bias, packed, activations, product)
+    }
 
     /// Σ bf16(x)·bf16(w) in Double plus the bias; the kernel's FP32 sums may differ by the
     /// summation error of k + 1 float additions, bounded by Σ|terms| · (k + 1) · 2⁻²³.

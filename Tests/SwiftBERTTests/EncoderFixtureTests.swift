@@ -260,13 +260,7 @@ final class EncoderFixtureTests: XCTestCase {
 /// the figures quoted in docs/models.md. The bounds sit a little outside what was measured:
 /// they catch a broken INT8 path, not the last bit of accuracy.
 final class EncoderInt8Tests: XCTestCase {
-    func int8Folder(_ name: String) throws -> URL {
-        let folder = try EncoderFixtureTests.converted(name)
-        if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) {
-            try Quantizer.quantize(folder: folder)
-        }
-        return folder
-    }
+    func int8Folder(_ name: String) throws -> URL { try quantizedOnce(EncoderFixtureTests.converted(name)) }
 
     func report(_ line: String) { print("INT8 vs FP32 (random-weight encoder fixtures): \(line)") }
 

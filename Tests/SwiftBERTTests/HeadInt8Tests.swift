@@ -8,13 +8,7 @@ import XCTest
 /// was measured (labels near a tie may flip under INT8 rounding): they catch a broken INT8 path,
 /// not the last bit of accuracy.
 final class HeadInt8Tests: XCTestCase {
-    func int8Folder(_ name: String) throws -> URL {
-        let folder = try HeadFixtureTests.converted(name)
-        if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) {
-            try Quantizer.quantize(folder: folder)
-        }
-        return folder
-    }
+    func int8Folder(_ name: String) throws -> URL { try quantizedOnce(HeadFixtureTests.converted(name)) }
 
     func report(_ line: String) { print("INT8 vs FP32 (random-weight fixtures): \(line)") }
 

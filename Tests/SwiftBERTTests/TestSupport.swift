@@ -96,6 +96,14 @@ struct TestRandom {
     }
 }
 
+/// `folder` (a converted model) with its INT8 file, which `bert quantize`'s code writes on first use.
+func quantizedOnce(_ folder: URL) throws -> URL {
+    if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) {
+        try Quantizer.quantize(folder: folder)
+    }
+    return folder
+}
+
 /// Fixture checkpoints converted with `bert convert`'s code (and quantized, when asked), once
 /// per test run and folder, into a temporary folder of this process.
 final class ConvertedFixtures: @unchecked Sendable {

@@ -23,32 +23,17 @@ final class AttentionScratch {
     let maxLength: Int
     let headDim: Int
     let paddedHeadDim: Int
-    let keysT: UnsafeMutablePointer<Float>
-    let values: UnsafeMutablePointer<Float>
-    let scores: UnsafeMutablePointer<Float>
-    let output: UnsafeMutablePointer<Float>
-    let rowMax: UnsafeMutablePointer<Float>
-    let rowSum: UnsafeMutablePointer<Float>
+    let keysT, values, scores, output, rowMax, rowSum: UnsafeMutablePointer<Float>
+    private let buffers: FloatBuffers
 
     init(maxLength: Int, headDim: Int) {
         (self.maxLength, self.headDim) = (maxLength, headDim)
         paddedHeadDim = roundUp16(headDim)
         let keys = roundUp16(maxLength)
-        @inline(__always) func floats(_ count: Int) -> UnsafeMutablePointer<Float> {
-            let p = UnsafeMutableRawPointer.allocate(byteCount: max(1, count) * 4, alignment: 64).bindMemory(to: Float.self, capacity: count)
-            p.initialize(repeating: 0, count: count)
-            return p
-        }
-        keysT = floats(headDim * keys)
-        values = floats(keys * paddedHeadDim)
-        scores = floats(attentionQueryBlock * attentionKeyBlock)
-        output = floats(attentionQueryBlock * paddedHeadDim)
-        rowMax = floats(attentionQueryBlock)
-        rowSum = floats(attentionQueryBlock)
-    }
-
-    deinit {
-        for p in [keysT, values, scores, output, rowMax, rowSum] { UnsafeMutableRawPointer(p).deallocate() }
+        buffers = FloatBuffers([headDim * keys, keys * paddedHeadDim, attentionQueryBlock * attentionKeyBlock,
+                                attentionQueryBlock * paddedHeadDim, attentionQueryBlock, attentionQueryBlock], zeroed: true)
+        let p = buffers.pointers
+        (keysT, values, scores, output, rowMax, rowSum) = (p[0], p[1], p[2], p[3], p[4], p[5])
     }
 }
 
@@ -202,36 +187,25 @@ private func attentionGEMM(a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<F
             let vectors = min(4, (columns - column) / 16)
             let tile = AttentionTile(a: a + row * lda, lda: lda, b: b + column, ldb: ldb, depth: depth,
                                      c: c + row * ldc + column, ldc: ldc, accumulate: accumulate)
-            switch (tileRows, vectors) {
-            case (6, 4): tile.run(TileRows6.self, TileRows4.self)
-            case (6, 3): tile.run(TileRows6.self, TileRows3.self)
-            case (6, 2): tile.run(TileRows6.self, TileRows2.self)
-            case (6, _): tile.run(TileRows6.self, TileRows1.self)
-            case (5, 4): tile.run(TileRows5.self, TileRows4.self)
-            case (5, 3): tile.run(TileRows5.self, TileRows3.self)
-            case (5, 2): tile.run(TileRows5.self, TileRows2.self)
-            case (5, _): tile.run(TileRows5.self, TileRows1.self)
-            case (4, 4): tile.run(TileRows4.self, TileRows4.self)
-            case (4, 3): tile.run(TileRows4.self, TileRows3.self)
-            case (4, 2): tile.run(TileRows4.self, TileRows2.self)
-            case (4, _): tile.run(TileRows4.self, TileRows1.self)
-            case (3, 4): tile.run(TileRows3.self, TileRows4.self)
-            case (3, 3): tile.run(TileRows3.self, TileRows3.self)
-            case (3, 2): tile.run(TileRows3.self, TileRows2.self)
-            case (3, _): tile.run(TileRows3.self, TileRows1.self)
-            case (2, 4): tile.run(TileRows2.self, TileRows4.self)
-            case (2, 3): tile.run(TileRows2.self, TileRows3.self)
-            case (2, 2): tile.run(TileRows2.self, TileRows2.self)
-            case (2, _): tile.run(TileRows2.self, TileRows1.self)
-            case (_, 4): tile.run(TileRows1.self, TileRows4.self)
-            case (_, 3): tile.run(TileRows1.self, TileRows3.self)
-            case (_, 2): tile.run(TileRows1.self, TileRows2.self)
-            default: tile.run(TileRows1.self, TileRows1.self)
-            }
+            withTileRows(tileRows, AttentionTileRows(tile: tile, vectors: vectors))
             column += 16 * vectors
         }
         row += tileRows
     }
+}
+
+/// The tile for the row count `withTileRows` gives, then for its count of vectors.
+private struct AttentionTileRows: TileRowsBody {
+    let tile: AttentionTile
+    let vectors: Int
+    @inline(__always)
+    func callAsFunction<Rows: TileRowCount>(_: Rows.Type) { withTileRows(vectors, AttentionTileVectors<Rows>(tile: tile)) }
+}
+
+private struct AttentionTileVectors<Rows: TileRowCount>: TileRowsBody {
+    let tile: AttentionTile
+    @inline(__always)
+    func callAsFunction<Vectors: TileRowCount>(_: Vectors.Type) { tile.run(Rows.self, Vectors.self) }
 }
 
 /// One tile of `attentionGEMM`: `Rows` rows × `Vectors` 16-lane vectors, kept in registers over
@@ -265,14 +239,16 @@ private struct AttentionTile {
             if vectors > 2 { p.storeBytes(of: acc.v2, toByteOffset: 128, as: SIMD16<Float>.self) }
             if vectors > 3 { p.storeBytes(of: acc.v3, toByteOffset: 192, as: SIMD16<Float>.self) }
         }
-        if accumulate {
-            load(&acc0, 0)
-            if rows > 1 { load(&acc1, 1) }
-            if rows > 2 { load(&acc2, 2) }
-            if rows > 3 { load(&acc3, 3) }
-            if rows > 4 { load(&acc4, 4) }
-            if rows > 5 { load(&acc5, 5) }
+        /// body on each of the tile's rows and its accumulators, unrolled.
+        @inline(__always) func forEachRow(_ body: (inout FloatTileRow, Int) -> Void) {
+            body(&acc0, 0)
+            if rows > 1 { body(&acc1, 1) }
+            if rows > 2 { body(&acc2, 2) }
+            if rows > 3 { body(&acc3, 3) }
+            if rows > 4 { body(&acc4, 4) }
+            if rows > 5 { body(&acc5, 5) }
         }
+        if accumulate { forEachRow(load) }
         for i in 0..<depth {
             let w = UnsafeRawPointer(b + i * ldb)
             let w0 = w.loadUnaligned(as: SIMD16<Float>.self)
@@ -286,18 +262,8 @@ private struct AttentionTile {
                 if vectors > 2 { acc.v2.addProduct(x, w2) }
                 if vectors > 3 { acc.v3.addProduct(x, w3) }
             }
-            step(&acc0, 0)
-            if rows > 1 { step(&acc1, 1) }
-            if rows > 2 { step(&acc2, 2) }
-            if rows > 3 { step(&acc3, 3) }
-            if rows > 4 { step(&acc4, 4) }
-            if rows > 5 { step(&acc5, 5) }
+            forEachRow(step)
         }
-        store(acc0, 0)
-        if rows > 1 { store(acc1, 1) }
-        if rows > 2 { store(acc2, 2) }
-        if rows > 3 { store(acc3, 3) }
-        if rows > 4 { store(acc4, 4) }
-        if rows > 5 { store(acc5, 5) }
+        forEachRow { acc, row in store(acc, row) }
     }
 }

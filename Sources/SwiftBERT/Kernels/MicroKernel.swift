@@ -27,6 +27,23 @@ enum TileRows4: TileRowCount { static var rows: Int { 4 } }
 enum TileRows5: TileRowCount { static var rows: Int { 5 } }
 enum TileRows6: TileRowCount { static var rows: Int { 6 } }
 
+/// Code generic over a tile dimension, run by `withTileRows` with the count as a type.
+protocol TileRowsBody { func callAsFunction<Rows: TileRowCount>(_: Rows.Type) }
+
+/// body(TileRowsN.self) for n = `count` (1...6; below 1 as 1): the one dispatch from a
+/// count known at run time to the code specialised for it.
+@inline(__always)
+func withTileRows<Body: TileRowsBody>(_ count: Int, _ body: Body) {
+    switch count {
+    case 6: body(TileRows6.self)
+    case 5: body(TileRows5.self)
+    case 4: body(TileRows4.self)
+    case 3: body(TileRows3.self)
+    case 2: body(TileRows2.self)
+    default: body(TileRows1.self)
+    }
+}
+
 /// One row of a tile's accumulators: 64 lanes (four 16-lane vectors) of Float or Int32.
 protocol TileAccumulator { init() }
 
@@ -151,14 +168,15 @@ private func panelTile<K: PanelKernel, Rows: TileRowCount>(_ kernel: K, _: Rows.
 /// Runs the tile specialised for `rows` (1...K.tileRows).
 @inline(__always)
 private func panelTile<K: PanelKernel>(_ kernel: K, rows: Int, _ epilogue: TileEpilogue) {
-    switch rows {
-    case 6: panelTile(kernel, TileRows6.self, epilogue)
-    case 5: panelTile(kernel, TileRows5.self, epilogue)
-    case 4: panelTile(kernel, TileRows4.self, epilogue)
-    case 3: panelTile(kernel, TileRows3.self, epilogue)
-    case 2: panelTile(kernel, TileRows2.self, epilogue)
-    default: panelTile(kernel, TileRows1.self, epilogue)
-    }
+    withTileRows(rows, PanelTile(kernel: kernel, epilogue: epilogue))
+}
+
+/// `panelTile` for the row count `withTileRows` gives.
+private struct PanelTile<K: PanelKernel>: TileRowsBody {
+    let kernel: K
+    let epilogue: TileEpilogue
+    @inline(__always)
+    func callAsFunction<Rows: TileRowCount>(_ rows: Rows.Type) { panelTile(kernel, rows, epilogue) }
 }
 
 /// Covers y[0..<m, columns] tile by tile. Order: blocks of panels of about 512 KiB of packed

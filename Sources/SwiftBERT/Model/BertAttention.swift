@@ -28,15 +28,23 @@ struct BertSelfAttention {
 
 /// BertSelfOutput and BertOutput: a projection, then LayerNorm over the residual.
 struct BertProjectionOutput {
+    /// Which of the two: it fixes the projection's input width and the stage it is profiled as.
+    enum Module {
+        /// BertSelfOutput (attention.output): hidden → hidden.
+        case selfOutput
+        /// BertOutput (output): intermediate → hidden.
+        case output
+    }
+
     let dense: Linear
     let layerNorm: LayerNorm
     let stage: StageProfile.Stage
 
-    init(_ file: SafeTensorsFile, _ name: String, k: Int, _ config: BertConfig, _ precision: Precision,
-         stage: StageProfile.Stage) throws {
+    init(_ file: SafeTensorsFile, _ name: String, _ module: Module, _ config: BertConfig, _ precision: Precision) throws {
+        let k = module == .selfOutput ? config.hiddenSize : config.intermediateSize
+        stage = module == .selfOutput ? .attentionOutput : .feedForwardOut
         dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: config.hiddenSize, precision: precision)
         layerNorm = try LayerNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: config.hiddenSize, eps: config.layerNormEps)
-        self.stage = stage
     }
 
     /// x = LayerNorm(x + input·Wᵀ + b), in place.
@@ -54,8 +62,7 @@ struct BertAttention {
 
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
         selfAttention = try BertSelfAttention(file, TensorNames.join(name, TensorNames.selfAttention), config, precision)
-        output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), k: config.hiddenSize,
-                                          config, precision, stage: .attentionOutput)
+        output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), .selfOutput, config, precision)
     }
 
     /// x = LayerNorm(x + Wo·Attention(x) + bo), in place.

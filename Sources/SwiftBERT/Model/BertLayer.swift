@@ -29,7 +29,6 @@ struct BertLayer {
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
         attention = try BertAttention(file, TensorNames.join(name, TensorNames.attention), config, precision)
         intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), config, precision)
-        output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), k: config.intermediateSize,
-                                          config, precision, stage: .feedForwardOut)
+        output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), .output, config, precision)
     }
 }

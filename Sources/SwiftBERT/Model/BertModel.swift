@@ -23,15 +23,7 @@ public enum Precision: String, CaseIterable, Sendable {
 
 /// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
 /// the checkpoint has one. Immutable after loading: one instance can serve many threads at once.
-public final class BertModel: MaskedLanguageModel, @unchecked Sendable {
-    public let config: BertConfig
-    public let folder: URL
-    /// Worker threads used inside one forward pass.
-    public let threads: Int
-    /// Seconds spent opening, validating and wiring the weights.
-    public let loadSeconds: Double
-    public let precision: Precision
-    let weights: SafeTensorsFile
+public final class BertModel: ConvertedModel, MaskedLanguageModel, @unchecked Sendable {
     let embeddings: BertEmbeddings
     let layers: [BertLayer]
     let maskedLMHead: BertMaskedLMHead?
@@ -43,28 +35,18 @@ public final class BertModel: MaskedLanguageModel, @unchecked Sendable {
     /// `checksFiniteWeights` is false) that it holds no NaN or infinity.
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
-        self.folder = folder
-        let (config, weights) = try openConvertedModel(folder: folder, precision: precision, checksFiniteWeights: checksFiniteWeights)
+        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let (config, weights) = (opened.config, opened.weights)
         guard config.mobileBert == nil else {
             throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a MobileBERT model: it runs as a masked-LM (bert fill, bert suggest; MobileBertModel or loadMaskedLanguageModel in Swift)")
         }
-        let threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
-        let embeddings = try BertEmbeddings(weights, config)
-        layers = try loadInParallel(config.numHiddenLayers, threads: threads) { try BertLayer(weights, TensorNames.layer($0), config, precision) }
+        embeddings = try BertEmbeddings(weights, config)
+        layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) { try BertLayer(weights, TensorNames.layer($0), config, precision) }
         maskedLMHead = config.hasMaskedLMHead
             ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         sentenceHead = try SentenceHead(weights, config)
-        (self.config, self.weights, self.embeddings) = (config, weights, embeddings)
-        self.threads = threads
-        self.precision = precision
-        useSingleThreadedBLAS()
         KernelReport.warnOnceIfSlower()  // a portable build on an AVX-512 CPU says so, once
-        loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-    }
-
-    /// Number of parameters, the tied decoder counted once.
-    public var parameterCount: Int {
-        weights.tensors.values.reduce(0) { $0 + $1.count }
+        super.init(opened, loadStarted: start)
     }
 
     // MARK: - Forward pass

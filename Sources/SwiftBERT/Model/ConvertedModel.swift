@@ -2,8 +2,43 @@ import Foundation
 
 // What every model class does to load a converted folder, whatever its modules.
 
-/// The config and the memory-mapped weights of `precision` in a converted folder.
-func openConvertedModel(folder: URL, precision: Precision, checksFiniteWeights: Bool) throws -> (BertConfig, SafeTensorsFile) {
+/// What `BertModel` and `MobileBertModel` hold alike: the converted folder they were loaded
+/// from, its config and memory-mapped weights, and how they run. Each subclass adds its modules.
+public class ConvertedModel: @unchecked Sendable {
+    public let config: BertConfig
+    public let folder: URL
+    /// Worker threads used inside one forward pass.
+    public let threads: Int
+    /// Seconds spent opening, validating and wiring the weights.
+    public let loadSeconds: Double
+    public let precision: Precision
+    let weights: SafeTensorsFile
+
+    /// Called by a model class once it has loaded its modules from `opened`, which it opened at `start`.
+    init(_ opened: OpenedFolder, loadStarted start: DispatchTime) {
+        (config, folder, weights) = (opened.config, opened.folder, opened.weights)
+        (threads, precision) = (opened.threads, opened.precision)
+        useSingleThreadedBLAS()
+        loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    }
+
+    /// Number of parameters in the weights file, as converted: a tied decoder counted once,
+    /// MobileBERT's widened decoder with its embedding block again.
+    public var parameterCount: Int { weights.tensors.values.reduce(0) { $0 + $1.count } }
+}
+
+/// A converted folder opened for one precision: its config, the memory-mapped weights, and the
+/// threads a forward pass will use.
+struct OpenedFolder {
+    let folder: URL
+    let config: BertConfig
+    let weights: SafeTensorsFile
+    let precision: Precision
+    let threads: Int
+}
+
+/// Opens `folder` for `precision` (threads: nil for one per core).
+func openConvertedModel(folder: URL, precision: Precision, threads: Int?, checksFiniteWeights: Bool) throws -> OpenedFolder {
     guard FileManager.default.fileExists(atPath: folder.path) else {
         throw BertError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
     }
@@ -17,7 +52,8 @@ func openConvertedModel(folder: URL, precision: Precision, checksFiniteWeights: 
     // word: one vectorised pass over the weights refuses them here (docs/robustness.md has
     // its cost, a few ms per 100 MB once the file is in the page cache).
     if checksFiniteWeights { try weights.checkFinite() }
-    return (config, weights)
+    return OpenedFolder(folder: folder, config: config, weights: weights, precision: precision,
+                        threads: max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount))
 }
 
 /// `count` layers made by `load`, one per thread at a time: FP32 layers repack their weights

@@ -49,6 +49,8 @@ final class ForwardContext {
         }
     }
 
+    // Three allocations, not one `FloatBuffers`: a single block of several MB was mapped afresh
+    // on every pass (MiniLM 1x512: ~1,000 more page faults a pass, 2 % slower).
     deinit {
         wide.deallocate(); attended.deallocate(); projected.deallocate()
     }

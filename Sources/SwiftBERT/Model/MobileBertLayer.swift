@@ -11,16 +11,14 @@ final class MobileBertBuffers {
     let attentionOutput: UnsafeMutablePointer<Float>
     /// The last feed-forward network's output before the output bottleneck.
     let layerOutput: UnsafeMutablePointer<Float>
-    private let storage: UnsafeMutablePointer<Float>
+    private let buffers: FloatBuffers
 
     init(tokens: Int, width: Int) {
-        let size = tokens * width
-        storage = .allocate(capacity: 7 * size)
-        (layerInput, queryKeyInput, query, key) = (storage, storage + size, storage + 2 * size, storage + 3 * size)
-        (value, attentionOutput, layerOutput) = (storage + 4 * size, storage + 5 * size, storage + 6 * size)
+        buffers = FloatBuffers(Array(repeating: tokens * width, count: 7))
+        let p = buffers.pointers
+        (layerInput, queryKeyInput, query, key) = (p[0], p[1], p[2], p[3])
+        (value, attentionOutput, layerOutput) = (p[4], p[5], p[6])
     }
-
-    deinit { storage.deallocate() }
 }
 
 /// What Bottleneck hands the attention block (transformers' 4-tuple): the inputs of Q, K and V,
@@ -112,13 +110,32 @@ struct MobileBertSelfAttention {
     }
 }
 
-/// MobileBertSelfOutput, FFNOutput and OutputBottleneck, which compute alike: a projection,
-/// then the norm over the residual.
+/// MobileBertSelfOutput, FFNOutput, MobileBertOutput's own projection and OutputBottleneck,
+/// which compute alike: a projection, then the norm over the residual.
 struct MobileBertProjectionOutput {
+    /// Which of them: it fixes the projection's widths and the norm's eps.
+    enum Module {
+        /// MobileBertSelfOutput (attention.output): true hidden → true hidden.
+        case selfOutput
+        /// FFNOutput (ffn.i.output): intermediate → true hidden.
+        case ffnOutput
+        /// MobileBertOutput's dense and norm (output): intermediate → true hidden.
+        case output
+        /// OutputBottleneck (output.bottleneck): true hidden → hidden.
+        case outputBottleneck
+    }
+
     let dense: Linear
     let norm: MobileBertNorm
 
-    init(_ file: SafeTensorsFile, _ name: String, k: Int, n: Int, eps: Float, _ mobile: MobileBertConfig) throws {
+    init(_ file: SafeTensorsFile, _ name: String, _ module: Module, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        let t = mobile.trueHiddenSize(config)
+        let (k, n, eps): (Int, Int, Float) = switch module {
+        case .selfOutput: (t, t, config.layerNormEps)
+        case .ffnOutput: (config.intermediateSize, t, config.layerNormEps)
+        case .output: (config.intermediateSize, t, MobileBertNorm.defaultEps)  // transformers builds this norm without eps
+        case .outputBottleneck: (t, config.hiddenSize, config.layerNormEps)
+        }
         dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: n)
         norm = try MobileBertNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: n, eps: eps, mobile.normalization)
     }
@@ -159,8 +176,7 @@ struct MobileBertFeedForward {
 
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
         intermediate = try MobileBertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), config, mobile)
-        output = try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.output), k: config.intermediateSize,
-                                                n: mobile.trueHiddenSize(config), eps: config.layerNormEps, mobile)
+        output = try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.output), .ffnOutput, config, mobile)
     }
 
     /// x = norm(FFN(x) + x), in place.
@@ -178,12 +194,9 @@ struct MobileBertOutput {
     let bottleneck: MobileBertProjectionOutput?
 
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
-        let t = mobile.trueHiddenSize(config)
-        // transformers builds this norm without eps: nn.LayerNorm's default.
-        output = try MobileBertProjectionOutput(file, name, k: config.intermediateSize, n: t, eps: MobileBertNorm.defaultEps, mobile)
+        output = try MobileBertProjectionOutput(file, name, .output, config, mobile)
         bottleneck = mobile.useBottleneck
-            ? try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.bottleneck), k: t, n: config.hiddenSize,
-                                             eps: config.layerNormEps, mobile) : nil
+            ? try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.bottleneck), .outputBottleneck, config, mobile) : nil
     }
 
     /// x (the layer's input, [T × H]) becomes the layer's output.
@@ -209,11 +222,10 @@ struct MobileBertLayer {
     let output: MobileBertOutput
 
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
-        let names = TensorNames.self, t = mobile.trueHiddenSize(config)
+        let names = TensorNames.self
         bottleneck = mobile.useBottleneck ? try MobileBertBottleneck(file, names.join(name, names.bottleneck), config, mobile) : nil
         selfAttention = try MobileBertSelfAttention(file, names.join(name, names.attention, names.selfAttention), config, mobile)
-        attentionOutput = try MobileBertProjectionOutput(file, names.join(name, names.attention, names.output), k: t, n: t,
-                                                         eps: config.layerNormEps, mobile)
+        attentionOutput = try MobileBertProjectionOutput(file, names.join(name, names.attention, names.output), .selfOutput, config, mobile)
         feedForwardNetworks = try (0..<(mobile.numFeedforwardNetworks - 1)).map {
             try MobileBertFeedForward(file, names.join(name, names.feedForwardNetworks, String($0)), config, mobile)
         }

@@ -5,16 +5,8 @@ import Foundation
 /// the hidden width (512), with stacked feed-forward networks and NoNorm; the word embeddings
 /// are 128 wide, widened by the trigram projection. Immutable after loading: one instance can
 /// serve many threads at once.
-public final class MobileBertModel: MaskedLanguageModel, @unchecked Sendable {
-    public let config: BertConfig
+public final class MobileBertModel: ConvertedModel, MaskedLanguageModel, @unchecked Sendable {
     public let mobile: MobileBertConfig
-    public let folder: URL
-    /// Worker threads used inside one forward pass.
-    public let threads: Int
-    /// Seconds spent opening, validating and wiring the weights.
-    public let loadSeconds: Double
-    public let precision: Precision
-    let weights: SafeTensorsFile
     let embeddings: MobileBertEmbeddings
     let layers: [MobileBertLayer]
     /// BERT's head with MobileBERT's activation and widened decoder (see `BertMaskedLMHead`).
@@ -27,25 +19,20 @@ public final class MobileBertModel: MaskedLanguageModel, @unchecked Sendable {
         guard precision != .bf16 else {
             throw BertError.invalidInput(reason: "MobileBERT runs in fp32, int8 and int8-weights; bf16 is not implemented for it yet (use --precision int8 for speed)")
         }
-        let (config, weights) = try openConvertedModel(folder: folder, precision: precision, checksFiniteWeights: checksFiniteWeights)
+        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let (config, weights) = (opened.config, opened.weights)
         guard let mobile = config.mobileBert else {
             throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is not a MobileBERT model; load it with BertModel")
         }
-        let threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+        self.mobile = mobile
         embeddings = try MobileBertEmbeddings(weights, config, mobile)
-        layers = try loadInParallel(config.numHiddenLayers, threads: threads) {
+        layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) {
             try MobileBertLayer(weights, TensorNames.layer($0), config, mobile)
         }
         maskedLMHead = config.hasMaskedLMHead  // the decoder is untied: the embeddings are not read
             ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
-        (self.config, self.mobile, self.folder, self.weights) = (config, mobile, folder, weights)
-        (self.threads, self.precision) = (threads, precision)
-        useSingleThreadedBLAS()
-        loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+        super.init(opened, loadStarted: start)
     }
-
-    /// Number of parameters (the decoder counted with its embedding part again, as converted).
-    public var parameterCount: Int { weights.tensors.values.reduce(0) { $0 + $1.count } }
 
     /// Last-layer hidden states [T × hidden_size] for a batch of token-id sequences (each framed
     /// with [CLS]/[SEP]); sequences may differ in length, none is padded.
