@@ -1,19 +1,22 @@
-/// BertIntermediate: the feed-forward network's first projection and its activation (exact GELU).
+/// BertIntermediate (and MobileBertIntermediate): the feed-forward network's first projection
+/// and its activation, config.hidden_act (BERT's exact GELU; MobileBERT's ReLU).
 struct BertIntermediate {
     let dense: Linear
+    let activation: HiddenActivation
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
-        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: config.hiddenSize, n: config.intermediateSize,
-                           precision: precision)
+    /// `k`: the width it reads (hidden_size; MobileBERT's true_hidden_size).
+    init(_ file: SafeTensorsFile, _ name: String, k: Int, _ config: BertConfig, _ precision: Precision) throws {
+        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: config.intermediateSize, precision: precision)
+        activation = HiddenActivation(config)
     }
 
-    /// y[T × FFN] = GELU(x·Wᵀ + b).
+    /// y[T × FFN] = activation(x·Wᵀ + b).
     func callAsFunction(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
         let (m, n) = (context.sequences.tokenCount, dense.n)
         context.measure(.feedForwardIn) {
             dense(x, m: m, into: y, context) { y, columns in
-                // GELU on this thread's columns while they are still in cache.
-                for r in 0..<m { gelu(y + r * n + columns.lowerBound, count: columns.count) }
+                // The activation on this thread's columns while they are still in cache.
+                for r in 0..<m { activation(y + r * n + columns.lowerBound, count: columns.count) }
             }
         }
     }
@@ -28,7 +31,7 @@ struct BertLayer {
 
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
         attention = try BertAttention(file, TensorNames.join(name, TensorNames.attention), config, precision)
-        intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), config, precision)
+        intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), k: config.hiddenSize, config, precision)
         output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), .output, config, precision)
     }
 }

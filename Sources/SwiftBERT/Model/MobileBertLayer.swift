@@ -150,38 +150,19 @@ struct MobileBertProjectionOutput {
     }
 }
 
-/// MobileBertIntermediate: the feed-forward network's first projection and its activation.
-struct MobileBertIntermediate {
-    let dense: Linear
-    let activation: HiddenActivation
-
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
-        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: mobile.trueHiddenSize(config), n: config.intermediateSize)
-        activation = HiddenActivation(config)
-    }
-
-    /// y[T × FFN] = activation(x·Wᵀ + b).
-    func callAsFunction(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let (m, n) = (context.sequences.tokenCount, dense.n)
-        dense(x, m: m, into: y, context) { y, columns in
-            for r in 0..<m { activation(y + r * n + columns.lowerBound, count: columns.count) }
-        }
-    }
-}
-
 /// FFNLayer: one of the stacked feed-forward networks before the last (intermediate, FFNOutput).
 struct MobileBertFeedForward {
-    let intermediate: MobileBertIntermediate
+    let intermediate: BertIntermediate
     let output: MobileBertProjectionOutput
 
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
-        intermediate = try MobileBertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), config, mobile)
+        intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), k: mobile.trueHiddenSize(config), config, .fp32)
         output = try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.output), .ffnOutput, config, mobile)
     }
 
     /// x = norm(FFN(x) + x), in place.
     func callAsFunction(_ x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        context.measure(.feedForwardIn) { intermediate(x, into: context.wide, context) }
+        intermediate(x, into: context.wide, context)
         context.measure(.feedForwardOut) { output(context.wide, residual: x, into: x, context) }
     }
 }
@@ -218,7 +199,7 @@ struct MobileBertLayer {
     let attentionOutput: MobileBertProjectionOutput
     /// ffn.0 … ffn.(num_feedforward_networks - 2).
     let feedForwardNetworks: [MobileBertFeedForward]
-    let intermediate: MobileBertIntermediate
+    let intermediate: BertIntermediate
     let output: MobileBertOutput
 
     init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
@@ -229,7 +210,7 @@ struct MobileBertLayer {
         feedForwardNetworks = try (0..<(mobile.numFeedforwardNetworks - 1)).map {
             try MobileBertFeedForward(file, names.join(name, names.feedForwardNetworks, String($0)), config, mobile)
         }
-        intermediate = try MobileBertIntermediate(file, names.join(name, names.intermediate), config, mobile)
+        intermediate = try BertIntermediate(file, names.join(name, names.intermediate), k: mobile.trueHiddenSize(config), config, .fp32)
         output = try MobileBertOutput(file, names.join(name, names.output), config, mobile)
     }
 

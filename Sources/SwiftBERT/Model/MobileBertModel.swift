@@ -70,7 +70,7 @@ public final class MobileBertModel: ConvertedModel, MaskedLanguageModel, @unchec
             // 5. Stacked feed-forward networks: dense, activation, dense, + residual, norm; each in place.
             for network in layer.feedForwardNetworks { network(buffers.attentionOutput, context) }
             // 6. Last feed-forward in: dense, activation.
-            context.measure(.feedForwardIn) { layer.intermediate(buffers.attentionOutput, into: context.wide, context) }
+            layer.intermediate(buffers.attentionOutput, into: context.wide, context)
             // 7. Output: dense, + residual, norm; bottleneck out: dense back to hidden, + the layer's input, norm.
             context.measure(.feedForwardOut) {
                 layer.output(context.wide, attentionOutput: buffers.attentionOutput, layerInput: x, buffers, context)
