@@ -29,7 +29,7 @@ final class AttentionTests: XCTestCase {
                         fused.withUnsafeMutableBufferPointer { o in
                             for head in 0..<heads {
                                 let q = p.baseAddress! + head * d
-                                attendHead(q: q, k: q + h, v: q + 2 * h, ld: ld, n: n, scale: scale,
+                                attendHead(FP32Attention.self, q: q, k: q + h, v: q + 2 * h, ld: ld, n: n, scale: scale,
                                            into: o.baseAddress! + head * d, ldo: h, scratch)
                             }
                         }

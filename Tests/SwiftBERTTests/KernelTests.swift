@@ -93,14 +93,26 @@ final class KernelTests: XCTestCase {
     /// partial query and key blocks and partial tiles, on head sizes that are and are not
     /// multiples of 16, with Q, K and V read strided from one fused buffer.
     func testFusedAttentionMatchesReferenceOnOddShapes() {
+        checkFusedAttention(FP32Attention.self, tolerance: 1e-5)
+    }
+
+    /// BF16 products against a Float64 reference on the BF16-rounded Q, K and V: what is left is
+    /// the rounding of the probabilities (relative 2^-9 each) and FP32 sums, within 2^-8 of the
+    /// output's magnitude. Odd head sizes and lengths pair their last element with zero.
+    func testBF16AttentionMatchesReferenceOnOddShapes() {
+        checkFusedAttention(BF16Attention.self, tolerance: 1.0 / 256, roundsInputs: true)
+    }
+
+    private func checkFusedAttention<A: AttentionArithmetic>(_ arithmetic: A.Type, tolerance: Double, roundsInputs: Bool = false) {
         var seed: UInt64 = 7
         func random() -> Float {
             seed = seed &* 6364136223846793005 &+ 1442695040888963407
             return Float(Int64(bitPattern: seed >> 11) % 2001 - 1000) / 250  // scores up to ~±100
         }
-        for (n, d) in [(1, 32), (5, 64), (16, 32), (17, 24), (130, 64), (300, 32), (512, 40)] {
+        for (n, d) in [(1, 32), (5, 64), (9, 13), (16, 32), (17, 24), (33, 7), (130, 64), (300, 32), (512, 40)] {
             let heads = 2, ld = 3 * heads * d, ldo = heads * d
             let projections = (0..<n * ld).map { _ in random() }
+            let reference = roundsInputs ? projections.map(BFloat16.rounded) : projections
             let scale = 1 / Float(d).squareRoot()
             var out = [Float](repeating: .nan, count: n * ldo)
             let scratch = AttentionScratch(maxLength: n + 3, headDim: d)
@@ -108,7 +120,7 @@ final class KernelTests: XCTestCase {
                 projections.withUnsafeBufferPointer { p in
                     let q = p.baseAddress! + head * d
                     out.withUnsafeMutableBufferPointer { o in
-                        attendHead(q: q, k: q + heads * d, v: q + 2 * heads * d, ld: ld, n: n, scale: scale,
+                        attendHead(A.self, q: q, k: q + heads * d, v: q + 2 * heads * d, ld: ld, n: n, scale: scale,
                                    into: o.baseAddress! + head * d, ldo: ldo, scratch)
                     }
                 }
@@ -117,7 +129,7 @@ final class KernelTests: XCTestCase {
                 for i in 0..<n {
                     let q = i * ld + head * d
                     let logits = (0..<n).map { j in
-                        (0..<d).reduce(0.0) { $0 + Double(projections[q + $1]) * Double(projections[j * ld + heads * d + head * d + $1]) } * Double(scale)
+                        (0..<d).reduce(0.0) { $0 + Double(reference[q + $1]) * Double(reference[j * ld + heads * d + head * d + $1]) } * Double(scale)
                     }
                     let top = logits.max()!
                     let weights = logits.map { Foundation.exp($0 - top) }
@@ -125,12 +137,12 @@ final class KernelTests: XCTestCase {
                     for c in 0..<d {
                         var expected = 0.0, magnitude = 0.0
                         for j in 0..<n {
-                            let v = Double(projections[j * ld + 2 * heads * d + head * d + c])
+                            let v = Double(reference[j * ld + 2 * heads * d + head * d + c])
                             expected += weights[j] / total * v
                             magnitude += weights[j] / total * abs(v)
                         }
-                        XCTAssertEqual(Double(out[i * ldo + head * d + c]), expected, accuracy: 1e-5 * (magnitude + 1),
-                                       "n \(n), d \(d), head \(head), row \(i), column \(c)")
+                        XCTAssertEqual(Double(out[i * ldo + head * d + c]), expected, accuracy: tolerance * (magnitude + 1),
+                                       "\(A.self): n \(n), d \(d), head \(head), row \(i), column \(c)")
                     }
                 }
             }

@@ -14,16 +14,24 @@
 // ([keys × d], d padded to 16). Tiles are sized in 16-column steps, so a 16-token sequence or a
 // 32-wide head (MiniLM) wastes no lanes, unlike the 64-channel panels of the Linear kernels.
 //
-// All arithmetic is FP32, whatever the precision of the Linear layers: Q, K and V are the
-// float outputs of the QKV projection in every precision.
+// Q, K and V are the float outputs of the QKV projection in every precision. The products run in
+// FP32 (`FP32Attention`), or, for the `bf16` precision, in BF16 pairs with FP32 accumulation
+// (`BF16Attention`: Q, K, V and the probabilities rounded to BF16, vdpbf16ps: twice the
+// multiply-adds per instruction); the softmax, its sums and the output are FP32 in both.
 
-/// Scratch for `attendHead`, owned by one worker: Kᵀ and V of one head, the score block, the
-/// output block and its running maximum and sum.
+#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+import SwiftBERTVNNI
+#endif
+
+/// Scratch for `attendHead`, owned by one worker: Kᵀ and V of one head (floats, or BF16 pairs),
+/// the score block, the output block and its running maximum and sum, and the BF16 pairs of a
+/// query block and of a probability block.
 final class AttentionScratch {
     let maxLength: Int
     let headDim: Int
     let paddedHeadDim: Int
     let keysT, values, scores, output, rowMax, rowSum: UnsafeMutablePointer<Float>
+    let queryPairs, probabilityPairs: UnsafeMutablePointer<UInt32>
     private let buffers: FloatBuffers
 
     init(maxLength: Int, headDim: Int) {
@@ -31,9 +39,12 @@ final class AttentionScratch {
         paddedHeadDim = roundUp16(headDim)
         let keys = roundUp16(maxLength)
         buffers = FloatBuffers([headDim * keys, keys * paddedHeadDim, attentionQueryBlock * attentionKeyBlock,
-                                attentionQueryBlock * paddedHeadDim, attentionQueryBlock, attentionQueryBlock], zeroed: true)
+                                attentionQueryBlock * paddedHeadDim, attentionQueryBlock, attentionQueryBlock,
+                                attentionQueryBlock * paddedHeadDim, attentionQueryBlock * attentionKeyBlock / 2], zeroed: true)
         let p = buffers.pointers
         (keysT, values, scores, output, rowMax, rowSum) = (p[0], p[1], p[2], p[3], p[4], p[5])
+        queryPairs = UnsafeMutableRawPointer(p[6]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * paddedHeadDim)
+        probabilityPairs = UnsafeMutableRawPointer(p[7]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * attentionKeyBlock / 2)
     }
 }
 
@@ -49,45 +60,190 @@ let attentionKeyBlock = 256
 /// out[T × heads·headDim] (row stride ldo) = softmax(Q·Kᵀ/√headDim)·V per sequence and head, for
 /// packed Q, K and V whose rows are `ld` floats apart (sequence s: `lengths[s]` rows from row
 /// `starts[s]`); the (sequence, head) pairs are split
-/// across `threads`, each with its own scratch. BERT's and MobileBERT's self-attention run this.
+/// across `threads`, each with its own scratch. BERT's and MobileBERT's self-attention run this;
+/// `bf16`: the products in BF16 (`BF16Attention`, the `bf16` precision), else FP32.
 func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
-                        heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int,
+                        heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, bf16: Bool = false,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
     let scale = 1 / Float(headDim).squareRoot()
     let work = lengths.reduce(0) { $0 + 2 * $1 * $1 * heads * headDim }  // QKᵀ and P·V, all heads
     parallelFor(lengths.count * heads, threads: threads, work: work) { task, worker in
         let s = task / heads, head = task % heads
         let row = starts[s] * ld + head * headDim
-        attendHead(q: q + row, k: k + row, v: v + row, ld: ld, n: lengths[s], scale: scale,
-                   into: out + starts[s] * ldo + head * headDim, ldo: ldo, scratch[worker])
+        let (n, target) = (lengths[s], out + starts[s] * ldo + head * headDim)
+        if bf16 {
+            attendHead(BF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+                       into: target, ldo: ldo, scratch[worker])
+        } else {
+            attendHead(FP32Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+                       into: target, ldo: ldo, scratch[worker])
+        }
+    }
+}
+
+/// The arithmetic of attention's two products, QKᵀ and P·V: what the tile multiplies and how its
+/// operands are packed. One depth step of the tile is one element (FP32) or one pair (BF16).
+protocol AttentionArithmetic {
+    associatedtype Scalar: SIMDScalar
+    /// acc += x · w, lane by lane, x broadcast: one depth step of a tile row.
+    static func step(_ acc: inout SIMD16<Float>, _ x: Scalar, _ w: SIMD16<Scalar>)
+    /// body(Kᵀ [steps of d × nPad], V [steps of nPad × dPad]) for one head's k and v (n rows,
+    /// `ld` apart), packed into the scratch; padding is zero.
+    static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
+                                        _ scratch: AttentionScratch,
+                                        _ body: (UnsafePointer<Scalar>, UnsafePointer<Scalar>) -> Void)
+    /// A block of `rows` query rows (`ld` apart) as the tile reads them: pointer, row stride, steps of d.
+    static func queries(_ q: UnsafePointer<Float>, ld: Int, rows: Int, _ scratch: AttentionScratch) -> (UnsafePointer<Scalar>, Int, Int)
+    /// The probability block (`rows` × `cols`, rows `ld` apart): pointer, row stride, steps of cols.
+    static func probabilities(_ p: UnsafePointer<Float>, ld: Int, rows: Int, cols: Int, _ scratch: AttentionScratch) -> (UnsafePointer<Scalar>, Int, Int)
+    /// The packed rows of V from key k0 on (k0 a multiple of the key block).
+    static func valueRow(_ k0: Int) -> Int
+}
+
+/// FP32 products: Kᵀ transposed, V copied, Q and P read in place.
+enum FP32Attention: AttentionArithmetic {
+    @inline(__always)
+    static func step(_ acc: inout SIMD16<Float>, _ x: Float, _ w: SIMD16<Float>) { acc.addProduct(SIMD16(repeating: x), w) }
+
+    @inline(__always)
+    static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
+                                        _ scratch: AttentionScratch,
+                                        _ body: (UnsafePointer<Float>, UnsafePointer<Float>) -> Void) {
+        let (d, dPad, nPad, keysT, values) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n), scratch.keysT, scratch.values)
+        // Kᵀ [d × nPad] and V [nPad × dPad], padding zero (fresh scratch stays zero in the pad).
+        for j in 0..<n { (values + j * dPad).update(from: v + j * ld, count: d) }
+        for c in 0..<d {
+            let row = keysT + c * nPad
+            for j in 0..<n { row[j] = k[j * ld + c] }  // written in order: a scatter here cost more than the reads
+            for j in n..<nPad { row[j] = 0 }
+        }
+        body(keysT, values)
+    }
+
+    @inline(__always)
+    static func queries(_ q: UnsafePointer<Float>, ld: Int, rows: Int, _ scratch: AttentionScratch) -> (UnsafePointer<Float>, Int, Int) {
+        (q, ld, scratch.headDim)
+    }
+
+    @inline(__always)
+    static func probabilities(_ p: UnsafePointer<Float>, ld: Int, rows: Int, cols: Int, _ scratch: AttentionScratch) -> (UnsafePointer<Float>, Int, Int) {
+        (p, ld, cols)
+    }
+
+    @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 }
+}
+
+/// BF16 products (the `bf16` precision): Q, K, V and P rounded to BF16 as the Linear layers
+/// round their inputs, in pairs along each product's depth (Kᵀ: pairs of d per key; V: pairs of
+/// keys per channel), so one vdpbf16ps does 32 multiply-adds where an FMA does 16. An odd d or
+/// key count pairs its last element with zero.
+enum BF16Attention: AttentionArithmetic {
+    @inline(__always)
+    static func step(_ acc: inout SIMD16<Float>, _ x: UInt32, _ w: SIMD16<UInt32>) {
+        #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+        acc = dotBF16Pairs(acc, SIMD16(repeating: x), w)
+        #else
+        // As vdpbf16ps: the odd halves' product, then the even halves' (products of BF16 are exact).
+        acc.addProduct(SIMD16(repeating: BFloat16.float(high: x)), unsafeBitCast(w & 0xFFFF_0000, to: SIMD16<Float>.self))
+        acc.addProduct(SIMD16(repeating: BFloat16.float(low: x)), unsafeBitCast(w &<< 16, to: SIMD16<Float>.self))
+        #endif
+    }
+
+    @inline(__always)
+    static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
+                                        _ scratch: AttentionScratch,
+                                        _ body: (UnsafePointer<UInt32>, UnsafePointer<UInt32>) -> Void) {
+        let (d, dPad, nPad) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n))
+        let dPairs = (d + 1) / 2, nPairs = (n + 1) / 2
+        let keys = roundUp16(scratch.maxLength)
+        scratch.keysT.withMemoryRebound(to: UInt32.self, capacity: scratch.headDim * keys) { keysT in
+            scratch.values.withMemoryRebound(to: UInt32.self, capacity: keys * dPad) { values in
+                // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1].
+                for p in 0..<dPairs {
+                    let row = keysT + p * nPad, c = 2 * p
+                    if c + 1 < d {
+                        for j in 0..<n { row[j] = BFloat16.pair(k[j * ld + c], k[j * ld + c + 1]) }
+                    } else {
+                        for j in 0..<n { row[j] = BFloat16.bits(k[j * ld + c]) }
+                    }
+                    for j in n..<nPad { row[j] = 0 }
+                }
+                // V [nPairs × dPad]: lane (jp, c) = V[2jp][c], V[2jp + 1][c]; the pad columns stay zero.
+                for jp in 0..<nPairs {
+                    let row = values + jp * dPad, even = v + 2 * jp * ld
+                    if 2 * jp + 1 < n {
+                        let odd = even + ld
+                        for c in 0..<d { row[c] = BFloat16.pair(even[c], odd[c]) }
+                    } else {
+                        for c in 0..<d { row[c] = BFloat16.bits(even[c]) }
+                    }
+                }
+                body(keysT, values)
+            }
+        }
+    }
+
+    @inline(__always)
+    static func queries(_ q: UnsafePointer<Float>, ld: Int, rows: Int, _ scratch: AttentionScratch) -> (UnsafePointer<UInt32>, Int, Int) {
+        let d = scratch.headDim, dPairs = (d + 1) / 2, out = scratch.queryPairs
+        for r in 0..<rows { roundPairs(q + r * ld, count: d, into: out + r * dPairs) }
+        return (UnsafePointer(out), dPairs, dPairs)
+    }
+
+    @inline(__always)
+    static func probabilities(_ p: UnsafePointer<Float>, ld: Int, rows: Int, cols: Int, _ scratch: AttentionScratch) -> (UnsafePointer<UInt32>, Int, Int) {
+        let ldPairs = attentionKeyBlock / 2, out = scratch.probabilityPairs
+        for r in 0..<rows {
+            // Probabilities are finite and non-negative: rounding needs no NaN case, which lets
+            // the loop vectorise (the general pair rounding stayed scalar here).
+            let row = UnsafeRawPointer(p + r * ld).assumingMemoryBound(to: UInt32.self), pairs = out + r * ldPairs
+            @inline(__always) func bits(_ b: UInt32) -> UInt32 { (b &+ 0x7FFF &+ ((b &>> 16) & 1)) &>> 16 }
+            for i in 0..<(cols / 2) { pairs[i] = bits(row[2 &* i]) | bits(row[2 &* i &+ 1]) &<< 16 }
+            if cols % 2 == 1 { pairs[cols / 2] = bits(row[cols - 1]) }
+        }
+        return (UnsafePointer(out), ldPairs, (cols + 1) / 2)
+    }
+
+    @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 / 2 }
+
+    /// x[0..<count] as BF16 pairs, the last odd element paired with zero.
+    @inline(__always)
+    private static func roundPairs(_ x: UnsafePointer<Float>, count: Int, into out: UnsafeMutablePointer<UInt32>) {
+        for i in 0..<(count / 2) { out[i] = BFloat16.pair(x[2 * i], x[2 * i + 1]) }
+        if count % 2 == 1 { out[count / 2] = BFloat16.bits(x[count - 1]) }
     }
 }
 
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
-/// head: q, k, v point at the head's first column of its first token, rows `ld` floats apart.
-func attendHead(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
-                scale: Float, into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
-    let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
+/// head, the products in `A`'s arithmetic: q, k, v point at the head's first column of its
+/// first token, rows `ld` floats apart.
+func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>,
+                                        ld: Int, n: Int, scale: Float, into out: UnsafeMutablePointer<Float>, ldo: Int,
+                                        _ scratch: AttentionScratch) {
     precondition(n <= scratch.maxLength)
-    let keysT = scratch.keysT, values = scratch.values, scores = scratch.scores
-    let o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
-    // Kᵀ [d × nPad] and V [nPad × dPad], padding zero (fresh scratch stays zero in the pad).
-    for j in 0..<n { (values + j * dPad).update(from: v + j * ld, count: d) }
-    for c in 0..<d {
-        let row = keysT + c * nPad
-        for j in 0..<n { row[j] = k[j * ld + c] }  // written in order: a scatter here cost more than the reads
-        for j in n..<nPad { row[j] = 0 }
+    A.withPackedKeysAndValues(k: k, v: v, ld: ld, n: n, scratch) { keysT, values in
+        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, keysT: keysT, values: values, into: out, ldo: ldo, scratch)
     }
+}
+
+/// attendHead once Kᵀ and V are packed: query blocks × key blocks with the online softmax.
+@inline(__always)
+private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld: Int, n: Int, scale: Float,
+                                                  keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
+                                                  into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
+    let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
+    let scores = scratch.scores, o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
     let ldS = attentionKeyBlock
     let scale2 = scale * 1.44269504088896341  // log2 e
     for q0 in stride(from: 0, to: n, by: attentionQueryBlock) {
         let rows = min(attentionQueryBlock, n - q0)
         for r in 0..<rows { rowMax[r] = -.infinity; rowSum[r] = 0 }
         o.update(repeating: 0, count: rows * dPad)
+        let (queries, ldq, qSteps) = A.queries(q + q0 * ld, ld: ld, rows: rows, scratch)
         for k0 in stride(from: 0, to: n, by: attentionKeyBlock) {
             let cols = min(attentionKeyBlock, n - k0)
             // S[rows × cols] = Q_block · K_blockᵀ.
-            attentionGEMM(a: q + q0 * ld, lda: ld, b: keysT + k0, ldb: nPad, depth: d,
+            attentionGEMM(A.self, a: queries, lda: ldq, b: keysT + k0, ldb: nPad, depth: qSteps,
                           c: scores, ldc: ldS, rows: rows, columns: roundUp16(cols), accumulate: false)
             // Online softmax: P = e^(S·scale − m_new) in place, l and the output rows rescaled.
             // In powers of 2 (m in units of log2 e), which saves exp its range reduction.
@@ -105,7 +261,8 @@ func attendHead(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePoint
                 }
             }
             // O_block += P · V_block.
-            attentionGEMM(a: scores, lda: ldS, b: values + k0 * dPad, ldb: dPad, depth: cols,
+            let (probabilities, ldp, pSteps) = A.probabilities(scores, ld: ldS, rows: rows, cols: cols, scratch)
+            attentionGEMM(A.self, a: probabilities, lda: ldp, b: values + A.valueRow(k0) * dPad, ldb: dPad, depth: pSteps,
                           c: o, ldc: dPad, rows: rows, columns: dPad, accumulate: true)
         }
         for r in 0..<rows {
@@ -177,16 +334,17 @@ private func scoreSum(_ x: UnsafePointer<Float>, count: Int) -> Float {
 /// C[rows × columns] (+)= A[rows × depth] · B[depth × columns], columns a multiple of 16, in
 /// tiles of up to 6 rows × 64 columns.
 @inline(__always)
-private func attentionGEMM(a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int, depth: Int,
-                           c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, columns: Int, accumulate: Bool) {
+private func attentionGEMM<A: AttentionArithmetic>(_: A.Type, a: UnsafePointer<A.Scalar>, lda: Int, b: UnsafePointer<A.Scalar>,
+                                                   ldb: Int, depth: Int, c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int,
+                                                   columns: Int, accumulate: Bool) {
     var row = 0
     while row < rows {
         let tileRows = min(6, rows - row)
         var column = 0
         while column < columns {
             let vectors = min(4, (columns - column) / 16)
-            let tile = AttentionTile(a: a + row * lda, lda: lda, b: b + column, ldb: ldb, depth: depth,
-                                     c: c + row * ldc + column, ldc: ldc, accumulate: accumulate)
+            let tile = AttentionTile<A>(a: a + row * lda, lda: lda, b: b + column, ldb: ldb, depth: depth,
+                                        c: c + row * ldc + column, ldc: ldc, accumulate: accumulate)
             withTileRows(tileRows, AttentionTileRows(tile: tile, vectors: vectors))
             column += 16 * vectors
         }
@@ -195,25 +353,25 @@ private func attentionGEMM(a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<F
 }
 
 /// The tile for the row count `withTileRows` gives, then for its count of vectors.
-private struct AttentionTileRows: TileRowsBody {
-    let tile: AttentionTile
+private struct AttentionTileRows<A: AttentionArithmetic>: TileRowsBody {
+    let tile: AttentionTile<A>
     let vectors: Int
     @inline(__always)
-    func callAsFunction<Rows: TileRowCount>(_: Rows.Type) { withTileRows(vectors, AttentionTileVectors<Rows>(tile: tile)) }
+    func callAsFunction<Rows: TileRowCount>(_: Rows.Type) { withTileRows(vectors, AttentionTileVectors<A, Rows>(tile: tile)) }
 }
 
-private struct AttentionTileVectors<Rows: TileRowCount>: TileRowsBody {
-    let tile: AttentionTile
+private struct AttentionTileVectors<A: AttentionArithmetic, Rows: TileRowCount>: TileRowsBody {
+    let tile: AttentionTile<A>
     @inline(__always)
     func callAsFunction<Vectors: TileRowCount>(_: Vectors.Type) { tile.run(Rows.self, Vectors.self) }
 }
 
 /// One tile of `attentionGEMM`: `Rows` rows × `Vectors` 16-lane vectors, kept in registers over
 /// the whole depth.
-private struct AttentionTile {
-    let a: UnsafePointer<Float>
+private struct AttentionTile<A: AttentionArithmetic> {
+    let a: UnsafePointer<A.Scalar>
     let lda: Int
-    let b: UnsafePointer<Float>
+    let b: UnsafePointer<A.Scalar>
     let ldb: Int
     let depth: Int
     let c: UnsafeMutablePointer<Float>
@@ -251,16 +409,16 @@ private struct AttentionTile {
         if accumulate { forEachRow(load) }
         for i in 0..<depth {
             let w = UnsafeRawPointer(b + i * ldb)
-            let w0 = w.loadUnaligned(as: SIMD16<Float>.self)
-            let w1 = vectors > 1 ? w.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self) : .zero
-            let w2 = vectors > 2 ? w.loadUnaligned(fromByteOffset: 128, as: SIMD16<Float>.self) : .zero
-            let w3 = vectors > 3 ? w.loadUnaligned(fromByteOffset: 192, as: SIMD16<Float>.self) : .zero
+            let w0 = w.loadUnaligned(as: SIMD16<A.Scalar>.self)
+            let w1 = vectors > 1 ? w.loadUnaligned(fromByteOffset: 64, as: SIMD16<A.Scalar>.self) : SIMD16()
+            let w2 = vectors > 2 ? w.loadUnaligned(fromByteOffset: 128, as: SIMD16<A.Scalar>.self) : SIMD16()
+            let w3 = vectors > 3 ? w.loadUnaligned(fromByteOffset: 192, as: SIMD16<A.Scalar>.self) : SIMD16()
             @inline(__always) func step(_ acc: inout FloatTileRow, _ row: Int) {
-                let x = SIMD16<Float>(repeating: a[row * lda + i])
-                acc.v0.addProduct(x, w0)
-                if vectors > 1 { acc.v1.addProduct(x, w1) }
-                if vectors > 2 { acc.v2.addProduct(x, w2) }
-                if vectors > 3 { acc.v3.addProduct(x, w3) }
+                let x = a[row * lda + i]
+                A.step(&acc.v0, x, w0)
+                if vectors > 1 { A.step(&acc.v1, x, w1) }
+                if vectors > 2 { A.step(&acc.v2, x, w2) }
+                if vectors > 3 { A.step(&acc.v3, x, w3) }
             }
             forEachRow(step)
         }

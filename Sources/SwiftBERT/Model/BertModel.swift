@@ -64,7 +64,7 @@ public final class BertModel: ConvertedModel, MaskedLanguageModel, @unchecked Se
     /// Threads, scratch and profile for one forward pass over `sequences`.
     func context(for sequences: PackedSequences, profile: StageProfile? = nil) -> ForwardContext {
         ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
-                       profile: profile, hidden: config.hiddenSize,
+                       bf16Attention: precision == .bf16, profile: profile, hidden: config.hiddenSize,
                        wideColumns: max(3 * config.hiddenSize, config.intermediateSize), headDim: config.headDim)
     }
 

@@ -24,6 +24,8 @@ final class ForwardContext {
     /// INT8 activations of the current Linear layer, when the precision quantises activations
     /// (nil: FP32, or INT8 weights with float activations).
     let int8Activations: Int8Activations?
+    /// Attention's products in BF16 (the `bf16` precision; Kernels/Attention.swift).
+    let bf16Attention: Bool
     /// BF16 activations of the current Linear layer, made on the first BF16 Linear.
     private(set) lazy var bf16Activations = BF16Activations()
     /// [T × wideColumns]: the fused QKV projections, then the feed-forward activations.
@@ -36,9 +38,9 @@ final class ForwardContext {
     let attentionScratch: [AttentionScratch]
 
     /// `hidden`, `wideColumns` and `headDim` size the scratch (0 for a context that only runs Linear layers).
-    init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, profile: StageProfile? = nil,
-         hidden: Int = 0, wideColumns: Int = 0, headDim: Int = 0) {
-        (self.sequences, self.threads, self.profile) = (sequences, threads, profile)
+    init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, bf16Attention: Bool = false,
+         profile: StageProfile? = nil, hidden: Int = 0, wideColumns: Int = 0, headDim: Int = 0) {
+        (self.sequences, self.threads, self.profile, self.bf16Attention) = (sequences, threads, profile, bf16Attention)
         let t = sequences.tokenCount
         int8Activations = quantizesActivations ? Int8Activations(m: t, k: max(hidden, wideColumns)) : nil
         wide = .allocate(capacity: t * wideColumns)
