@@ -186,7 +186,7 @@ enum BF16Attention: AttentionArithmetic {
     @inline(__always)
     static func queries(_ q: UnsafePointer<Float>, ld: Int, rows: Int, _ scratch: AttentionScratch) -> (UnsafePointer<UInt32>, Int, Int) {
         let d = scratch.headDim, dPairs = (d + 1) / 2, out = scratch.queryPairs
-        for r in 0..<rows { roundPairs(q + r * ld, count: d, into: out + r * dPairs) }
+        for r in 0..<rows { BFloat16.roundPairs(q + r * ld, count: d, into: out + r * dPairs) }
         return (UnsafePointer(out), dPairs, dPairs)
     }
 
@@ -197,21 +197,15 @@ enum BF16Attention: AttentionArithmetic {
             // Probabilities are finite and non-negative: rounding needs no NaN case, which lets
             // the loop vectorise (the general pair rounding stayed scalar here).
             let row = UnsafeRawPointer(p + r * ld).assumingMemoryBound(to: UInt32.self), pairs = out + r * ldPairs
-            @inline(__always) func bits(_ b: UInt32) -> UInt32 { (b &+ 0x7FFF &+ ((b &>> 16) & 1)) &>> 16 }
-            for i in 0..<(cols / 2) { pairs[i] = bits(row[2 &* i]) | bits(row[2 &* i &+ 1]) &<< 16 }
-            if cols % 2 == 1 { pairs[cols / 2] = bits(row[cols - 1]) }
+            for i in 0..<(cols / 2) {
+                pairs[i] = BFloat16.bits(ofNonNaN: row[2 &* i]) | BFloat16.bits(ofNonNaN: row[2 &* i &+ 1]) &<< 16
+            }
+            if cols % 2 == 1 { pairs[cols / 2] = BFloat16.bits(ofNonNaN: row[cols - 1]) }
         }
         return (UnsafePointer(out), ldPairs, (cols + 1) / 2)
     }
 
     @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 / 2 }
-
-    /// x[0..<count] as BF16 pairs, the last odd element paired with zero.
-    @inline(__always)
-    private static func roundPairs(_ x: UnsafePointer<Float>, count: Int, into out: UnsafeMutablePointer<UInt32>) {
-        for i in 0..<(count / 2) { out[i] = BFloat16.pair(x[2 * i], x[2 * i + 1]) }
-        if count % 2 == 1 { out[count / 2] = BFloat16.bits(x[count - 1]) }
-    }
 }
 
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one

@@ -31,13 +31,24 @@ enum BFloat16 {
     @inline(__always)
     static func bits(_ x: Float) -> UInt32 {
         let b = x.bitPattern
-        let rounded = (b &+ 0x7FFF &+ ((b >> 16) & 1)) >> 16
-        return b & 0x7FFF_FFFF > 0x7F80_0000 ? 0x7FC0 : rounded
+        return b & 0x7FFF_FFFF > 0x7F80_0000 ? 0x7FC0 : bits(ofNonNaN: b)
     }
+
+    /// The rounding alone, for a float's bits known not to be NaN (attention's probabilities):
+    /// without the NaN case a loop over it vectorises where one over `bits` stayed scalar.
+    @inline(__always)
+    static func bits(ofNonNaN b: UInt32) -> UInt32 { (b &+ 0x7FFF &+ ((b &>> 16) & 1)) &>> 16 }
 
     /// Two floats as one 32-bit lane: `even` in the low half, `odd` in the high half.
     @inline(__always)
     static func pair(_ even: Float, _ odd: Float) -> UInt32 { bits(even) | bits(odd) << 16 }
+
+    /// x[0..<count] as pairs, the last odd element paired with zero: one row of activations.
+    @inline(__always)
+    static func roundPairs(_ x: UnsafePointer<Float>, count: Int, into out: UnsafeMutablePointer<UInt32>) {
+        for i in 0..<(count / 2) { out[i] = pair(x[2 * i], x[2 * i + 1]) }
+        if count % 2 == 1 { out[count / 2] = bits(x[count - 1]) }
+    }
 
     @inline(__always)
     static func float(low pair: UInt32) -> Float { Float(bitPattern: pair << 16) }
@@ -136,11 +147,7 @@ final class BF16Activations: @unchecked Sendable {
         (self.m, self.k) = (m, k)
         let pairs = pairs
         parallelRows(m, columns: k, threads: threads) { rows in
-            for row in rows {
-                let input = x + row * k, output = pairs + row * kPairs
-                for pair in 0..<(k / 2) { output[pair] = BFloat16.pair(input[2 * pair], input[2 * pair + 1]) }
-                if k % 2 == 1 { output[kPairs - 1] = BFloat16.bits(input[k - 1]) }
-            }
+            for row in rows { BFloat16.roundPairs(x + row * k, count: k, into: pairs + row * kPairs) }
         }
     }
 }
