@@ -22,9 +22,10 @@ import Dispatch
 // writes its own outputs and runs the same arithmetic on any thread, so results do not depend on
 // who ran what.
 
-/// Multiply-adds below which a region is not worth a second thread: about 5 µs of FP32 work
-/// (2 µs of INT8), a few times what handing a region to a helper costs.
-let parallelWorkPerThread = 1 << 20
+/// Multiply-adds below which a region is not worth a second thread: about 2 µs of FP32 work,
+/// against the 1–1.5 µs a region's hand-over and uneven finish cost (measured at MiniLM 1x128,
+/// two threads: 0.3 µs until the helper starts, about 1 µs between the two threads' ends).
+let parallelWorkPerThread = 1 << 18
 
 /// Runs body(task, worker) for every task in 0..<count on up to `threads` threads, the caller
 /// included. `worker` is unique among the threads of this call (0 is the caller), so it can
@@ -49,9 +50,8 @@ func parallelFor(_ count: Int, threads: Int, work: Int = .max, _ body: (_ task: 
 /// Multiply-adds of the FP32 kernel counted for one element of a row-wise pass (LayerNorm, INT8
 /// quantisation, BF16 rounding), to size their regions by the same threshold as the Linear
 /// layers'. LayerNorm measured about 20 (MiniLM 1x128: 0.17 ns an element, 0.008 ns an FP32
-/// multiply-add); 32 errs towards splitting, and still leaves a 128 × 384 pass (about 8 µs) on
-/// one thread.
-let rowPassWorkPerElement = 32
+/// multiply-add): a 128 × 384 LayerNorm (about 9 µs) runs on two threads, a 16 × 384 one alone.
+let rowPassWorkPerElement = 20
 
 /// Runs body(rows) for one contiguous block of 0..<m per thread, for a row-wise pass over
 /// m × columns (each row independent, so the result does not depend on the split): in a
@@ -196,10 +196,14 @@ private final class Helper: @unchecked Sendable {
 private final class HelperPool: @unchecked Sendable {
     static let shared = HelperPool()
     private let lock = Mutex<[Helper]>([])
+    /// Read once: glibc's sysconf opens and reads /sys/devices/system/cpu/online on every call,
+    /// about 7 µs that every region spent before its helpers could start (3 % of a two-thread
+    /// MiniLM 1x128 pass, 30 regions).
+    private let onlineCores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 
     private func helpers(_ wanted: Int) -> [Helper] {
         lock.withLock { helpers in
-            let target = max(wanted, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) - 1)
+            let target = max(wanted, onlineCores - 1)
             while helpers.count < target {
                 let helper = Helper()
                 helpers.append(helper)
