@@ -716,12 +716,21 @@ def run_cell(workers, engines, workload, threads, args, sgemm):
     extra = {}
     gap = (0.1 if quick else 0.25) if threads > 1 else 0.0
 
+    # CPU time the idle engines' processes spend during each turn (a thread pool that spins on
+    # after its own turn takes a core from the engine being timed).
+    idle_cpu = {r: 0.0 for r in rows}
+    turn_wall = {r: 0.0 for r in rows}
+
     def turn(row, calls, warmup):
         engine, op, split = row
         request = {"op": op, "workload": workload, "threads": threads, "calls": calls, "warmup": warmup}
         if split:
             request["split"] = split
+        others = [w.process.pid for e, w in workers.items() if e != engine]
+        idle0, t0 = process_jiffies(others), time.time()
         answer = workers[engine].request(**request)
+        idle_cpu[row] += (process_jiffies(others) - idle0) / os.sysconf("SC_CLK_TCK")
+        turn_wall[row] += time.time() - t0
         if gap:
             time.sleep(gap)
         if "error" in answer:
@@ -774,7 +783,8 @@ def run_cell(workers, engines, workload, threads, args, sgemm):
         ms = samples[row]
         entry = {"engine": engine, "op": op, "split": split, "samples": len(ms), "median_ms": median(ms),
                  "p25_ms": percentile(ms, 25), "p75_ms": percentile(ms, 75), "ms": ms,
-                 "median_cpu_ms": median(cpu_samples[row]), "cpu_ms": cpu_samples[row]}
+                 "median_cpu_ms": median(cpu_samples[row]), "cpu_ms": cpu_samples[row],
+                 "idle_engines_cores": idle_cpu[row] / max(turn_wall[row], 1e-9)}
         if row in errors:
             entry["error"] = errors[row]
         entry.update(extra.get(row, {}))
@@ -782,6 +792,10 @@ def run_cell(workers, engines, workload, threads, args, sgemm):
     summary = ", ".join(f"{r['engine']}{'/' + r['split'] if r['split'] else ''} {r['median_ms']:.1f}"
                         for r in cell["rows"])
     log(f"    {summary}")
+    busy = [f"{r['engine']}{'/' + r['split'] if r['split'] else ''} {r['idle_engines_cores']:.2f}"
+            for r in cell["rows"] if r["idle_engines_cores"] >= 0.05]
+    if busy:
+        log(f"    cores the idle engines used during each engine's turns: {', '.join(busy)}")
     return cell
 
 
