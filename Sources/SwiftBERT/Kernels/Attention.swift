@@ -112,10 +112,23 @@ enum FP32Attention: AttentionArithmetic {
         let (d, dPad, nPad, keysT, values) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n), scratch.keysT, scratch.values)
         // Kᵀ [d × nPad] and V [nPad × dPad], padding zero (fresh scratch stays zero in the pad).
         for j in 0..<n { (values + j * dPad).update(from: v + j * ld, count: d) }
-        for c in 0..<d {
-            let row = keysT + c * nPad
-            for j in 0..<n { row[j] = k[j * ld + c] }  // written in order: a scatter here cost more than the reads
-            for j in n..<nPad { row[j] = 0 }
+        // Kᵀ eight channels at a time: each key's row is read once per eight channels (not once
+        // per channel), and the eight output rows are written in order (a scatter of whole key
+        // rows cost more than the reads).
+        var c0 = 0
+        while c0 < d {
+            let width = min(8, d - c0), row = keysT + c0 * nPad
+            if width == 8 {
+                for j in 0..<n {
+                    let key = k + (j &* ld &+ c0)
+                    row[j] = key[0]; row[nPad &+ j] = key[1]; row[2 &* nPad &+ j] = key[2]; row[3 &* nPad &+ j] = key[3]
+                    row[4 &* nPad &+ j] = key[4]; row[5 &* nPad &+ j] = key[5]; row[6 &* nPad &+ j] = key[6]; row[7 &* nPad &+ j] = key[7]
+                }
+            } else {
+                for c in 0..<width { for j in 0..<n { row[c &* nPad &+ j] = k[j &* ld &+ c0 &+ c] } }
+            }
+            for c in 0..<width { for j in n..<nPad { row[c &* nPad &+ j] = 0 } }
+            c0 += width
         }
         body(keysT, values)
     }
