@@ -518,7 +518,7 @@ class Worker:
         self.log.close()
 
 
-def start_worker(engine_id, model, peer_folder, input_path, swift_binary, logs):
+def start_worker(engine_id, model, peer_folder, input_path, swift_binary, logs, log_name=None):
     label, family, precision = ENGINES[engine_id]
     env = dict(os.environ)
     if family == "swift":
@@ -531,7 +531,7 @@ def start_worker(engine_id, model, peer_folder, input_path, swift_binary, logs):
     else:
         command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", f"{family}:{precision}",
                    "--folder", str(peer_folder), "--input", str(input_path)]
-    return Worker(engine_id, command, env, logs / f"{model}.{engine_id}.log")
+    return Worker(engine_id, command, env, logs / f"{model}.{log_name or engine_id}.log")
 
 
 def busy_jiffies():
@@ -635,6 +635,12 @@ def run_model(key, args, swift_binary, lines, results):
         for e in engines:
             if e.startswith("ct2"):
                 out["engines"][e]["info"]["log"] = ct2_backend_lines(workers[e].log_path)
+        # OpenBLAS-threaded sgemm rows run in a process of their own: after its turn OpenBLAS's
+        # idle threads go on spinning (sched_yield) for seconds, and in the engine's process they
+        # took a core from the next timed SwiftBERT turn (two-thread turns 15 % slower, by turn).
+        for e in [e for e in engines if e in ("swift-fp32", "swift-fp32-auto")]:
+            workers[f"{e}/openblas"] = start_worker(e, model, peer_folder, input_path, swift_binary, logs,
+                                                    log_name=f"{e}.openblas-sgemm")
         monitor = ForeignLoad(workers.values())
         for workload, threads in spec["cells"]:
             if args.cells and f"{workload}:{threads}" not in args.cells and workload not in args.cells:
@@ -726,9 +732,10 @@ def run_cell(workers, engines, workload, threads, args, sgemm):
         request = {"op": op, "workload": workload, "threads": threads, "calls": calls, "warmup": warmup}
         if split:
             request["split"] = split
-        others = [w.process.pid for e, w in workers.items() if e != engine]
+        worker = f"{engine}/openblas" if split == "openblas" else engine
+        others = [w.process.pid for e, w in workers.items() if e != worker]
         idle0, t0 = process_jiffies(others), time.time()
-        answer = workers[engine].request(**request)
+        answer = workers[worker].request(**request)
         idle_cpu[row] += (process_jiffies(others) - idle0) / os.sysconf("SC_CLK_TCK")
         turn_wall[row] += time.time() - t0
         if gap:
