@@ -10,8 +10,9 @@ import SwiftBERTVNNI
 /// 2. One sequence of `--seq` tokens through the model at one thread, the precisions taking
 ///    turns each round, with a `StageProfile`: per stage the median time, the FLOPs it does (a
 ///    multiply-add is 2; INT8 counts integer operations the same way) and the rate achieved
-///    against the peak of the instruction that stage runs on. Attention runs on OpenBLAS sgemm
-///    (FP32) in every precision; LayerNorm, embeddings and GELU are not counted as FLOPs.
+///    against the peak of the instruction that stage runs on. Attention's products run in FP32
+///    (FMA) in every precision but `bf16`, whose attention runs vdpbf16ps (`BF16Attention`);
+///    LayerNorm, embeddings, softmax and GELU are not counted as FLOPs.
 func runRooflineBenchmark(arguments: [String]) throws {
     func option(_ name: String) -> String? {
         arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
@@ -63,12 +64,12 @@ func runRooflineBenchmark(arguments: [String]) throws {
         .feedForwardOut: 2 * t * ffn * h * layers,
     ]
     func peak(for stage: StageProfile.Stage, _ precision: Precision) -> Peak? {
-        let linear = stage != .attention && flops[stage] != nil
-        switch (linear, precision) {
-        case (true, .bf16): return peaks.first { $0.kind == .bf16 }
-        case (true, .int8): return peaks.first { $0.kind == .int8 }
-        case (false, _) where flops[stage] == nil: return nil
-        default: return peaks.first { $0.kind == .fp32 }  // FP32 Linear, INT8 weight-only, attention
+        guard flops[stage] != nil else { return nil }
+        switch (stage, precision) {
+        case (_, .bf16): return peaks.first { $0.kind == .bf16 }  // Linear layers and attention
+        case (.attention, _): return peaks.first { $0.kind == .fp32 }
+        case (_, .int8): return peaks.first { $0.kind == .int8 }
+        default: return peaks.first { $0.kind == .fp32 }  // FP32 Linear, INT8 weight-only
         }
     }
     let rounds = totals[0].count
