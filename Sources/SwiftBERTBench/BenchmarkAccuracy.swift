@@ -72,16 +72,18 @@ package enum BenchmarkAccuracy: Sendable, Equatable {
         try texts.map { try fill.predict($0, topK: 5)[0].candidates.map(\.id) }
     }
 
-    /// One [MASK] per sentence, by Int8AccuracyTests' rule: of the words made only of letters,
-    /// at least 3 long and one vocabulary entry, the middle one (its first occurrence between
-    /// spaces). Sentences without such a word are left out.
+    /// One mask per sentence (the model's own token: [MASK], or <mask> for RoBERTa and XLM-R), by
+    /// Int8AccuracyTests' rule: of the words made only of letters, at least 3 long and one
+    /// vocabulary entry (after a space, as RoBERTa's word-start pieces are), the middle one (its
+    /// first occurrence between spaces). Sentences without such a word are left out.
     package static func maskedSentences(_ sentences: [String], tokenizer: BertTokenizer) -> [String] {
-        sentences.compactMap { sentence in
+        guard let mask = tokenizer.token(of: tokenizer.maskId) else { return [] }
+        return sentences.compactMap { sentence in
             let words = sentence.split(separator: " ").filter { word in
-                word.allSatisfy(\.isLetter) && word.count >= 3 && tokenizer.tokenize(String(word)).count == 1
+                word.allSatisfy(\.isLetter) && word.count >= 3 && tokenizer.tokenize(" \(word)").count == 1
             }
             guard let word = words.dropFirst(words.count / 2).first, let range = sentence.range(of: " \(word) ") else { return nil }
-            return sentence.replacingCharacters(in: range, with: " [MASK] ")
+            return sentence.replacingCharacters(in: range, with: " \(mask) ")
         }
     }
 }
