@@ -63,14 +63,18 @@ package final class Benchmark {
             throw BenchmarkError("--seq \(long.sequenceLength): \(name) takes at most \(config.positionLimit) tokens")
         }
         var notes: [String] = []
-        let memory = measureMemory(folder: folder, name: name, notes: &notes)
+        let precisions = runnablePrecisions(config, notes: &notes)
+        guard !precisions.isEmpty else {
+            throw BenchmarkError("--precision: \(name) is a MobileBERT model, which runs in \(mobileBertPrecisions) only; ask for one of those")
+        }
+        let memory = measureMemory(folder: folder, name: name, precisions: precisions, notes: &notes)
 
         // Speed: one instance per precision for each thread count, all loaded at once.
         let text = (sentences ?? []).flatMap { tokenizer.encode($0, addSpecialTokens: false).ids }
         var loadSeconds: [Precision: Double] = [:]
         var cells: [BenchmarkReport.Cell] = []
         for threads in plan.threads {
-            let models = try plan.precisions.map { try BertModel(folder: folder, threads: threads, precision: $0) }
+            let models = try precisions.map { try loadTimedModel(folder: folder, threads: threads, precision: $0) }
             for model in models {
                 loadSeconds[model.precision] = min(loadSeconds[model.precision] ?? .infinity, model.loadSeconds)
                 // Fault the weights in before the first timed pass.
@@ -88,17 +92,30 @@ package final class Benchmark {
             }
         }
 
-        let accuracy = try measureAccuracy(folder: folder, name: name, tokenizer: tokenizer, sentences: sentences, notes: &notes)
-        let precisions = plan.precisions.map { precision in
+        let accuracy = try measureAccuracy(folder: folder, name: name, config: config, tokenizer: tokenizer, precisions: precisions,
+                                           sentences: sentences, notes: &notes)
+        let figures = precisions.map { precision in
             BenchmarkReport.PrecisionFigures(precision: precision, fileBytes: fileSize(folder.appendingPathComponent(precision.fileName)),
                                              loadSeconds: loadSeconds[precision] ?? .nan, memory: memory[precision],
                                              accuracy: accuracy[precision])
         }
-        return BenchmarkReport.Model(name: name, path: folder.path, config: config, precisions: precisions, cells: cells, notes: notes)
+        return BenchmarkReport.Model(name: name, path: folder.path, config: config, precisions: figures, cells: cells, notes: notes)
+    }
+
+    private var mobileBertPrecisions: String { MobileBertModel.precisions.map(\.rawValue).joined(separator: ", ") }
+
+    /// The plan's precisions this model runs in; each other one gets a note saying why it is left out.
+    private func runnablePrecisions(_ config: BertConfig, notes: inout [String]) -> [Precision] {
+        guard config.mobileBert != nil else { return plan.precisions }
+        for precision in plan.precisions where !MobileBertModel.precisions.contains(precision) {
+            notes.append("\(precision.rawValue) not measured: MobileBERT runs in \(mobileBertPrecisions) only")
+            progress("\(precision.rawValue) left out: MobileBERT runs in \(mobileBertPrecisions) only")
+        }
+        return plan.precisions.filter(MobileBertModel.precisions.contains)
     }
 
     /// Each precision in its own child process, before this process has loaded anything big.
-    private func measureMemory(folder: URL, name: String, notes: inout [String]) -> [Precision: BenchmarkMemoryProbe.Usage] {
+    private func measureMemory(folder: URL, name: String, precisions: [Precision], notes: inout [String]) -> [Precision: BenchmarkMemoryProbe.Usage] {
         guard plan.measuresMemory else { return [:] }
         guard let probe = memoryProbe else {
             notes.append("resident memory not measured: no child process to measure it in")
@@ -106,7 +123,7 @@ package final class Benchmark {
         }
         let largest = plan.shapes.max { $0.tokens < $1.tokens }!
         var usage: [Precision: BenchmarkMemoryProbe.Usage] = [:]
-        for precision in plan.precisions {
+        for precision in precisions {
             progress("\(name) \(precision.rawValue): resident memory, in a child process")
             do { usage[precision] = try BenchmarkMemoryProbe.run(probe, folder: folder, precision: precision, largest: largest) } catch {
                 notes.append("\(precision.rawValue) resident memory not measured: \(error)")
@@ -115,11 +132,15 @@ package final class Benchmark {
         return usage
     }
 
-    private func measureAccuracy(folder: URL, name: String, tokenizer: BertTokenizer, sentences: [String]?,
+    private func measureAccuracy(folder: URL, name: String, config: BertConfig, tokenizer: BertTokenizer, precisions: [Precision], sentences: [String]?,
                                  notes: inout [String]) throws -> [Precision: BenchmarkAccuracy] {
-        guard plan.accuracySentences != 0, plan.precisions.contains(where: { $0 != .fp32 }) else { return [:] }
+        guard plan.accuracySentences != 0, precisions.contains(where: { $0 != .fp32 }) else { return [:] }
         if BenchmarkPlan.hasRandomWeights(model: name) {
             notes.append("random weights: outputs are meaningless, so no accuracy figures")
+            return [:]
+        }
+        if config.mobileBert != nil, !config.hasMaskedLMHead {
+            notes.append("no accuracy figures: a MobileBERT model without its masked-LM head has neither fill-mask nor sentence embeddings")
             return [:]
         }
         guard let sentences else {
@@ -128,14 +149,14 @@ package final class Benchmark {
         }
         let used = Array(sentences.prefix(plan.accuracySentences ?? sentences.count))
         progress("\(name): accuracy against fp32 over \(used.count) sentences")
-        return try BenchmarkAccuracy.measure(folder: folder, tokenizer: tokenizer, precisions: plan.precisions,
+        return try BenchmarkAccuracy.measure(folder: folder, tokenizer: tokenizer, precisions: precisions,
                                              sentences: used, threads: plan.threads.max() ?? 1)
     }
 
     // MARK: - One cell
 
     /// Rounds of one pass per precision, in turn, until the plan's time or repetitions are spent.
-    private func measureCell(_ models: [BertModel], batch: [[Int32]], shape: BenchmarkPlan.Shape,
+    private func measureCell(_ models: [any TimedModel], batch: [[Int32]], shape: BenchmarkPlan.Shape,
                              threads: Int) throws -> [BenchmarkReport.Cell] {
         var wall = [[Double]](repeating: [], count: models.count)
         var cpu = wall
@@ -146,7 +167,7 @@ package final class Benchmark {
             for (i, model) in models.enumerated() {
                 let profile = plan.profile ? StageProfile() : nil
                 let (wall0, cpu0) = (monotonicSeconds(), processCPUSeconds())
-                _ = try model.encode(batch, profile: profile)
+                _ = try model.encode(batch, typeIds: nil, profile: profile)
                 wall[i].append(monotonicSeconds() - wall0)
                 cpu[i].append(processCPUSeconds() - cpu0)
                 for (stage, seconds) in profile?.seconds ?? [:] { stages[i][stage, default: []].append(seconds) }
@@ -216,6 +237,15 @@ package struct BenchmarkEnvironment: Sendable, Equatable {
 }
 
 // MARK: - Helpers
+
+/// What a benchmark times: `BertModel` or `MobileBertModel`, through the masked-LM model API
+/// (which runs the encoder alone too) and `ConvertedModel`'s precision and load time.
+typealias TimedModel = ConvertedModel & MaskedLanguageModel
+
+/// The model class a converted folder needs, in one precision.
+func loadTimedModel(folder: URL, threads: Int, precision: Precision) throws -> any TimedModel {
+    try loadMaskedLanguageModel(folder: folder, threads: threads, precision: precision)
+}
 
 private func monotonicSeconds() -> Double {
     Double(DispatchTime.now().uptimeNanoseconds) / 1e9

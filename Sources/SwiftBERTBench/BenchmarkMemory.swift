@@ -68,7 +68,7 @@ package enum BenchmarkMemoryProbe {
     /// The measurement itself, in this process (only meaningful in a fresh one).
     static func measure(folder: URL, precision: Precision, largest: BenchmarkPlan.Shape) throws -> Usage {
         let before = ProcessMemory.residentBytes() ?? 0
-        let model = try BertModel(folder: folder, threads: 1, precision: precision)
+        let model = try loadTimedModel(folder: folder, threads: 1, precision: precision)
         let afterLoad = ProcessMemory.residentBytes() ?? 0
         do {
             let output = try model.encode([syntheticIDs(16, vocabulary: model.config.vocabSize)])

@@ -110,13 +110,14 @@ package struct FrequencyBaseline: WordPredictor {
 }
 
 /// The masked-LM suggester that keyboards and AAC boards hand-roll: the text split on spaces,
-/// the characters after the last space taken as the typed word, "[MASK]" written into the text,
+/// the characters after the last space taken as the typed word, the mask token written into the
+/// text ("[MASK]", or "<mask>" for RoBERTa and XLM-R),
 /// and the model's top vocabulary entries as they come (## pieces, punctuation, special tokens),
 /// kept when they start with the typed characters. The baseline `WordSuggester` replaces.
 package final class HandRolledMaskedLM: WordPredictor {
     package let model: any MaskedLanguageModel
     package let tokenizer: BertTokenizer
-    /// Words of context written before the [MASK] (the last ones), to fit the model's window.
+    /// Words of context written before the mask (the last ones), to fit the model's window.
     package let contextWords: Int
     private var cache: (context: String, probabilities: [Float])?
 
@@ -132,7 +133,8 @@ package final class HandRolledMaskedLM: WordPredictor {
         if let cache, cache.context == context {
             probabilities = cache.probabilities
         } else {
-            let encoding = tokenizer.encode(context.isEmpty ? "[MASK]" : context + " [MASK]")
+            let mask = tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"
+            let encoding = tokenizer.encode(context.isEmpty ? mask : context + " " + mask)
             guard let mask = encoding.ids.lastIndex(of: tokenizer.maskId) else { return [] }
             probabilities = softmax(try model.maskedLMLogits(model.encode([encoding.ids]), at: [(0, mask)])[0])
             cache = (context, probabilities)

@@ -12,7 +12,9 @@ struct Bench: ParsableCommand {
             over each other precision's. Resident memory is measured per precision in a fresh child \
             process (VmRSS/VmHWM from /proc/self/status); accuracy is against FP32 over real sentences \
             (Tests/SwiftBERTTests/Fixtures/sentences.txt): sentence-embedding cosine for models \
-            without a masked-LM head, fill-mask top-1/top-5 agreement for models with one. List \
+            without a masked-LM head, fill-mask top-1/top-5 agreement for models with one. MobileBERT \
+            models are timed like BERT ones, in fp32, int8 and int8-weights; a precision a model \
+            does not run is left out with a note in the report. List \
             options take comma-separated values and may be repeated. The default run takes about a \
             minute; progress goes to stderr. Reference: docs/int8.md, docs/benchmarks-int8.md.
 

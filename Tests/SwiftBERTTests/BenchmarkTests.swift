@@ -8,6 +8,17 @@ import XCTest
 final class BenchmarkTests: XCTestCase {
     static let sentencesFile = repositoryRoot.appendingPathComponent(BenchmarkSentences.fixture).path
 
+    /// One model, one thread, one round per cell, accuracy over the first sentences of the fixture.
+    static func oneRoundPlan(_ folder: URL, accuracySentences: Int) -> BenchmarkPlan {
+        var plan = BenchmarkPlan()
+        plan.models = [folder.path]
+        plan.threads = [1]
+        plan.repetitions = 1
+        plan.sentencesFile = sentencesFile
+        plan.accuracySentences = accuracySentences
+        return plan
+    }
+
     func testOptionsTakeCommaListsAndRepeats() throws {
         let options = try BenchmarkOptions.parse([
             "--model", "splade-tiny,all-MiniLM-L6-v2", "--model", "bert-base-random", "--precision", "fp32, int8-weights",
@@ -76,14 +87,9 @@ final class BenchmarkTests: XCTestCase {
 
     /// One round on splade-tiny, both precisions, in this process (memory needs a child: off).
     func testTinyRunReportsEveryCell() throws {
-        var plan = BenchmarkPlan()
-        plan.models = [try convertedModel("splade-tiny").path]
+        var plan = Self.oneRoundPlan(try convertedModel("splade-tiny"), accuracySentences: 30)
         plan.shapes = [.init(batch: 1, sequenceLength: 16), .init(batch: 2, sequenceLength: 8)]
-        plan.threads = [1]
-        plan.repetitions = 1
         plan.profile = true
-        plan.sentencesFile = Self.sentencesFile
-        plan.accuracySentences = 30
         let report = try Benchmark(plan: plan, memoryProbe: nil).run()
 
         let model = try XCTUnwrap(report.models.first)
@@ -129,6 +135,35 @@ final class BenchmarkTests: XCTestCase {
         XCTAssertGreaterThan(usage.residentBeforeLoad, 0)
         XCTAssertGreaterThanOrEqual(usage.peakResident, usage.residentAfterFirstPass)
         XCTAssertThrowsError(try BenchmarkMemoryProbe.respond(to: "{}"))
+    }
+
+    /// MobileBERT (a random-weight fixture, so the figures mean nothing: the mechanics are the
+    /// test) is timed through the masked-LM model API in the precisions it runs in; bf16, which
+    /// it does not, is left out with a note instead of refusing the model.
+    func testMobileBertIsTimedInItsPrecisions() throws {
+        let folder = try MobileBertTests.converted("mobilebert-nonorm")
+        var plan = Self.oneRoundPlan(folder, accuracySentences: 20)
+        plan.precisions = [.fp32, .bf16, .int8Weights]
+        plan.shapes = [.init(batch: 2, sequenceLength: 16)]
+        plan.measuresMemory = false
+        let report = try Benchmark(plan: plan, memoryProbe: nil).run()
+        let model = try XCTUnwrap(report.models.first)
+        XCTAssertEqual(model.cells.map { "\($0.shape) \($0.precision.rawValue)" }, ["2x16 fp32", "2x16 int8-weights"])
+        XCTAssertTrue(model.cells.allSatisfy { $0.medianMilliseconds > 0 })
+        XCTAssertTrue(model.notes.contains("bf16 not measured: MobileBERT runs in fp32, int8, int8-weights only"), "\(model.notes)")
+        XCTAssertTrue(report.text.contains("bf16 not measured"), report.text)
+        guard case .fillMask? = model.figures(.int8Weights)?.accuracy else {
+            return XCTFail("no fill-mask figures: \(String(describing: model.figures(.int8Weights)?.accuracy))")
+        }
+        XCTAssertNil(model.figures(.bf16))
+
+        // Its memory, in the probe's child (answered here), and a plan with no precision it runs.
+        let answer = try BenchmarkMemoryProbe.respond(to: #"{"folder":"\#(folder.path)","precision":"int8","batch":2,"sequenceLength":16}"#)
+        XCTAssertGreaterThan(try JSONDecoder().decode(BenchmarkMemoryProbe.Usage.self, from: Data(answer.utf8)).peakResident, 0)
+        plan.precisions = [.bf16]
+        XCTAssertThrowsError(try Benchmark(plan: plan, memoryProbe: nil).run()) { error in
+            XCTAssertTrue("\(error)".contains("--precision") && "\(error)".contains("MobileBERT"), "\(error)")
+        }
     }
 
     func testSequenceLongerThanTheModelIsRefused() throws {

@@ -149,6 +149,45 @@ final class SuggestTests: XCTestCase {
         XCTAssertTrue(typing.allSatisfy { $0.word.uppercased() == $0.word && $0.word.hasPrefix("MAS") || $0.kind == .correction }, "\(typing)")
     }
 
+    /// RoBERTa (the random-weight `roberta-mlm` fixture: which word wins means nothing) reads the
+    /// context with its own <mask> and framing, a typed "<mask>" as text, and offers whole words
+    /// spelt without Ġ: its word-start entries, never pieces from inside a word.
+    func testRobertaUsesItsOwnMaskAndWordStartPieces() throws {
+        let folder = try EncoderFixtureTests.converted("roberta-mlm")
+        let s = try WordSuggester(folder: folder, threads: 1)
+        let tokenizer = s.tokenizer
+        XCTAssertEqual(tokenizer.token(of: tokenizer.maskId), "<mask>")
+        for text in ["I typed <mask> and ", "<s> </s> [MASK] ", "I would like a cup of "] {
+            let input = s.modelInput(context: Substring(text))
+            XCTAssertEqual(input.first, tokenizer.clsId, text)
+            XCTAssertEqual(input.suffix(2), [tokenizer.maskId, tokenizer.sepId], text)
+            XCTAssertEqual(input.filter { $0 == tokenizer.maskId || $0 == tokenizer.clsId || $0 == tokenizer.sepId }.count, 3, text)
+            // No lone "Ġ" for the trailing space: <mask> takes it, as in transformers.
+            XCTAssertEqual(Array(input.dropFirst().dropLast(2)), tokenizer.plainTextIds(String(text.dropLast())), text)
+        }
+        // Entries that start a word, as transformers' fill-mask pipeline shows them (" fox" for "Ġfox").
+        let starts = Set((0..<Int32(tokenizer.vocabularySize)).compactMap { id -> String? in
+            guard let token = tokenizer.token(of: id), token.hasPrefix("Ġ") else { return nil }
+            return tokenizer.decode([id], skipSpecialTokens: false).trimmingCharacters(in: .whitespaces)
+        })
+        for text in ["I would like a cup of ", "", "The weather is be"] {
+            let suggestions = try s.suggest(text, topK: 10)
+            XCTAssertEqual(suggestions.count, 10, text)
+            assertWellFormed(suggestions)
+            for suggestion in suggestions {
+                XCTAssertFalse(suggestion.word.contains("Ġ"), "\(text): \(suggestion.word)")
+                XCTAssertTrue(starts.contains(suggestion.word) || starts.contains(suggestion.word.lowercased()),
+                              "\(text): \(suggestion.word) is not a word-start entry")
+            }
+        }
+        let completions = try s.suggest("The weather is be", topK: 10).filter { $0.kind == .completion }
+        XCTAssertFalse(completions.isEmpty)
+        XCTAssertTrue(completions.allSatisfy { $0.word.lowercased().hasPrefix("be") }, "\(completions)")
+        // A user's word is scored by its word-start piece ("ĠK" for "Kubrick").
+        s.addUserWords(["Kubrick"])
+        XCTAssertTrue(try s.suggest("Meet me at Kubr", topK: 10).contains { $0.word == "Kubrick" && $0.kind == .completion })
+    }
+
     func testLongTextsAreCutToTheContextWindow() throws {
         let s = try suggester()
         let long = String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 400)

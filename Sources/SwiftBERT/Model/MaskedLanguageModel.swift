@@ -42,8 +42,9 @@ extension MaskedLanguageModel {
     }
 }
 
-/// The masked-LM a converted folder holds: a `MobileBertModel` for MobileBERT, else a `BertModel`.
-public func loadMaskedLanguageModel(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws -> any MaskedLanguageModel {
+/// The masked-LM a converted folder holds: a `MobileBertModel` for MobileBERT, else a `BertModel`
+/// (which also loads a folder without a masked-LM head, for its encoder).
+public func loadMaskedLanguageModel(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws -> any ConvertedModel & MaskedLanguageModel {
     let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
     if config.mobileBert != nil { return try MobileBertModel(folder: folder, threads: threads, precision: precision) }
     return try BertModel(folder: folder, threads: threads, precision: precision)

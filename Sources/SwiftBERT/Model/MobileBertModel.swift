@@ -12,13 +12,19 @@ public final class MobileBertModel: ConvertedModel, MaskedLanguageModel, @unchec
     /// BERT's head with MobileBERT's activation and widened decoder (see `BertMaskedLMHead`).
     let maskedLMHead: BertMaskedLMHead?
 
+    /// The precisions MobileBERT runs in; bf16 is not implemented for it yet.
+    public static let precisions: [Precision] = [.fp32, .int8, .int8Weights]
+
+    /// Why `precision` cannot run a MobileBERT model, and what to use instead.
+    public static func unsupported(_ precision: Precision) -> BertError {
+        .invalidInput(reason: "MobileBERT runs in \(precisions.map(\.rawValue).joined(separator: ", ")); \(precision.rawValue) is not implemented for it yet (use --precision int8 for speed)")
+    }
+
     /// Loads `folder/config.json` and memory-maps the weights of `precision`, checking every
     /// tensor's presence, dtype and shape (and, unless told not to, that none holds NaN or infinity).
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
-        guard precision != .bf16 else {
-            throw BertError.invalidInput(reason: "MobileBERT runs in fp32, int8 and int8-weights; bf16 is not implemented for it yet (use --precision int8 for speed)")
-        }
+        guard Self.precisions.contains(precision) else { throw Self.unsupported(precision) }
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
         let (config, weights) = (opened.config, opened.weights)
         guard let mobile = config.mobileBert else {

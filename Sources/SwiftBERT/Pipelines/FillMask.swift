@@ -31,11 +31,7 @@ public final class FillMask: @unchecked Sendable {
         self.tokenizer = tokenizer
         decodesCandidates = model.config.isRoberta
         wholeWord = (0..<tokenizer.vocabularySize).map { id in
-            guard let token = tokenizer.token(of: Int32(id)) else { return false }
-            guard model.config.isRoberta else { return readsAsWord(token) }
-            // RoBERTa's pieces: a word starts with Ġ (byte-level BPE) or ▁ (SentencePiece).
-            return (token.hasPrefix("Ġ") || token.hasPrefix("▁"))
-                && readsAsWord(tokenizer.decode([Int32(id)], skipSpecialTokens: false))
+            wordStartSpelling(Int32(id), tokenizer, marksWordStarts: model.config.isRoberta) != nil
         }
     }
 
@@ -85,6 +81,18 @@ public final class FillMask: @unchecked Sendable {
             })
         }
     }
+}
+
+/// The word a vocabulary entry spells when it starts a word; nil for a piece inside a word, a
+/// special token or punctuation. BERT's entries as they are (no ## piece); RoBERTa's and
+/// XLM-R's (`marksWordStarts`) only with their word-start mark, Ġ (byte-level BPE) or ▁
+/// (SentencePiece), and decoded without it ("Ġfox" and "▁fox" spell "fox").
+func wordStartSpelling(_ id: Int32, _ tokenizer: BertTokenizer, marksWordStarts: Bool) -> String? {
+    guard let token = tokenizer.token(of: id) else { return nil }
+    guard marksWordStarts else { return readsAsWord(token) ? token : nil }
+    guard token.hasPrefix("Ġ") || token.hasPrefix("▁") else { return nil }
+    let word = tokenizer.decode([id], skipSpecialTokens: false).trimmingCharacters(in: .whitespaces)
+    return readsAsWord(word) ? word : nil
 }
 
 /// A token that reads as a word: not a ## continuation, not [CLS]/[unused0]-style, and holding

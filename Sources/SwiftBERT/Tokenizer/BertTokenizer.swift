@@ -21,9 +21,10 @@ public final class BertTokenizer: @unchecked Sendable {
     private let preTokenizer: PreTokenizer
     /// RobertaProcessing's trim_offsets: nil when offsets are not trimmed.
     private let trimsByteLevelOffsets: ByteLevelOffsetTrim?
-    /// Added tokens matched on the raw text (normalized: false) and on the normalized text.
-    private let rawMatcher: AddedTokenMatcher
-    private let normalizedMatcher: AddedTokenMatcher
+    /// The added tokens matched in the text: all of them, and (HF's split_special_tokens) only
+    /// those that are not special, for text that must never hold a control token.
+    private let allAddedTokens: AddedTokenMatchers
+    private let plainAddedTokens: AddedTokenMatchers
     private let addedTokensById: [Int32: AddedToken]
     /// What decode writes for an added token: its normalized form if it is matched normalized.
     private let addedTokenDecodings: [Int32: String]
@@ -120,12 +121,8 @@ public final class BertTokenizer: @unchecked Sendable {
         normalizer = c.normalizer
         preTokenizer = c.preTokenizer
         trimsByteLevelOffsets = c.trimsByteLevelOffsets
-        let raw = c.addedTokens.filter { !$0.normalized }
-        rawMatcher = AddedTokenMatcher(tokens: raw, contents: raw.map { Self.scalars($0.content) })
-        let normalized = c.addedTokens.filter(\.normalized)
-        normalizedMatcher = AddedTokenMatcher(tokens: normalized, contents: normalized.map { token in
-            Self.normalize(token.content, with: c.normalizer)
-        })
+        allAddedTokens = AddedTokenMatchers(c.addedTokens, normalizer: c.normalizer)
+        plainAddedTokens = AddedTokenMatchers(c.addedTokens.filter { !$0.special }, normalizer: c.normalizer)
         template = c.template
         decoder = c.decoder
         truncatesFromLeft = c.truncationFromLeft
@@ -178,6 +175,13 @@ public final class BertTokenizer: @unchecked Sendable {
         return encodings
     }
 
+    /// The ids of `text` read as plain text, without framing: special tokens written in it
+    /// ("[MASK]", "<mask>", "[CLS]", "<s>") are tokenized as any other text, never matched as
+    /// control tokens (HF's split_special_tokens). For text a user typed.
+    func plainTextIds(_ text: String) -> [Int32] {
+        tokens(of: text, matching: plainAddedTokens).ids
+    }
+
     /// The word pieces of `text`, without [CLS]/[SEP] (added tokens written in the text stay).
     public func tokenize(_ text: String) -> [String] {
         tokens(of: text).tokens
@@ -207,7 +211,9 @@ public final class BertTokenizer: @unchecked Sendable {
     // MARK: - Pipeline
 
     /// Added tokens, then normalizer, pre-tokenizer and WordPiece: HF's pipeline for one text.
-    private func tokens(of text: String) -> TokenSink {
+    private func tokens(of text: String) -> TokenSink { tokens(of: text, matching: allAddedTokens) }
+
+    private func tokens(of text: String, matching added: AddedTokenMatchers) -> TokenSink {
         var input: [UInt32] = []
         input.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars { input.append(scalar.value) }
@@ -218,7 +224,7 @@ public final class BertTokenizer: @unchecked Sendable {
         var subPieces: [TextPiece] = []
         var wordScratch = PreTokenizerScratch()
         input.withUnsafeBufferPointer { input in
-            rawMatcher.split(input, 0..<input.count, into: &pieces)
+            added.raw.split(input, 0..<input.count, into: &pieces)
             for piece in pieces {
                 if let id = piece.addedTokenId {
                     sink.append(id, token: Self.string(input, piece.range), piece.range)
@@ -233,15 +239,15 @@ public final class BertTokenizer: @unchecked Sendable {
                         for step in steps { step.apply(&normalized, pieceStart: piece.range.lowerBound) }
                     }
                 }
-                appendTokens(of: normalized, into: &sink, subPieces: &subPieces, words: &wordScratch)
+                appendTokens(of: normalized, matching: added.normalized, into: &sink, subPieces: &subPieces, words: &wordScratch)
             }
         }
         return sink
     }
 
     /// Normalized added tokens, then words, then word pieces.
-    private func appendTokens(of text: NormalizedText, into sink: inout TokenSink, subPieces: inout [TextPiece],
-                              words: inout PreTokenizerScratch) {
+    private func appendTokens(of text: NormalizedText, matching normalizedMatcher: AddedTokenMatcher, into sink: inout TokenSink,
+                              subPieces: inout [TextPiece], words: inout PreTokenizerScratch) {
         text.scalars.withUnsafeBufferPointer { scalars in
             subPieces.removeAll(keepingCapacity: true)
             normalizedMatcher.split(scalars, 0..<scalars.count, into: &subPieces)
@@ -296,6 +302,21 @@ public final class BertTokenizer: @unchecked Sendable {
         encoding.attentionMask.insert(contentsOf: repeatElement(0, count: n), at: at)
         encoding.tokens.insert(contentsOf: repeatElement(padToken, count: n), at: at)
         encoding.offsets.insert(contentsOf: repeatElement(0..<0, count: n), at: at)
+    }
+
+    /// Added tokens matched before normalisation (`normalized: false`) and after it.
+    private struct AddedTokenMatchers {
+        let raw: AddedTokenMatcher
+        let normalized: AddedTokenMatcher
+
+        init(_ tokens: [AddedToken], normalizer: TextNormalizer?) {
+            let raw = tokens.filter { !$0.normalized }
+            self.raw = AddedTokenMatcher(tokens: raw, contents: raw.map { BertTokenizer.scalars($0.content) })
+            let normalized = tokens.filter(\.normalized)
+            self.normalized = AddedTokenMatcher(tokens: normalized, contents: normalized.map { token in
+                BertTokenizer.normalize(token.content, with: normalizer)
+            })
+        }
     }
 
     // MARK: - Helpers

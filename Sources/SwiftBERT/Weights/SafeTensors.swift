@@ -30,7 +30,8 @@ final class SafeTensorsFile: @unchecked Sendable {
     let metadata: [String: String]
     let fileSize: Int
     private let mapping: UnsafeMutableRawPointer
-    private let dataStart: Int
+    /// Offset of the data section from the start of the file.
+    let dataStart: Int
     /// False for an in-memory image (`init(image:path:)`).
     private let isFileMapping: Bool
 
@@ -198,7 +199,8 @@ final class SafeTensorsFile: @unchecked Sendable {
     /// A float32 tensor as a pointer into the mapping (no copy).
     func floats(_ name: String, shape: [Int]? = nil) throws -> UnsafeBufferPointer<Float> {
         let raw = try bytes(name, dtype: .f32, shape: shape)
-        // safetensors does not promise alignment; every file we write is 64-byte aligned.
+        // safetensors does not promise alignment; every file we write keeps each tensor aligned to
+        // its element size (`SafeTensorsWriter`), which is all a float pointer needs.
         guard Int(bitPattern: raw.baseAddress) % MemoryLayout<Float>.alignment == 0 else {
             throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is not 4-byte aligned; convert the model again with `bert convert`")
         }
@@ -310,7 +312,11 @@ struct HeaderTable: Decodable {
     }
 }
 
-/// Writes a safetensors file with every tensor 64-byte aligned, so readers can map it without copying.
+/// Writes a safetensors file the official reader accepts: the tensors back to back, with no
+/// gap between them (safetensors refuses gaps), in order of element size (8, 4, 2, then 1 byte)
+/// and then name. The header is padded with spaces, as the format allows, so the data section
+/// starts 64-byte aligned; together with that order every tensor starts on a multiple of its
+/// element size, so float32 tensors can be mapped and read in place, without a copy.
 struct SafeTensorsWriter {
     struct Entry {
         let name: String
@@ -329,11 +335,9 @@ struct SafeTensorsWriter {
         let alignment = 64
         var header: [String: Any] = ["__metadata__": metadata]
         var offset = 0
-        var layout: [(Entry, Int)] = []
-        for entry in entries.sorted(by: { $0.name < $1.name }) {
-            offset = (offset + alignment - 1) / alignment * alignment
+        let ordered = entries.sorted { ($1.dtype.byteSize, $0.name) < ($0.dtype.byteSize, $1.name) }
+        for entry in ordered {
             header[entry.name] = ["dtype": entry.dtype.rawValue, "shape": entry.shape, "data_offsets": [offset, offset + entry.data.count]] as [String: Any]
-            layout.append((entry, offset))
             offset += entry.data.count
         }
         var json = try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])
@@ -343,11 +347,7 @@ struct SafeTensorsWriter {
         var out = Data(capacity: 8 + json.count + offset)
         withUnsafeBytes(of: UInt64(json.count).littleEndian) { out.append(contentsOf: $0) }
         out.append(json)
-        let base = out.count
-        for (entry, start) in layout {
-            out.append(contentsOf: [UInt8](repeating: 0, count: base + start - out.count))
-            out.append(entry.data)
-        }
+        for entry in ordered { out.append(entry.data) }
         do { try out.write(to: URL(fileURLWithPath: path), options: .atomic) }
         catch { throw BertError.outputFailed(path: path, reason: error.localizedDescription) }
     }

@@ -99,11 +99,3 @@ enum TypedCasing: Equatable {
         }
     }
 }
-
-/// The context as the model must read it: the user's text, never a control token. BERT's
-/// special tokens are matched in the raw text ("[MASK]" typed by the user would become a mask),
-/// so a space after every "[" breaks such a match; the pre-tokenizer splits "[" off as a
-/// token of its own anyway, so ordinary text keeps exactly the same word pieces.
-func neutralizingSpecialTokens<S: StringProtocol>(_ text: S) -> String {
-    text.contains("[") ? text.replacingOccurrences(of: "[", with: "[ ") : String(text)
-}

@@ -27,9 +27,11 @@ public struct Suggestion: Sendable, Equatable, Codable {
 }
 
 /// Next-word suggestions, completions and typo corrections from a BERT masked-LM, for a
-/// suggestion bar: the text typed so far with a [MASK] after it, read once per word.
+/// suggestion bar: the text typed so far with the model's mask token after it ([MASK] for BERT,
+/// <mask> for RoBERTa and XLM-R), read once per word.
 ///
-/// Candidates are whole words only (no ## pieces, punctuation or special tokens) from an index
+/// Candidates are whole words only (no ## pieces or RoBERTa word-inner pieces, punctuation or
+/// special tokens) from an index
 /// built once (`WordIndex`: a trie over the vocabulary's whole words and the user's own words),
 /// found by prefix for completions and by a bounded edit-distance search for corrections; the
 /// model's distribution for the current context is kept while the user types the letters of a
@@ -45,7 +47,7 @@ public struct Suggestion: Sendable, Equatable, Codable {
 public final class WordSuggester: @unchecked Sendable {
     /// How suggestions are scored; the defaults are the measured ones (docs/suggest.md).
     public struct Options: Sendable {
-        /// Word pieces of context the model reads before the [MASK] (the latest ones, about 25
+        /// Word pieces of context the model reads before the mask (the latest ones, about 25
         /// words): what bounds a forward pass, and so the latency of the first keystroke of a
         /// word. 64 gave no better suggestions than 32 in the quality benchmark (docs/suggest.md).
         public var contextTokens = 32
@@ -97,19 +99,22 @@ public final class WordSuggester: @unchecked Sendable {
     /// The words offered for the word being typed, which the user has passed over by typing on.
     private var offered: (context: Substring, typed: String, words: Set<Int32>)?
     private var runs = 0
+    /// RoBERTa's and XLM-R's vocabularies mark the first piece of a word (Ġ, ▁) instead of the others (##).
+    private let marksWordStarts: Bool
 
     public init(model: any MaskedLanguageModel, tokenizer: BertTokenizer, userWords: [UserWord] = [], options: Options = Options()) throws {
         guard model.config.hasMaskedLMHead else {
             throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; suggestions need a *ForMaskedLM model such as splade-tiny")
         }
         guard tokenizer.maskId >= 0 else {
-            throw BertError.invalidInput(reason: "the tokenizer of \(model.folder.lastPathComponent) has no [MASK] token")
+            throw BertError.invalidInput(reason: "the tokenizer of \(model.folder.lastPathComponent) has no mask token ([MASK] or <mask>); suggestions need the tokenizer of a masked-LM")
         }
         guard options.contextTokens >= 1, options.contextTokens + 3 <= model.config.positionLimit else {
             throw BertError.invalidInput(reason: "contextTokens must be between 1 and \(model.config.positionLimit - 3)")
         }
         (self.model, self.tokenizer, self.options) = (model, tokenizer, options)
-        vocabularyWords = Self.vocabularyWords(tokenizer, limit: model.config.vocabSize)
+        marksWordStarts = model.config.isRoberta
+        vocabularyWords = Self.vocabularyWords(tokenizer, limit: model.config.vocabSize, marksWordStarts: marksWordStarts)
         index = WordIndex(words: vocabularyWords)
         if !userWords.isEmpty { addUserWords(userWords) }
     }
@@ -149,19 +154,21 @@ public final class WordSuggester: @unchecked Sendable {
     private func indexWord(_ user: UserWord) -> WordIndex.Word? {
         let word = user.word.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !word.isEmpty, !word.contains(where: \.isWhitespace), word.contains(where: \.isLetter) else { return nil }
-        let pieces = tokenizer.encode(word, addSpecialTokens: false).ids
+        // A word after a space: RoBERTa's first piece then carries its word-start mark.
+        let pieces = tokenizer.plainTextIds(marksWordStarts ? " " + word : word)
         guard let first = pieces.first, first != tokenizer.unkId else { return nil }
         let weight = pow(options.pieceFactor, Float(pieces.count - 1))
         return WordIndex.Word(key: WordIndex.Word.key(foldedWord(word)), spelling: word, ids: [first], weight: weight,
                               isUserWord: true, inVocabulary: false, count: max(0, user.count ?? 0))
     }
 
-    /// Whole words of the vocabulary: entries that read as a word (no ## piece, no [CLS]-style
-    /// token) and hold only letters, so no punctuation, numbers or symbols are offered.
-    private static func vocabularyWords(_ tokenizer: BertTokenizer, limit: Int) -> [WordIndex.Word] {
+    /// Whole words of the vocabulary: entries that start a word (`wordStartSpelling`) and hold
+    /// only letters, so no punctuation, numbers or symbols are offered.
+    private static func vocabularyWords(_ tokenizer: BertTokenizer, limit: Int, marksWordStarts: Bool) -> [WordIndex.Word] {
         (0..<min(tokenizer.vocabularySize, limit)).compactMap { id in
-            guard let token = tokenizer.token(of: Int32(id)), readsAsWord(token), token.allSatisfy(\.isLetter) else { return nil }
-            return WordIndex.Word(key: WordIndex.Word.key(foldedWord(token)), spelling: token, ids: [Int32(id)],
+            guard let word = wordStartSpelling(Int32(id), tokenizer, marksWordStarts: marksWordStarts),
+                  word.allSatisfy(\.isLetter) else { return nil }
+            return WordIndex.Word(key: WordIndex.Word.key(foldedWord(word)), spelling: word, ids: [Int32(id)],
                                   weight: 1, isUserWord: false, inVocabulary: true)
         }
     }
@@ -266,7 +273,7 @@ public final class WordSuggester: @unchecked Sendable {
         let word = index.words[Int(w)]
         guard !word.isUserWord, word.ids.count > 1,
               let best = word.ids.max(by: { context.probabilities[Int($0)] < context.probabilities[Int($1)] }) else { return word.spelling }
-        return tokenizer.token(of: best) ?? word.spelling
+        return wordStartSpelling(best, tokenizer, marksWordStarts: marksWordStarts) ?? word.spelling
     }
 
     // MARK: - Reading the context
@@ -275,7 +282,7 @@ public final class WordSuggester: @unchecked Sendable {
     private struct ContextReading {
         /// The text it was read from: the key of the cache.
         let text: Substring
-        /// The model's distribution over the vocabulary at a [MASK] after the text.
+        /// The model's distribution over the vocabulary at a mask after the text.
         let probabilities: [Float]
         /// Each indexed word's share of the last `recentWords` words of the text.
         let recent: [Float]
@@ -302,14 +309,17 @@ public final class WordSuggester: @unchecked Sendable {
         return reading
     }
 
-    /// [CLS] context [MASK] [SEP], with the context's last `contextTokens` word pieces. Special
-    /// tokens typed by the user are read as plain text, never as control tokens.
+    /// [CLS] context [MASK] [SEP] (RoBERTa: <s> context <mask> </s>), with the context's last
+    /// `contextTokens` word pieces. Special tokens typed by the user ("[MASK]", "<mask>", "<s>")
+    /// are read as plain text, never as control tokens.
     func modelInput(context: Substring) -> [Int32] {
         // Only the tail can be read: tokenizing a long text in full on every keystroke would cost
         // more than the forward pass. 16 characters a piece is generous; the cut is at a space.
+        // Trailing spaces are the mask's: BERT drops them anyway, and RoBERTa's <mask> takes the
+        // space before it (lstrip), where byte-level BPE would make a lone "Ġ" of it.
+        let text = tail(of: context, characters: options.contextTokens * 16)
         let specials: Set<Int32> = [tokenizer.clsId, tokenizer.sepId, tokenizer.maskId, tokenizer.padId]
-        let pieces = tokenizer.encode(neutralizingSpecialTokens(tail(of: context, characters: options.contextTokens * 16)),
-                                      addSpecialTokens: false).ids
+        let pieces = tokenizer.plainTextIds(String(text.reversed().drop(while: \.isWhitespace).reversed()))
             .suffix(options.contextTokens)
             .map { specials.contains($0) ? tokenizer.unkId : $0 }
         return [tokenizer.clsId] + pieces + [tokenizer.maskId, tokenizer.sepId]
