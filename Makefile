@@ -4,6 +4,9 @@ BERT = .build/release/bert
 # The same flags a package that depends on SwiftBERT passes (README, "Use SwiftBERT from your
 # package"). Without them, `swift build -c release` is the portable build.
 NATIVE := $(shell cat tools/native-flags)
+# `bert serve`: the package trait that builds the HTTP server in (Package.swift). Every build of
+# this tree passes it, since a trait reaches every target and switching rebuilds them all.
+SERVER := --traits Server
 
 .PHONY: setup demo test bench bert
 
@@ -12,7 +15,7 @@ setup:
 
 # The release `bert` alone, native (what setup builds, without fetching models).
 bert:
-	swift build -c release $(NATIVE) --product bert
+	swift build -c release $(NATIVE) $(SERVER) --product bert
 
 # The main job on the default models: embed sentences, compare them, fill a mask.
 demo: setup
@@ -24,7 +27,7 @@ demo: setup
 # @testable imports working. The suite is XCTest only: without Swift Testing's empty run after
 # it, XCTest's "Executed N tests" is the last summary line. FILTER=Name runs the matching tests.
 test: setup
-	swift test -c release $(NATIVE) -Xswiftc -enable-testing --disable-swift-testing $(if $(FILTER),--filter '$(FILTER)')
+	swift test -c release $(NATIVE) $(SERVER) -Xswiftc -enable-testing --disable-swift-testing $(if $(FILTER),--filter '$(FILTER)')
 
 bench: setup
 	$(BERT) bench

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 import Foundation
 
@@ -22,33 +22,17 @@ let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ??
 let hostFeatures: [SwiftSetting] = [("avx512_vnni", "SWIFTBERT_HOST_VNNI"), ("avx512_bf16", "SWIFTBERT_HOST_BF16")]
     .filter { cpuinfo.contains(" \($0.0)") }.map { .define($0.1) }
 
-// `bert serve` (issue 14): the SwiftBERTServer target and product on Hummingbird, swift-metrics,
-// swift-prometheus and swift-log; the engine target SwiftBERT never depends on them.
-// SWIFTBERT_NO_SERVER=1 leaves the server out (tools/sanitize.sh sets it: the sanitizer builds
-// would otherwise compile Hummingbird and SwiftNIO twice more in CI); `bert serve` then says so.
-let withServer = ProcessInfo.processInfo.environment["SWIFTBERT_NO_SERVER"] != "1"
-let serverPackages: [Package.Dependency] = withServer ? [
-    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-    .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
-    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-] : []
-let serverTargets: [Target] = withServer ? [
-    // The HTTP server: OpenAI and TEI routes, dynamic batching, Prometheus metrics.
-    .target(
-        name: "SwiftBERTServer",
-        dependencies: [
-            "SwiftBERT",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "Metrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ],
-    ),
-] : []
-let serverProducts: [Product] = withServer ? [.library(name: "SwiftBERTServer", targets: ["SwiftBERTServer"])] : []
-let serverForBert: [Target.Dependency] = withServer ? ["SwiftBERTServer"] : []
-let serverDefine: [SwiftSetting] = withServer ? [.define("SWIFTBERT_SERVER")] : []
+// `bert serve` (issue 14) is the trait `Server`: the SwiftBERTServer target on Hummingbird,
+// swift-metrics, swift-prometheus, swift-log and swift-service-lifecycle. The trait is off by default, so a package that
+// depends on SwiftBERT by version fetches none of them (SwiftPM leaves out a dependency whose every
+// use is guarded by a trait that is off; tools/consumer_test.sh checks the list). This package's
+// own builds turn it on: `make bert`, `make test` and tools/setup.sh pass `--traits Server`.
+// Without it SwiftBERTServer compiles to nothing and `bert serve` says how to rebuild.
+// The engine target SwiftBERT never depends on the server's packages.
+let server = "Server"
+func whenServer(_ product: String, _ package: String) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: [server]))
+}
 
 let package = Package(
     name: "SwiftBERT",
@@ -56,13 +40,22 @@ let package = Package(
     products: [
         .library(name: "SwiftBERT", targets: ["SwiftBERT"]),
         .executable(name: "bert", targets: ["bert"]),
-    ] + serverProducts,
+        // The HTTP server as a library, for a Swift service of your own: depend on SwiftBERT with
+        // `traits: ["Server"]` (docs/server.md).
+        .library(name: "SwiftBERTServer", targets: ["SwiftBERTServer"]),
+    ],
+    traits: [.trait(name: server, description: "`bert serve` and the SwiftBERTServer library: Hummingbird, swift-metrics, swift-prometheus, swift-log")],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // `swift package generate-documentation --target SwiftBERT` (DocC, docs/builds.md). A
         // plugin only: packages that depend on SwiftBERT neither fetch nor build it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-    ] + serverPackages,
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.0.0"),  // Hummingbird's own
+    ],
     targets: [
         // OpenBLAS's CBLAS interface (Debian: libopenblas-dev).
         .systemLibrary(
@@ -104,8 +97,8 @@ let package = Package(
                 "SwiftBERT",
                 "SwiftBERTBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ] + serverForBert,
-            swiftSettings: serverDefine
+                .target(name: "SwiftBERTServer", condition: .when(traits: [server])),
+            ]
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
@@ -118,6 +111,19 @@ let package = Package(
             dependencies: ["SwiftBERT", "SwiftBERTBench"],
             resources: [.copy("Fixtures")]
         ),
-    ] + serverTargets,
+        // The HTTP server: OpenAI and TEI routes, dynamic batching, Prometheus metrics. Its files
+        // are `#if Server`: empty without the trait.
+        .target(
+            name: "SwiftBERTServer",
+            dependencies: [
+                "SwiftBERT",
+                whenServer("Hummingbird", "hummingbird"),
+                whenServer("Logging", "swift-log"),
+                whenServer("Metrics", "swift-metrics"),
+                whenServer("Prometheus", "swift-prometheus"),
+                whenServer("ServiceLifecycle", "swift-service-lifecycle"),
+            ]
+        ),
+    ],
     swiftLanguageModes: [.v5]
 )

@@ -191,7 +191,7 @@ def main():
     args = parser.parse_args()
     globals()["BERT"] = pathlib.Path(args.bert)
     if not BERT.exists():
-        sys.exit(f"{BERT} is missing: SWIFTBERT_NO_SERVER=1 swift build -c release --product bert")
+        sys.exit(f"{BERT} is missing: make bert")
     make() if args.step == "make" else bench(args.rounds, args.threads, args.passes)
 
 

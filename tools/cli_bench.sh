@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Proposed tools/cli_bench.sh (not committed: tools/ is outside the CLI task's files).
 # bert embed on 2,000 and 10,000 real lines: lines/s and peak RSS, to show memory is flat.
 # The full check (sample equal to the library, RSS split into anonymous and mapped) is
 # SWIFTBERT_BIG_TESTS=1 swift test --filter CLIBigFileTests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 read -r -a native < tools/native-flags
+native+=(--traits Server)  # as the Makefile's build, so that the two share .build/release
 swift build -c release "${native[@]}" --product bert >&2
 bert=$(swift build -c release "${native[@]}" --show-bin-path)/bert
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

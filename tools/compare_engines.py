@@ -123,17 +123,17 @@ def log(message):
 
 
 def swift_build(product):
-    native = (ROOT / "tools" / "native-flags").read_text().split()  # the native build line (docs/builds.md)
-    # The benchmarks need no HTTP server: leaving it out (unless the caller says otherwise) keeps
-    # the build short and the same as the other focused builds of this tree.
-    env = {**os.environ, "SWIFTBERT_NO_SERVER": os.environ.get("SWIFTBERT_NO_SERVER", "1")}
-    log(f"SWIFTBERT_NO_SERVER={env['SWIFTBERT_NO_SERVER']} swift build -c release {' '.join(native)} --product {product}")
+    # The native build line (docs/builds.md) with the Makefile's trait: a trait reaches every target,
+    # so the same flags let this build share .build/release with `make` (the benchmarks themselves
+    # do not link the server).
+    native = (ROOT / "tools" / "native-flags").read_text().split() + ["--traits", "Server"]
+    log(f"swift build -c release {' '.join(native)} --product {product}")
     result = subprocess.run(["swift", "build", "-c", "release", *native, "--product", product], cwd=ROOT,
-                            capture_output=True, text=True, env=env)
+                            capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"swift build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
     binpath = subprocess.run(["swift", "build", "-c", "release", *native, "--show-bin-path"], cwd=ROOT,
-                             capture_output=True, text=True, check=True, env=env).stdout.strip()
+                             capture_output=True, text=True, check=True).stdout.strip()
     return pathlib.Path(binpath) / product
 
 

@@ -6,24 +6,28 @@
 # its embeddings of the reference sentences against sentence-transformers' (min cosine >=
 # 0.9999; tools/consumer/main.swift). No network: SwiftPM resolves the local clone.
 #
-#   tools/consumer_test.sh [--native] [--time ROUNDS] [--keep]
+#   tools/consumer_test.sh [--native] [--time ROUNDS] [--keep] [--server]
 #
 # --native  builds with the README's one build line instead (-Xswiftc -target-cpu ... native).
 # --time N  then times one 128-token text from the consumer against the root build's
 #           `bert bench` FP32 1x128 (2 threads), interleaved N rounds, and prints the medians.
+# --server  depends on SwiftBERT with `traits: ["Server"]` and on the product SwiftBERTServer
+#           too (a Swift service serving from its own process; builds Hummingbird, minutes), then
+#           also checks the embeddings that the in-process server answers (consumer serve).
 # --keep    leaves the temporary folder (its path is printed) to run the consumer again, e.g.
 #           under qemu-x86_64 -cpu Haswell (docs/builds.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-native=0; rounds=0; keep=0
+native=0; rounds=0; keep=0; server=0
 while [ $# -gt 0 ]; do
     case $1 in
         --native) native=1 ;;
         --time) rounds=$2; shift ;;
         --keep) keep=1 ;;
-        *) echo "usage: $0 [--native] [--time ROUNDS] [--keep]" >&2; exit 64 ;;
+        --server) server=1 ;;
+        *) echo "usage: $0 [--native] [--time ROUNDS] [--keep] [--server]" >&2; exit 64 ;;
     esac
     shift
 done
@@ -39,14 +43,21 @@ git clone --quiet "$root" "$work/SwiftBERT"
 git -C "$work/SwiftBERT" tag -f 1.0.0 >/dev/null
 mkdir -p "$work/consumer/Sources/consumer"
 cp tools/consumer/main.swift "$work/consumer/Sources/consumer/"
+if [ $server = 1 ]; then
+    dependency='.package(url: "'$work'/SwiftBERT", from: "1.0.0", traits: ["Server"])'
+    products='.product(name: "SwiftBERT", package: "SwiftBERT"), .product(name: "SwiftBERTServer", package: "SwiftBERT")'
+else
+    dependency='.package(url: "'$work'/SwiftBERT", from: "1.0.0")'
+    products='.product(name: "SwiftBERT", package: "SwiftBERT")'
+fi
 cat > "$work/consumer/Package.swift" <<EOF
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
     name: "consumer",
-    dependencies: [.package(url: "$work/SwiftBERT", from: "1.0.0")],
-    targets: [.executableTarget(name: "consumer", dependencies: [.product(name: "SwiftBERT", package: "SwiftBERT")])]
+    dependencies: [$dependency],
+    targets: [.executableTarget(name: "consumer", dependencies: [$products])]
 )
 EOF
 
@@ -57,9 +68,14 @@ started=$(date +%s)
 (cd "$work/consumer" && "${build[@]}" 2>&1 | grep -E 'error|warning: .*unsafe|Build complete' >&2) || true
 consumer=$(cd "$work/consumer" && "${build[@]}" --show-bin-path)/consumer
 [ -x "$consumer" ] || { echo "consumer: the build failed" >&2; exit 1; }
-echo "consumer: built in $(( $(date +%s) - started )) s; packages fetched: $(ls "$work/consumer/.build/checkouts" | tr '\n' ' ')" >&2
+fetched=$(ls "$work/consumer/.build/checkouts" | tr '\n' ' ')
+echo "consumer: built in $(( $(date +%s) - started )) s; packages fetched: $fetched" >&2
+# The server's packages (Hummingbird, SwiftNIO, ...) are behind the trait Server, off by default:
+# a consumer fetches SwiftBERT and the `bert` command's argument parser, nothing else.
+[ $server = 1 ] || [ "$fetched" = "SwiftBERT swift-argument-parser " ] || { echo "consumer: fetched more than SwiftBERT and swift-argument-parser: $fetched" >&2; exit 1; }
 
 "$consumer" check "$model" "$reference.json" "$reference.safetensors"
+[ $server = 0 ] || "$consumer" serve "$model" "$reference.json" "$reference.safetensors"
 
 if [ "$rounds" -gt 0 ]; then
     bert=${BERT:-$root/.build/release/bert}  # the root build to compare with

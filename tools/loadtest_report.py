@@ -54,7 +54,7 @@ lines += [
     "is gone from `torch.onnx.symbolic_opset14`).",
     "",
     "```sh",
-    "make bert      # swift build -c release $(cat tools/native-flags) --product bert",
+    "make bert      # swift build -c release $(cat tools/native-flags) --traits Server --product bert",
     "tools/loadtest.sh        # installs wrk and the Python venvs (tools/loadtest_setup.sh), runs, writes this section",
     "```",
     "",

@@ -24,11 +24,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0}
 # and the exit status says whether there was any.
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:exitcode=66}
 
-# The sanitizer builds leave out `bert serve` and its dependencies (Hummingbird, SwiftNIO,
-# swift-prometheus): compiling them twice more would add several minutes per sanitizer to CI, and
-# the server's code is the HTTP layer over the engine these runs check. ServerTests skip here
-# (SWIFTBERT_SANITIZER is set below) with that reason; `make test` runs them.
-export SWIFTBERT_NO_SERVER=1
+# The sanitizer builds leave the package trait Server off, and with it `bert serve` and its
+# dependencies (Hummingbird, SwiftNIO, swift-prometheus): compiling them twice more would add
+# several minutes per sanitizer to CI, and the server's code is the HTTP layer over the engine
+# these runs check. ServerTests skip here with that reason; `make test` runs them.
 
 # The native build line (tools/native-flags), as `make test`: the same kernels are checked.
 read -r -a native < tools/native-flags

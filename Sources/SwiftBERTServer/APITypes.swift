@@ -1,3 +1,4 @@
+#if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
 
 /// A refused or failed request: status, message, and the error shape of the route's API.
@@ -231,3 +232,4 @@ final class JSONWriter {
         array { for v in values { number(v) } }
     }
 }
+#endif

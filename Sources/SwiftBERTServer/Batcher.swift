@@ -1,3 +1,4 @@
+#if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
 import SwiftBERT
 
@@ -300,3 +301,4 @@ extension Duration {
         return Double(s) + Double(atto) * 1e-18
     }
 }
+#endif

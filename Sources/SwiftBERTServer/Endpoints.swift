@@ -1,3 +1,4 @@
+#if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
 import SwiftBERT
 
@@ -296,3 +297,4 @@ func base64LittleEndian(_ v: [Float]) -> String {
     for x in v { withUnsafeBytes(of: x.bitPattern.littleEndian) { bytes += $0 } }
     return Data(bytes).base64EncodedString()
 }
+#endif

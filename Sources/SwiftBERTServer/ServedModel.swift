@@ -1,3 +1,4 @@
+#if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
 import SwiftBERT
 
@@ -94,3 +95,4 @@ final class ModelRegistry: @unchecked Sendable {
         return nil
     }
 }
+#endif

@@ -1,7 +1,9 @@
+#if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 import SwiftBERT
 
 /// `bert serve`: the HTTP server on Hummingbird. It listens at once (GET /health answers 503
@@ -9,7 +11,8 @@ import SwiftBERT
 /// stops accepting, answers every request it accepted, and returns.
 public enum BertServer {
     /// Runs until SIGTERM/SIGINT. `report` gets the lines a user should see (listening, ready,
-    /// stopped); the caller prints them.
+    /// stopped); the caller prints them. Throws when the server cannot listen, and when a model
+    /// cannot be loaded (after closing the port: nothing could be served).
     public static func run(_ configuration: ServerConfiguration, report: @escaping @Sendable (String) -> Void) async throws {
         guard !configuration.models.isEmpty else { throw BertError.invalidInput(reason: "no model to serve; give --model NAME[,NAME...]") }
         let metrics = ServerMetrics.bootstrap()
@@ -21,6 +24,8 @@ public enum BertServer {
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
 
         // Loading maps and repacks weights for seconds: a thread of its own, not the event loops.
+        // It yields nil when the models are ready, or the error that stops the server.
+        let (loadOutcome, loaded) = AsyncStream.makeStream(of: (any Error)?.self)
         let loader = Thread {
             do {
                 let started = Date()
@@ -28,12 +33,12 @@ public enum BertServer {
                 registry.set(.ready(models))
                 let names = models.map { "\($0.name) (\($0.model.precision.rawValue), \($0.dimension) dims\($0.fillMask != nil ? ", fill-mask" : ""))" }
                 report("ready in \((Date().timeIntervalSince(started) * 10).rounded() / 10) s: \(names.joined(separator: ", "))")
+                loaded.yield(nil)
             } catch {
                 registry.set(.failed("\(error)"))
-                report("cannot load the models: \(error)")
-                // Nothing can be served; a supervisor restarts us or the user fixes --model.
-                exit((error as? BertError)?.exitStatus ?? 1)
+                loaded.yield(error)
             }
+            loaded.finish()
         }
         loader.start()
 
@@ -46,7 +51,20 @@ public enum BertServer {
                 report("listening on http://\(configuration.host):\(port)")
             },
             logger: logger)
-        try await app.runService()  // graceful shutdown on SIGTERM and SIGINT (the default)
+        // Graceful shutdown on SIGTERM and SIGINT, as Hummingbird's runService, and on a model that
+        // cannot load: nothing could be served, so the port closes and the caller gets the error
+        // (a supervisor restarts, or the user fixes --model). A library never calls exit.
+        let services = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let loadFailure = Task { () -> (any Error)? in
+            for await case let error? in loadOutcome {
+                await services.triggerGracefulShutdown()
+                return error
+            }
+            return nil
+        }
+        try await services.run()
+        loadFailure.cancel()
+        if let error = await loadFailure.value { throw error }
         for model in registry.models ?? [] { model.batcher.stop() }
         report("stopped after answering every accepted request")
     }
@@ -174,3 +192,4 @@ func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     }
     return difference == 0
 }
+#endif

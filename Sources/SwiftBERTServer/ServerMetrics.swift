@@ -1,3 +1,4 @@
+#if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
 import Metrics
 import Prometheus
@@ -68,3 +69,4 @@ final class ServerMetrics: Sendable {
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
+#endif

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
-#if SWIFTBERT_SERVER
+#if Server
 import SwiftBERTServer
 #endif
 
@@ -68,7 +68,7 @@ struct Serve: ParsableCommand {
     var models: [String] { model.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
 
     func run() throws {
-        #if SWIFTBERT_SERVER
+        #if Server
         // Fail fast on unknown names, before binding the port.
         for name in models { _ = try ModelLocator.resolve(name) }
         let key = apiKey ?? ProcessInfo.processInfo.environment["SWIFTBERT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
@@ -91,7 +91,7 @@ struct Serve: ParsableCommand {
         // EX_UNAVAILABLE: e.g. the port is taken.
         if let error = outcome.error { throw CLIError(message: "cannot serve on \(host):\(port): \(error)", status: 69) }
         #else
-        throw CLIError(message: "this bert was built without the server (SWIFTBERT_NO_SERVER=1); rebuild without it to use `bert serve`", status: 69)
+        throw CLIError(message: "this bert was built without the server: build it with the package trait Server (`make bert`, or `swift build -c release --traits Server --product bert`)", status: 69)
         #endif
     }
 }

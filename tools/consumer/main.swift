@@ -10,9 +10,17 @@
 //   consumer vectors MODEL REFERENCE.json
 //       the embeddings of the reference sentences, one line of floats each (to compare two
 //       builds, e.g. native and emulated portable, bit for bit).
+//   consumer serve MODEL REFERENCE.json REFERENCE.safetensors
+//       (a consumer that depends on SwiftBERT with `traits: ["Server"]` and on the product
+//       SwiftBERTServer) runs the HTTP server in this process on a free port, posts the reference
+//       sentences to its /v1/embeddings, and compares the answer as `check` does.
 
 import Foundation
 import SwiftBERT
+#if canImport(SwiftBERTServer)
+import FoundationNetworking
+import SwiftBERTServer
+#endif
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("consumer: \(message)\n".utf8))
@@ -85,6 +93,62 @@ case "time" where arguments.count == 5:
     let median = { (values: [Double]) in values.sorted()[values.count / 2] }
     print("{\"tokens\": 128, \"runs\": \(wall.count), \"median_ms\": \(median(wall)), \"cpu_median_ms\": \(median(cpu))}")
 
+#if canImport(SwiftBERTServer)
+case "serve" where arguments.count == 5:
+    // The report lines say when the server listens (and on which port) and when the model is loaded.
+    final class Started: @unchecked Sendable {
+        let lock = NSLock()
+        var port: Int?
+        var ready = false
+        var failure: String?
+    }
+    let started = Started()
+    let configuration = ServerConfiguration(models: [arguments[2]], port: 0)
+    Task.detached {
+        do {
+            try await BertServer.run(configuration) { line in
+                FileHandle.standardError.write(Data("server: \(line)\n".utf8))
+                started.lock.withLock {
+                    if line.hasPrefix("listening on "), let port = line.split(separator: ":").last.flatMap({ Int($0) }) { started.port = port }
+                    if line.hasPrefix("ready in ") { started.ready = true }
+                }
+            }
+        } catch {
+            started.lock.withLock { started.failure = "\(error)" }
+        }
+    }
+    let deadline = Date().addingTimeInterval(60)
+    var port: Int?
+    while port == nil {
+        if let failure = started.lock.withLock({ started.failure }) { fail("the server stopped: \(failure)") }
+        if Date() > deadline { fail("the server did not start within 60 s") }
+        port = started.lock.withLock { started.ready ? started.port : nil }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    let sentences = try referenceSentences(arguments[3])
+    var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port!)/v1/embeddings")!)
+    request.httpMethod = "POST"
+    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    request.httpBody = try JSONSerialization.data(withJSONObject: ["input": sentences])
+    final class Answer: @unchecked Sendable { var body: Data?; var error: Error? }
+    let answer = Answer(), done = DispatchSemaphore(value: 0)
+    URLSession.shared.dataTask(with: request) { body, _, error in
+        answer.body = body; answer.error = error; done.signal()
+    }.resume()
+    done.wait()
+    guard let body = answer.body else { fail("POST /v1/embeddings failed: \(answer.error.map { "\($0)" } ?? "no body")") }
+    guard let rows = (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["data"] as? [[String: Any]],
+          rows.count == sentences.count else { fail("unexpected answer: \(String(decoding: body, as: UTF8.self).prefix(300))") }
+    var smallest: Float = 1
+    for row in rows {
+        guard let index = row["index"] as? Int, let embedding = row["embedding"] as? [Double] else { fail("a row without index or embedding") }
+        let reference = try tensor("sentence_embedding.\(index)", in: arguments[4])
+        smallest = min(smallest, cosineSimilarity(embedding.map { Float($0) }, reference))
+    }
+    print("served sentences: \(rows.count); min cosine against sentence-transformers: \(smallest)")
+    if !(smallest >= 0.9999) { fail("min cosine \(smallest) is below 0.9999") }
+#endif
+
 default:
-    fail("usage: consumer check MODEL REF.json REF.safetensors | time MODEL SENTENCES.txt SECONDS | vectors MODEL REF.json")
+    fail("usage: consumer check MODEL REF.json REF.safetensors | time MODEL SENTENCES.txt SECONDS | vectors MODEL REF.json | serve MODEL REF.json REF.safetensors")
 }
