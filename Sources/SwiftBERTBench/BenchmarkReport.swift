@@ -189,7 +189,7 @@ package struct BenchmarkReport: Sendable {
     /// Per cell: each stage's median ms per pass and share of the pass, per precision.
     private func profiles(_ model: Model) -> String {
         var out = ""
-        let cellsPerGroup = plan.precisions.count
+        let cellsPerGroup = model.precisions.count  // this model's: MobileBERT leaves bf16 out of the plan's
         for start in stride(from: 0, to: model.cells.count, by: cellsPerGroup) {
             let group = Array(model.cells[start..<min(start + cellsPerGroup, model.cells.count)])
             guard let first = group.first, group.allSatisfy({ $0.profileMilliseconds != nil }) else { continue }
