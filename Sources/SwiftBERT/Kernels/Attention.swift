@@ -103,7 +103,7 @@ protocol AttentionArithmetic {
 /// FP32 products: Kᵀ transposed, V copied, Q and P read in place.
 enum FP32Attention: AttentionArithmetic {
     @inline(__always)
-    static func step(_ acc: inout SIMD16<Float>, _ x: Float, _ w: SIMD16<Float>) { acc.addProduct(SIMD16(repeating: x), w) }
+    static func step(_ acc: inout SIMD16<Float>, _ x: Float, _ w: SIMD16<Float>) { acc.accumulateProduct(SIMD16(repeating: x), w) }
 
     @inline(__always)
     static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
@@ -157,8 +157,8 @@ enum BF16Attention: AttentionArithmetic {
         acc = dotBF16Pairs(acc, SIMD16(repeating: x), w)
         #else
         // As vdpbf16ps: the odd halves' product, then the even halves' (products of BF16 are exact).
-        acc.addProduct(SIMD16(repeating: BFloat16.float(high: x)), unsafeBitCast(w & 0xFFFF_0000, to: SIMD16<Float>.self))
-        acc.addProduct(SIMD16(repeating: BFloat16.float(low: x)), unsafeBitCast(w &<< 16, to: SIMD16<Float>.self))
+        acc.accumulateProduct(SIMD16(repeating: BFloat16.float(high: x)), unsafeBitCast(w & 0xFFFF_0000, to: SIMD16<Float>.self))
+        acc.accumulateProduct(SIMD16(repeating: BFloat16.float(low: x)), unsafeBitCast(w &<< 16, to: SIMD16<Float>.self))
         #endif
     }
 
@@ -258,7 +258,7 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
                 let s = scores + r * ldS
                 let mOld = rowMax[r]
                 let mNew = max(mOld, scoreMaximum(s, count: cols) * scale2)
-                for c in 0..<cols { s[c] = exp2OfNonPositive((-mNew).addingProduct(s[c], scale2)) }
+                for c in 0..<cols { s[c] = exp2OfNonPositive((-mNew).plusProduct(s[c], scale2)) }
                 let correction = exp2OfNonPositive(mOld - mNew)  // 0 on the first block (2^-inf)
                 rowSum[r] = rowSum[r] * correction + scoreSum(s, count: cols)
                 rowMax[r] = mNew
@@ -296,13 +296,13 @@ private func exp2OfNonPositive(_ a: Float) -> Float {
     let n = shifted - magic
     let f = x - n
     var p: Float = 1.5252734e-5
-    p = Float(1.5403530e-4).addingProduct(p, f)
-    p = Float(1.3333558e-3).addingProduct(p, f)
-    p = Float(9.6181291e-3).addingProduct(p, f)
-    p = Float(5.5504109e-2).addingProduct(p, f)
-    p = Float(2.4022651e-1).addingProduct(p, f)
-    p = Float(6.9314718e-1).addingProduct(p, f)
-    p = Float(1).addingProduct(p, f)
+    p = Float(1.5403530e-4).plusProduct(p, f)
+    p = Float(1.3333558e-3).plusProduct(p, f)
+    p = Float(9.6181291e-3).plusProduct(p, f)
+    p = Float(5.5504109e-2).plusProduct(p, f)
+    p = Float(2.4022651e-1).plusProduct(p, f)
+    p = Float(6.9314718e-1).plusProduct(p, f)
+    p = Float(1).plusProduct(p, f)
     // 2^n as a float's exponent field: n + 127 in 0...127 (0 below −126 gives 0, as before).
     return p * Float(bitPattern: (shifted.bitPattern &- magic.bitPattern &+ 127) &<< 23)
 }

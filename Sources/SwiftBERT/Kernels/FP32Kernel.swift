@@ -69,16 +69,16 @@ final class PackedFloatMatrix: @unchecked Sendable {
 }
 
 extension TileRow where Scalar == Float {
-    /// self += a · w lane-wise. `addProduct` is one vfmadd per vector; `+` and `*` on
-    /// SIMD16<Float> are lane loops that LLVM re-vectorised only partly (20× slower). Without
-    /// FMA in the target (portable builds) this becomes libm fmaf calls: correct, but slow.
+    /// self += a · w lane-wise. `accumulateProduct` is one vfmadd per vector in the native build;
+    /// `+` and `*` on SIMD16<Float> there were lane loops that LLVM re-vectorised only partly (20×
+    /// slower). The portable build has no FMA, and uses them (Kernels/MultiplyAdd.swift).
     @inline(__always)
     mutating func accumulate(_ a: Float, _ w: FloatTileRow) {
         let broadcast = SIMD16<Float>(repeating: a)
-        v0.addProduct(broadcast, w.v0)
-        v1.addProduct(broadcast, w.v1)
-        v2.addProduct(broadcast, w.v2)
-        v3.addProduct(broadcast, w.v3)
+        v0.accumulateProduct(broadcast, w.v0)
+        v1.accumulateProduct(broadcast, w.v1)
+        v2.accumulateProduct(broadcast, w.v2)
+        v3.accumulateProduct(broadcast, w.v3)
     }
 
     /// self += a · w for 64 floats at w: the loads fold into the multiply-adds.
@@ -86,10 +86,10 @@ extension TileRow where Scalar == Float {
     mutating func accumulate(_ a: Float, loading w: UnsafePointer<Float>) {
         let broadcast = SIMD16<Float>(repeating: a)
         let raw = UnsafeRawPointer(w)
-        v0.addProduct(broadcast, raw.load(fromByteOffset: 0, as: SIMD16<Float>.self))
-        v1.addProduct(broadcast, raw.load(fromByteOffset: 64, as: SIMD16<Float>.self))
-        v2.addProduct(broadcast, raw.load(fromByteOffset: 128, as: SIMD16<Float>.self))
-        v3.addProduct(broadcast, raw.load(fromByteOffset: 192, as: SIMD16<Float>.self))
+        v0.accumulateProduct(broadcast, raw.load(fromByteOffset: 0, as: SIMD16<Float>.self))
+        v1.accumulateProduct(broadcast, raw.load(fromByteOffset: 64, as: SIMD16<Float>.self))
+        v2.accumulateProduct(broadcast, raw.load(fromByteOffset: 128, as: SIMD16<Float>.self))
+        v3.accumulateProduct(broadcast, raw.load(fromByteOffset: 192, as: SIMD16<Float>.self))
     }
 }
 
