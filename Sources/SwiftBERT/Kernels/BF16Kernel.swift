@@ -22,8 +22,10 @@ import SwiftBERTVNNI
 /// Which BF16 micro-kernel this build runs (for benchmark reports).
 #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
 let bf16Kernel = "vdpbf16ps (AVX512_BF16)"
-#else
+#elseif SWIFTBERT_NATIVE_ISA
 let bf16Kernel = "widened to FP32 by shifts, then FMA (plain Swift)"
+#else
+let bf16Kernel = "widened to FP32 by shifts, then multiply and add (plain Swift; no FMA in a portable build)"
 #endif
 
 /// Round-to-nearest-even FP32 → BF16, as PyTorch rounds (c10::BFloat16): NaN stays a quiet NaN.
