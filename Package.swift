@@ -23,10 +23,11 @@ let hostFeatures: [SwiftSetting] = [("avx512_vnni", "SWIFTBERT_HOST_VNNI"), ("av
     .filter { cpuinfo.contains(" \($0.0)") }.map { .define($0.1) }
 
 // `bert serve` (issue 14) is the trait `Server`: the SwiftBERTServer target on Hummingbird,
-// swift-metrics, swift-prometheus, swift-log and swift-service-lifecycle. The trait is off by default, so a package that
-// depends on SwiftBERT by version fetches none of them (SwiftPM leaves out a dependency whose every
-// use is guarded by a trait that is off; tools/consumer_test.sh checks the list). This package's
-// own builds turn it on: `make bert`, `make test` and tools/setup.sh pass `--traits Server`.
+// swift-metrics, swift-prometheus, swift-log and swift-service-lifecycle. The trait is off by
+// default, so a package that depends on SwiftBERT by version fetches none of them (SwiftPM
+// leaves out a dependency whose every use is guarded by a trait that is off;
+// tools/consumer_test.sh checks the list). This package's own builds turn it on: `make`,
+// tools/setup.sh, tools/compare_engines.py and tools/cli_bench.sh pass `--traits Server`.
 // Without it SwiftBERTServer compiles to nothing and `bert serve` says how to rebuild.
 // The engine target SwiftBERT never depends on the server's packages.
 let server = "Server"
@@ -44,7 +45,7 @@ let package = Package(
         // `traits: ["Server"]` (docs/server.md).
         .library(name: "SwiftBERTServer", targets: ["SwiftBERTServer"]),
     ],
-    traits: [.trait(name: server, description: "`bert serve` and the SwiftBERTServer library: Hummingbird, swift-metrics, swift-prometheus, swift-log")],
+    traits: [.trait(name: server, description: "`bert serve` and the SwiftBERTServer library: Hummingbird, swift-metrics, swift-prometheus, swift-log, swift-service-lifecycle")],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // `swift package generate-documentation --target SwiftBERT` (DocC, docs/builds.md). A
