@@ -6,7 +6,7 @@ INT8 file with I8 and F32 tensors is read too), then loads every file with
 safetensors.numpy.load_file and compares each tensor with what SwiftBERT's header says.
 Needs numpy and safetensors only (no torch):
 
-    /work/refenv/bin/python tools/check_safetensors.py [--bert .build/release/bert] [FILE ...]
+    $(tools/venv.sh reference) tools/check_safetensors.py [--bert .build/release/bert] [FILE ...]
 
 FILE arguments are checked as they are, without converting anything.
 """

@@ -30,5 +30,5 @@ grep -v '^#' weights/manifest.tsv | cut -f1 | while read -r name; do
     fi
 done
 
-# The openai client for the server's compatibility test (its own venv, not the project's).
-tools/openai_venv.sh || echo "warning: could not install the openai client (tools/openai_venv.sh); the server's openai-client test will fail until it is" >&2
+# The HTTP clients the server's tests drive (tools/.venv, the clients group of tools/requirements.txt).
+tools/venv.sh clients >/dev/null || echo "warning: could not install the clients into tools/.venv (tools/venv.sh clients); the server's client tests will fail until it is" >&2

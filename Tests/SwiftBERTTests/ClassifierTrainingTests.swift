@@ -71,7 +71,7 @@ final class ClassifierTrainingTests: XCTestCase {
     /// the tensors transformers saved for that fixture (names, shapes, values) and the config
     /// fields transformers builds BertForSequenceClassification from. So transformers' logits for
     /// it are the fixture's reference logits, and SwiftBERT gives them on the written folder.
-    /// (tools/check_trained_classifier.py runs transformers itself on a trained folder.)
+    /// (tools/bench/check_trained_classifier.py runs transformers itself on a trained folder.)
     func testWrittenFolderHoldsWhatTransformersSaved() throws {
         let fixture = HeadFixtureTests.fixtures.appendingPathComponent("bert-classifier")
         let model = try BertModel(folder: HeadFixtureTests.converted("bert-classifier"), threads: 2)

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import SwiftBERT
 
-/// XLM-RoBERTa and RoBERTa against tools/make_encoder_fixtures.py: RANDOM-weight checkpoints
+/// XLM-RoBERTa and RoBERTa against tools/fixtures/make_encoder_fixtures.py: RANDOM-weight checkpoints
 /// (2 layers, hidden 128) made by transformers with the multilingual tokenizer fixtures, and
 /// what transformers and sentence-transformers output for them (issue 17). Ids identical; hidden
 /// states, probabilities and embeddings within 1e-4; fill-mask top-10 ids identical.

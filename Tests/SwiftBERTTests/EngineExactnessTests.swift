@@ -1,7 +1,7 @@
 import XCTest
 @testable import SwiftBERT
 
-/// The FP32 engine against PyTorch + transformers (fixtures from tools/make_reference_fixtures.py).
+/// The FP32 engine against PyTorch + transformers (fixtures from tools/fixtures/make_reference_fixtures.py).
 final class EngineExactnessTests: XCTestCase {
     func checkLastHiddenState(_ name: String) throws {
         let reference = try Reference(name)

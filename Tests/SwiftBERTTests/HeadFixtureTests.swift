@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import SwiftBERT
 
-/// The task heads against tools/make_head_fixtures.py: RANDOM-weight checkpoints (2 layers,
+/// The task heads against tools/fixtures/make_head_fixtures.py: RANDOM-weight checkpoints (2 layers,
 /// hidden 128) made by transformers, and what transformers' pipelines and sentence-transformers
 /// output for them. Labels, ids and spans must be identical; scores, probabilities and
 /// embeddings within 1e-4 (issue 15).

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import SwiftBERT
 
-/// MobileBERT against tools/make_mobilebert_fixtures.py: two RANDOM-weight MobileBertForMaskedLM
+/// MobileBERT against tools/fixtures/make_mobilebert_fixtures.py: two RANDOM-weight MobileBertForMaskedLM
 /// checkpoints made by transformers (no real MobileBERT weights can be reached here), one with
 /// google/mobilebert-uncased's switches (trigram input, shared Q/K bottleneck, NoNorm, ReLU,
 /// stacked FFNs), one with the other side of each (LayerNorm, one bottleneck for Q/K/V, no

@@ -2,7 +2,7 @@ import XCTest
 @testable import SwiftBERT
 
 /// The SentencePiece Unigram (XLM-R layout) and byte-level BPE (RoBERTa layout) tokenizers
-/// trained on Debian's catalogues by tools/make_multilingual_tokenizer_fixtures.py, against
+/// trained on Debian's catalogues by tools/fixtures/make_multilingual_tokenizer_fixtures.py, against
 /// HF `tokenizers` on held-out lines (Fixtures/multilingual/). No model weights are needed.
 final class MultilingualTokenizerTests: XCTestCase {
     static func url(_ file: String) -> URL {

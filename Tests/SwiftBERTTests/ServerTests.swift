@@ -378,9 +378,9 @@ final class ServerTests: CLITestCase {
     // MARK: - The official openai client
 
     func testOpenAIPythonClientGetsTheVectorsOfBertEmbed() throws {
-        let python = repositoryRoot.appendingPathComponent("tools/.venv-openai/bin/python").path
+        let python = repositoryRoot.appendingPathComponent("tools/.venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
-            XCTFail("the openai client is not installed: run tools/openai_venv.sh (make setup runs it) to create tools/.venv-openai with `pip install openai`")
+            XCTFail("the openai client is not installed: run tools/venv.sh (make setup runs it) to create tools/.venv with the pinned clients of tools/requirements.txt")
             return
         }
         let server = try sharedServer()

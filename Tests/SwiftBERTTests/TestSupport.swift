@@ -25,7 +25,7 @@ func loadModel(_ name: String, threads: Int = 2) throws -> BertModel {
     return model
 }
 
-/// Fixtures written by tools/make_reference_fixtures.py from PyTorch + transformers.
+/// Fixtures written by tools/fixtures/make_reference_fixtures.py from PyTorch + transformers.
 struct Reference {
     struct FillMask: Decodable {
         let text: String

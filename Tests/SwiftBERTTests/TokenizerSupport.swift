@@ -3,7 +3,7 @@ import XCTest
 @testable import SwiftBERT
 
 /// Shared pieces of the tokenizer tests: the model folders, the loaded tokenizers and the
-/// fixtures written by tools/make_tokenizer_fixtures.py.
+/// fixtures written by tools/fixtures/make_tokenizer_fixtures.py.
 enum TokenizerFixtures {
     /// The repository root: the first folder above this file that holds Package.swift.
     static let repositoryRoot: URL = {

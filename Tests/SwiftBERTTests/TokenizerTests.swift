@@ -2,7 +2,7 @@ import XCTest
 @testable import SwiftBERT
 
 /// Every id and every offset equal to Hugging Face `tokenizers` over the whole fixture corpus
-/// (Fixtures/tokenizer/corpus.jsonl, pairs.jsonl; see tools/make_tokenizer_fixtures.py).
+/// (Fixtures/tokenizer/corpus.jsonl, pairs.jsonl; see tools/fixtures/make_tokenizer_fixtures.py).
 final class TokenizerTests: XCTestCase {
     private func corpus() throws -> [CorpusRecord] {
         let records = try TokenizerFixtures.records("corpus.jsonl", as: CorpusRecord.self) { $0.hasPrefix("{\"header\"") }

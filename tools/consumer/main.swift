@@ -27,7 +27,7 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-/// The sentences of a reference fixture (tools/make_reference_fixtures.py).
+/// The sentences of a reference fixture (tools/fixtures/make_reference_fixtures.py).
 func referenceSentences(_ path: String) throws -> [String] {
     let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
     guard let sentences = (object as? [String: Any])?["sentences"] as? [String] else { fail("\(path) has no sentences") }
