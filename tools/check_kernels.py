@@ -7,7 +7,7 @@ vector code where vector code is meant to be.
 Why: the library is built with -O (a versioned dependency cannot set -Ounchecked or
 -enforce-exclusivity=unchecked), and there a single range-checked conversion or a pointer to a
 captured variable silently costs a kernel its vectorisation or adds a runtime call per step. Two
-such regressions went unnoticed for a session (docs/benchmarks.md, "The -O regressions"):
+such regressions went unnoticed for a session (docs/history/benchmarks-notebook.md, "Two -O regressions, found and fixed"):
 `Int32(_:)` in the softmax's exp2 kept attention scalar (MiniLM b1x512 FP32 93 ms instead of 62),
 and pointers to the BF16 tile's accumulators made Swift check exclusive access around every
 vdpbf16ps (BF16 6.4x slower than FP32). The suite's results were right all along; only the

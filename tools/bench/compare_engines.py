@@ -770,7 +770,7 @@ def run_cell(workers, engines, workload, threads, args, sgemm):
     round_ms = sum((calls[r] + warmups[r]) * estimate[r] + gap * 1000 for r in live)
     # Two-thread cells get twice the time: their rows are spaced by the pause after each turn, so
     # the same budget gave 3 rounds, and two rows of the same SwiftBERT code differed by 11 %
-    # (docs/benchmarks.md, "Issue 16 on a quiet machine").
+    # (docs/history/benchmarks-notebook.md, "Issue 16 on a quiet machine").
     budget = (8 if quick else 30) * 1000 * (2 if threads > 1 else 1)
     min_rounds, max_rounds = (1, 3) if quick else (3, 12)
     rounds = max(min_rounds, min(max_rounds, int(budget // max(round_ms, 1))))
