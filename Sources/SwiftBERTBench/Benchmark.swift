@@ -156,7 +156,7 @@ package final class Benchmark {
     // MARK: - One cell
 
     /// Rounds of one pass per precision, in turn, until the plan's time or repetitions are spent.
-    private func measureCell(_ models: [any TimedModel], batch: [[Int32]], shape: BenchmarkPlan.Shape,
+    private func measureCell(_ models: [any EncoderModel], batch: [[Int32]], shape: BenchmarkPlan.Shape,
                              threads: Int) throws -> [BenchmarkReport.Cell] {
         var wall = [[Double]](repeating: [], count: models.count)
         var cpu = wall
@@ -238,13 +238,9 @@ package struct BenchmarkEnvironment: Sendable, Equatable {
 
 // MARK: - Helpers
 
-/// What a benchmark times: `BertModel` or `MobileBertModel`, through the masked-LM model API
-/// (which runs the encoder alone too) and `ConvertedModel`'s precision and load time.
-typealias TimedModel = ConvertedModel & MaskedLanguageModel
-
-/// The model class a converted folder needs, in one precision.
-func loadTimedModel(folder: URL, threads: Int, precision: Precision) throws -> any TimedModel {
-    try loadMaskedLanguageModel(folder: folder, threads: threads, precision: precision)
+/// What a benchmark times: the encoder a converted folder holds, in one precision.
+func loadTimedModel(folder: URL, threads: Int, precision: Precision) throws -> any EncoderModel {
+    try loadEncoder(folder: folder, threads: threads, precision: precision)
 }
 
 private func monotonicSeconds() -> Double {

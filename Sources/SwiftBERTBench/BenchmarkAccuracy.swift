@@ -54,17 +54,16 @@ package enum BenchmarkAccuracy: Sendable, Equatable {
                 figures[precision] = .fillMask(top1Agreement: Double(top1) / Double(max(masked.count, 1)),
                                                top5Overlap: overlap / Double(max(masked.count, 1)), maskedSentences: masked.count)
             }
-        } else if let reference = reference as? BertModel {
+        } else {
             let expected = try SentenceEmbedder(model: reference, tokenizer: tokenizer).embed(sentences).vectors
             for precision in compared {
-                let model = try BertModel(folder: folder, threads: threads, precision: precision)
+                let model = try loadTimedModel(folder: folder, threads: threads, precision: precision)
                 let found = try SentenceEmbedder(model: model, tokenizer: tokenizer).embed(sentences).vectors
                 let cosines = zip(expected, found).map { Double(cosineSimilarity($0, $1)) }
                 figures[precision] = .embeddings(meanCosine: cosines.reduce(0, +) / Double(cosines.count),
                                                  minCosine: cosines.min() ?? .nan, sentences: cosines.count)
             }
         }
-        // Else a MobileBERT encoder without its head: no measure applies (`Benchmark` notes it).
         return figures
     }
 

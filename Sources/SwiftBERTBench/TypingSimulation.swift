@@ -115,13 +115,13 @@ package struct FrequencyBaseline: WordPredictor {
 /// and the model's top vocabulary entries as they come (## pieces, punctuation, special tokens),
 /// kept when they start with the typed characters. The baseline `WordSuggester` replaces.
 package final class HandRolledMaskedLM: WordPredictor {
-    package let model: any MaskedLanguageModel
+    package let model: any EncoderModel
     package let tokenizer: BertTokenizer
     /// Words of context written before the mask (the last ones), to fit the model's window.
     package let contextWords: Int
     private var cache: (context: String, probabilities: [Float])?
 
-    package init(model: any MaskedLanguageModel, tokenizer: BertTokenizer, contextWords: Int = 40) {
+    package init(model: any EncoderModel, tokenizer: BertTokenizer, contextWords: Int = 40) {
         (self.model, self.tokenizer, self.contextWords) = (model, tokenizer, contextWords)
     }
 

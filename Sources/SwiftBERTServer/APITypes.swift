@@ -99,8 +99,8 @@ private func describe(_ error: DecodingError) -> APIError {
     }
 }
 
-/// `input` of /v1/embeddings: a text, texts, token ids, or lists of token ids.
-enum EmbeddingInput: Decodable {
+/// `input` of /v1/embeddings and `inputs` of /embed: a text, texts, token ids, or lists of token ids.
+enum EmbeddingInput: Decodable, Sendable {
     case texts([String])
     case tokenIDs([[Int]])
 
@@ -122,8 +122,8 @@ enum EmbeddingInput: Decodable {
     }
 }
 
-/// `inputs` of the TEI routes: one text or several.
-struct TextInputs: Decodable {
+/// `inputs` of the TEI routes that take text only: one text or several.
+struct TextInputs: Decodable, Sendable {
     var texts: [String]
     var single: Bool
 
@@ -136,7 +136,68 @@ struct TextInputs: Decodable {
     }
 }
 
-struct OpenAIEmbeddingRequest: Decodable {
+/// `inputs` of /predict, as TEI reads it: a text; a pair ["text", "text pair"]; or a batch of
+/// texts and pairs.
+struct PredictInputs: Decodable, Sendable {
+    var items: [(text: String, pair: String?)]
+    var single: Bool
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) { items = [(text, nil)]; single = true; return }
+        if let list = try? container.decode([String].self) {
+            // TEI: two strings are one pair; any other count is a batch of texts.
+            (items, single) = list.count == 2 ? ([(list[0], list[1])], true) : (list.map { ($0, nil) }, false)
+            return
+        }
+        if let batch = try? container.decode([PredictItem].self) { items = batch.map { ($0.text, $0.pair) }; single = false; return }
+        throw DecodingError.typeMismatch(PredictInputs.self, .init(codingPath: decoder.codingPath, debugDescription:
+            "must be a text, a pair [text, text_pair], or an array of texts and pairs"))
+    }
+
+    private struct PredictItem: Decodable, Sendable {
+        var text: String
+        var pair: String?
+        init(from decoder: Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let text = try? container.decode(String.self) { (self.text, pair) = (text, nil); return }
+            if let list = try? container.decode([String].self), (1...2).contains(list.count) {
+                (text, pair) = (list[0], list.count == 2 ? list[1] : nil); return
+            }
+            throw DecodingError.typeMismatch(PredictItem.self, .init(codingPath: decoder.codingPath, debugDescription:
+                "each item must be a text or a pair [text, text_pair]"))
+        }
+    }
+}
+
+/// A document of /v1/rerank: a text, or an object with a "text" field (Cohere, Jina).
+struct RerankDocument: Decodable, Sendable {
+    var text: String
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) { self.text = text; return }
+        struct Object: Decodable { var text: String }
+        if let object = try? container.decode(Object.self) { text = object.text; return }
+        throw DecodingError.typeMismatch(RerankDocument.self, .init(codingPath: decoder.codingPath, debugDescription:
+            "each document must be a string or an object with a \"text\" field"))
+    }
+}
+
+/// `ids` of /decode: one list of token ids or several.
+struct TokenIdLists: Decodable, Sendable {
+    var lists: [[Int]]
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let ids = try? container.decode([Int].self) { lists = [ids]; return }
+        if let lists = try? container.decode([[Int]].self) { self.lists = lists; return }
+        throw DecodingError.typeMismatch(TokenIdLists.self, .init(codingPath: decoder.codingPath, debugDescription:
+            "must be an array of token ids or an array of arrays of token ids"))
+    }
+}
+
+struct OpenAIEmbeddingRequest: Decodable, Sendable {
     var input: EmbeddingInput
     var model, encoding_format, user: String?
     var dimensions: Int?
@@ -144,8 +205,8 @@ struct OpenAIEmbeddingRequest: Decodable {
     var truncate: Bool?
 }
 
-struct TEIEmbedRequest: Decodable {
-    var inputs: TextInputs
+struct TEIEmbedRequest: Decodable, Sendable {
+    var inputs: EmbeddingInput
     var normalize, truncate: Bool?
     var truncation_direction, prompt_name: String?
     var dimensions: Int?
@@ -153,18 +214,116 @@ struct TEIEmbedRequest: Decodable {
     var model: String?
 }
 
-struct TokenizeRequest: Decodable {
+/// /embed_sparse and /embed_all.
+struct TEITokenRequest: Decodable, Sendable {
+    var inputs: TextInputs
+    var truncate: Bool?
+    var truncation_direction, prompt_name: String?
+    var model: String?
+}
+
+struct PredictRequest: Decodable, Sendable {
+    var inputs: PredictInputs
+    var raw_scores, truncate: Bool?
+    var truncation_direction: String?
+    var model: String?
+}
+
+struct RerankRequest: Decodable, Sendable {
+    var query: String
+    var texts: [String]
+    var raw_scores, return_text, truncate: Bool?
+    var truncation_direction: String?
+    var model: String?
+}
+
+struct CohereRerankRequest: Decodable, Sendable {
+    var query: String
+    var documents: [RerankDocument]
+    var top_n: Int?
+    var return_documents: Bool?
+    var model: String?
+}
+
+struct SimilarityRequest: Decodable, Sendable {
+    struct Inputs: Decodable, Sendable {
+        var source_sentence: String
+        var sentences: [String]
+    }
+    var inputs: Inputs
+    var truncate: Bool?
+    var truncation_direction, prompt_name: String?
+    var model: String?
+}
+
+struct DecodeRequest: Decodable, Sendable {
+    var ids: TokenIdLists
+    var skip_special_tokens: Bool?
+    var model: String?
+}
+
+struct TokenizeRequest: Decodable, Sendable {
     var inputs: TextInputs
     var add_special_tokens: Bool?
     var prompt_name: String?
     var model: String?
 }
 
-struct FillRequest: Decodable {
+struct FillRequest: Decodable, Sendable {
     var inputs: String
     var top_k: Int?
     var words_only: Bool?
     var model: String?
+}
+
+// MARK: - The request schemas of /openapi.json, beside the types they describe
+
+private let texts = Schema.oneOf([.string, .array(.string)])
+private let textsOrIds = Schema.oneOf([.string, .array(.string), .array(.integer), .array(.array(.integer))])
+
+extension OpenAIEmbeddingRequest: Documented {
+    static let schema = Schema.object([("input", textsOrIds, true), ("model", .string, false), ("encoding_format", .string, false),
+                                       ("dimensions", .integer, false), ("user", .string, false), ("truncate", .boolean, false)])
+}
+extension TEIEmbedRequest: Documented {
+    static let schema = Schema.object([("inputs", textsOrIds, true), ("normalize", .boolean, false), ("truncate", .boolean, false),
+                                       ("truncation_direction", .string, false), ("prompt_name", .string, false),
+                                       ("dimensions", .integer, false), ("model", .string, false)])
+}
+extension TEITokenRequest: Documented {
+    static let schema = Schema.object([("inputs", texts, true), ("truncate", .boolean, false), ("truncation_direction", .string, false),
+                                       ("prompt_name", .string, false), ("model", .string, false)])
+}
+extension PredictRequest: Documented {
+    static let schema = Schema.object([("inputs", .oneOf([.string, .array(.string), .array(.oneOf([.string, .array(.string)]))]), true),
+                                       ("raw_scores", .boolean, false), ("truncate", .boolean, false),
+                                       ("truncation_direction", .string, false), ("model", .string, false)])
+}
+extension RerankRequest: Documented {
+    static let schema = Schema.object([("query", .string, true), ("texts", .array(.string), true), ("raw_scores", .boolean, false),
+                                       ("return_text", .boolean, false), ("truncate", .boolean, false),
+                                       ("truncation_direction", .string, false), ("model", .string, false)])
+}
+extension CohereRerankRequest: Documented {
+    static let schema = Schema.object([("query", .string, true), ("documents", .array(.oneOf([.string, .object([("text", .string, true)])])), true),
+                                       ("top_n", .integer, false), ("return_documents", .boolean, false), ("model", .string, false)])
+}
+extension SimilarityRequest: Documented {
+    static let schema = Schema.object([("inputs", .object([("source_sentence", .string, true), ("sentences", .array(.string), true)]), true),
+                                       ("truncate", .boolean, false), ("truncation_direction", .string, false),
+                                       ("prompt_name", .string, false), ("model", .string, false)])
+}
+extension DecodeRequest: Documented {
+    static let schema = Schema.object([("ids", .oneOf([.array(.integer), .array(.array(.integer))]), true),
+                                       ("skip_special_tokens", .boolean, false), ("model", .string, false)])
+}
+extension TokenizeRequest: Documented {
+    static let schema = Schema.object([("inputs", texts, true), ("add_special_tokens", .boolean, false),
+                                       ("prompt_name", .string, false), ("model", .string, false)])
+}
+extension FillRequest: Documented {
+    static let schema = Schema.object([("inputs", .string, true), ("top_k", .integer, false), ("words_only", .boolean, false),
+                                       ("model", .string, false)])
 }
 
 /// A small JSON writer: responses are mostly long float arrays, written straight into bytes.
@@ -180,15 +339,15 @@ final class JSONWriter {
         needsComma[needsComma.count - 1] = true
     }
 
-    func object(_ body: () -> Void) {
+    func object(_ body: () throws -> Void) rethrows {
         separate(); bytes.append(UInt8(ascii: "{")); needsComma.append(false)
-        body()
+        try body()
         needsComma.removeLast(); bytes.append(UInt8(ascii: "}"))
     }
 
-    func array(_ body: () -> Void) {
+    func array(_ body: () throws -> Void) rethrows {
         separate(); bytes.append(UInt8(ascii: "[")); needsComma.append(false)
-        body()
+        try body()
         needsComma.removeLast(); bytes.append(UInt8(ascii: "]"))
     }
 

@@ -2,11 +2,13 @@
 import Foundation
 import SwiftBERT
 
-/// Dynamic batching for one model: requests from any connection queue their sequences here, and
-/// one dedicated thread takes them in batches (bounded by tokens per batch and by how long the
-/// first waiting sequence may wait), runs the forward pass off the NIO event loops, and answers
-/// each request once all its sequences are done. The queue is bounded: a request that does not
-/// fit is refused at once (the route answers 503), so memory never grows with the load.
+/// Dynamic batching for one model, shared by every route: requests from any connection queue
+/// their sequences here, each with the head that answers it (sentence pooling, SPLADE,
+/// classification, token vectors), and one dedicated thread takes them in batches (bounded by
+/// tokens per batch and by how long the first waiting sequence may wait), runs one forward pass
+/// of the encoder off the event loops, then each request's head over its own sequences. A
+/// request is answered once all its sequences are done. The queue is bounded: a request that
+/// does not fit now is refused at once (503, retry later), one that could never fit with 413.
 final class Batcher: @unchecked Sendable {
     struct Limits: Sendable {
         /// Tokens per forward pass (a single longer sequence still runs alone).
@@ -18,22 +20,33 @@ final class Batcher: @unchecked Sendable {
     }
 
     enum Failure: Error, Equatable {
+        /// Waiting helps: the queue has no room now.
         case queueFull(capacity: Int)
+        /// Waiting never helps: the request alone holds more sequences than the queue.
+        case largerThanQueue(sequences: Int, capacity: Int)
         case stopped
+    }
+
+    /// One queued sequence of a request.
+    private struct Item {
+        let ids: [Int32]
+        let typeIds: [Int32]?
+        let request: BatchedRequest
+        let index: Int
     }
 
     /// One queued unit of work: a sequence of a request, or a job run alone (fill-mask).
     private enum Work {
-        case sequence(ids: [Int32], request: EmbeddingRequest, index: Int)
+        case sequence(Item)
         case job(() -> Void)
 
         var tokens: Int {
-            if case let .sequence(ids, _, _) = self { return ids.count }
+            if case let .sequence(item) = self { return item.ids.count }
             return 0
         }
     }
 
-    let model: BertModel
+    let model: any EncoderModel
     let limits: Limits
     let metrics: ServerMetrics
     let modelName: String
@@ -44,7 +57,7 @@ final class Batcher: @unchecked Sendable {
     private var stopping = false
     private var thread: Thread?
 
-    init(model: BertModel, name: String, limits: Limits, metrics: ServerMetrics) {
+    init(model: any EncoderModel, name: String, limits: Limits, metrics: ServerMetrics) {
         self.model = model
         self.modelName = name
         self.limits = limits
@@ -71,21 +84,24 @@ final class Batcher: @unchecked Sendable {
         return queue.count - head
     }
 
-    /// Vectors for pre-tokenised sequences, pooled as asked (not normalised: callers do it after
-    /// any dimension cut). Throws `Failure.queueFull` at once when the queue has no room.
-    func embed(_ sequences: [[Int32]], pooling: Pooling?, timeout: Duration) async throws -> [[Float]] {
-        let request = EmbeddingRequest(count: sequences.count, pooling: pooling)
+    /// `head`'s output for each pre-tokenised sequence, in order, from forward passes shared with
+    /// other requests. Throws a `Failure` at once when the queue cannot take the sequences.
+    func run<H: Head>(_ sequences: [[Int32]], typeIds: [[Int32]]? = nil, head: H, batch: HeadBatch,
+                      timeout: Duration) async throws -> [H.Output] {
+        let request = HeadRequest(head: head, batch: batch, count: sequences.count)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
             request.continuation = continuation
             do {
-                try enqueue(sequences.enumerated().map { .sequence(ids: $1, request: request, index: $0) })
+                try enqueue(sequences.indices.map {
+                    .sequence(Item(ids: sequences[$0], typeIds: typeIds?[$0], request: request, index: $0))
+                })
             } catch {
                 request.finish(error)
                 return
             }
             request.scheduleTimeout(timeout)
         }
-        return request.vectors
+        return request.outputs
     }
 
     /// Runs `body` on the batching thread, between batches (for fill-mask), queued like a sequence.
@@ -107,6 +123,9 @@ final class Batcher: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping else { throw Failure.stopped }
+        guard items.count <= limits.queueCapacity else {
+            throw Failure.largerThanQueue(sequences: items.count, capacity: limits.queueCapacity)
+        }
         guard queue.count - head + items.count <= limits.queueCapacity else {
             throw Failure.queueFull(capacity: limits.queueCapacity)
         }
@@ -129,7 +148,7 @@ final class Batcher: @unchecked Sendable {
 
     private enum Batch {
         case job(() -> Void)
-        case sequences([(ids: [Int32], request: EmbeddingRequest, index: Int)])
+        case sequences([Item])
     }
 
     /// Waits for work, then for up to `maxWait` after the oldest arrival unless the token budget
@@ -152,17 +171,17 @@ final class Batcher: @unchecked Sendable {
                 let remaining = ContinuousClock.now.duration(to: deadline)
                 _ = condition.wait(until: Date(timeIntervalSinceNow: remaining.seconds))
             }
-            var items: [(ids: [Int32], request: EmbeddingRequest, index: Int)] = []
+            var items: [Item] = []
             var tokens = 0
             var taken = 0
             for work in queue[head...] {
-                guard case let .sequence(ids, request, index) = work else { break }
-                if !items.isEmpty, tokens + ids.count > limits.maxBatchTokens { break }
+                guard case let .sequence(item) = work else { break }
+                if !items.isEmpty, tokens + item.ids.count > limits.maxBatchTokens { break }
                 taken += 1
                 // Requests already answered (timed out, client gone) cost nothing more.
-                if request.isFinished { continue }
-                tokens += ids.count
-                items.append((ids, request, index))
+                if item.request.isFinished { continue }
+                tokens += item.ids.count
+                items.append(item)
             }
             take(taken)
             if !items.isEmpty { return .sequences(items) }
@@ -196,21 +215,20 @@ final class Batcher: @unchecked Sendable {
         metrics.queueDepth(model: modelName, queue.count - head)
     }
 
-    private func runForward(_ items: [(ids: [Int32], request: EmbeddingRequest, index: Int)]) {
+    private func runForward(_ items: [Item]) {
         metrics.batch(model: modelName, sequences: items.count, tokens: items.reduce(0) { $0 + $1.ids.count })
-        // Group by pooling so one forward pass serves requests asking for different poolings.
         let started = ContinuousClock.now
         do {
-            let output = try model.encode(items.map(\.ids))
-            var byPooling: [Pooling?: [Int]] = [:]
-            for (position, item) in items.enumerated() { byPooling[item.request.pooling, default: []].append(position) }
-            var vectors = [[Float]](repeating: [], count: items.count)
-            for (pooling, _) in byPooling {
-                let pooled = model.pool(output, pooling: pooling, normalize: false)
-                for position in byPooling[pooling]! { vectors[position] = pooled[position] }
-            }
-            for (position, item) in items.enumerated() {
-                item.request.deliver(vectors[position], at: item.index)
+            // Token types only when some request has them (sentence pairs); zeros elsewhere.
+            let typeIds = items.contains { $0.typeIds != nil }
+                ? items.map { $0.typeIds ?? [Int32](repeating: 0, count: $0.ids.count) } : nil
+            let output = try model.encode(items.map(\.ids), typeIds: typeIds)
+            // Each request's head over its own sequences of the shared pass.
+            var positions: [ObjectIdentifier: [Int]] = [:]
+            for (position, item) in items.enumerated() { positions[ObjectIdentifier(item.request), default: []].append(position) }
+            for (_, mine) in positions.sorted(by: { $0.value[0] < $1.value[0] }) {
+                let request = items[mine[0]].request
+                request.deliver(output.selecting(mine), indices: mine.map { items[$0].index })
             }
         } catch {
             for item in items { item.request.finish(error) }
@@ -220,35 +238,30 @@ final class Batcher: @unchecked Sendable {
 }
 
 /// The sequences of one HTTP request, filled in by the batching thread; answered once, by the
-/// last vector, an error, or the timeout, whichever comes first.
-final class EmbeddingRequest: @unchecked Sendable {
-    let pooling: Pooling?
-    private let lock = NSLock()
-    private(set) var vectors: [[Float]]
+/// last output, an error, or the timeout, whichever comes first.
+class BatchedRequest: @unchecked Sendable {
+    let lock = NSLock()
     private var remaining: Int
     private var finished = false
     var continuation: CheckedContinuation<Void, Error>?
 
-    init(count: Int, pooling: Pooling?) {
-        self.pooling = pooling
-        vectors = [[Float]](repeating: [], count: count)
-        remaining = count
+    init(count: Int) { remaining = count }
+
+    var isFinished: Bool { lock.withLock { finished } }
+
+    /// Runs the request's head over `encoded` (its sequences `indices`, in that order).
+    func deliver(_ encoded: EncoderOutput, indices: [Int]) { fatalError("a subclass delivers") }
+
+    /// Counts `delivered` sequences done; resumes the caller after the last. Call with `lock` held.
+    func markDelivered(_ delivered: Int) -> CheckedContinuation<Void, Error>? {
+        remaining -= delivered
+        guard remaining == 0 else { return nil }
+        finished = true
+        defer { continuation = nil }
+        return continuation
     }
 
-    var isFinished: Bool { lock.lock(); defer { lock.unlock() }; return finished }
-
-    func deliver(_ vector: [Float], at index: Int) {
-        lock.lock()
-        guard !finished else { lock.unlock(); return }
-        vectors[index] = vector
-        remaining -= 1
-        let done = remaining == 0
-        if done { finished = true }
-        let continuation = done ? self.continuation : nil
-        if done { self.continuation = nil }
-        lock.unlock()
-        continuation?.resume()
-    }
+    var isFinishedLocked: Bool { finished }
 
     func finish(_ error: Error) {
         lock.lock()
@@ -262,6 +275,33 @@ final class EmbeddingRequest: @unchecked Sendable {
 
     func scheduleTimeout(_ timeout: Duration) {
         afterTimeout(timeout, of: self) { $0.finish($1) }
+    }
+}
+
+/// A request answered by one head: its outputs in input order.
+final class HeadRequest<H: Head>: BatchedRequest, @unchecked Sendable {
+    let head: H
+    let batch: HeadBatch
+    private var slots: [H.Output?]
+
+    init(head: H, batch: HeadBatch, count: Int) {
+        (self.head, self.batch) = (head, batch)
+        slots = [H.Output?](repeating: nil, count: count)
+        super.init(count: count)
+    }
+
+    /// Every output; read once the request has finished without an error.
+    var outputs: [H.Output] { lock.withLock { slots.map { $0! } } }
+
+    override func deliver(_ encoded: EncoderOutput, indices: [Int]) {
+        let outputs: [H.Output]
+        do { outputs = try head(encoded, batch) } catch { finish(error); return }
+        lock.lock()
+        guard !isFinishedLocked else { lock.unlock(); return }
+        for (output, index) in zip(outputs, indices) { slots[index] = output }
+        let continuation = markDelivered(indices.count)
+        lock.unlock()
+        continuation?.resume()
     }
 }
 

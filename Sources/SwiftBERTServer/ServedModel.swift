@@ -13,7 +13,8 @@ public struct ServerConfiguration: Sendable {
     public var threads: Int?
     public var maxBatchTokens: Int
     public var maxWait: Duration
-    /// Sequences waiting per model, at most; a request that does not fit gets 503.
+    /// Sequences waiting per model, at most: a request that does not fit now gets 503, one
+    /// larger than the whole queue 413.
     public var queueCapacity: Int
     /// Inputs in one request, at most (OpenAI's own limit is 2048).
     public var maxInputs: Int
@@ -21,50 +22,70 @@ public struct ServerConfiguration: Sendable {
     public var requestTimeout: Duration
     /// nil: no authentication.
     public var apiKey: String?
+    /// Token ids on the OpenAI route are this model's ids (the client tokenised with it). Off by
+    /// default: OpenAI clients such as LangChain send tiktoken ids, which would embed as noise.
+    public var acceptsTokenIds: Bool
+    /// The Origin browsers may call from (Access-Control-Allow-Origin); nil: no CORS headers.
+    public var corsOrigin: String?
+    /// Another name requests may give in `model` for the first model (say, its Hugging Face id).
+    public var servedModelName: String?
 
     public init(models: [String] = [ModelLocator.defaultEmbeddingModel], host: String = "127.0.0.1", port: Int = 8080,
                 precision: Precision = .fp32, threads: Int? = nil, maxBatchTokens: Int = 1024,
                 maxWait: Duration = .milliseconds(5), queueCapacity: Int = 8192, maxInputs: Int = 2048,
-                bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), apiKey: String? = nil) {
+                bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), apiKey: String? = nil,
+                acceptsTokenIds: Bool = false, corsOrigin: String? = nil, servedModelName: String? = nil) {
         self.models = models; self.host = host; self.port = port; self.precision = precision; self.threads = threads
         self.maxBatchTokens = maxBatchTokens; self.maxWait = maxWait; self.queueCapacity = queueCapacity
         self.maxInputs = maxInputs; self.bodyLimit = bodyLimit; self.requestTimeout = requestTimeout; self.apiKey = apiKey
+        self.acceptsTokenIds = acceptsTokenIds; self.corsOrigin = corsOrigin; self.servedModelName = servedModelName
     }
 }
 
-/// One loaded model: its encoder, tokenizer, batcher, and fill-mask pipeline when it has the head.
+/// One loaded model (`loadModel`): its encoder and tokenizer, the batcher every route shares,
+/// and the heads its checkpoint has weights for.
 final class ServedModel: Sendable {
     /// The name requests use in `model`: as given on the command line.
     let name: String
-    let model: BertModel
-    let tokenizer: BertTokenizer
+    /// Other names accepted in `model`: the folder's name, --served-model-name.
+    let aliases: [String]
+    let loaded: LoadedModel
     let batcher: Batcher
+    /// sentence-transformers' modules and prompts: every encoder embeds.
+    let embedder: SentenceEmbedder
     let fillMask: FillMask?
-    /// sentence-transformers prompts (config_sentence_transformers.json), by name.
-    let prompts: [String: String]
+    let sparse: SpladeHead?
+    let classifier: TextClassifier?
 
-    init(name: String, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
+    init(name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
         let folder = try ModelLocator.resolve(name)
         self.name = name
-        model = try BertModel(folder: folder, threads: configuration.threads, precision: configuration.precision)
-        tokenizer = try BertTokenizer.load(folder: folder)
-        fillMask = model.config.hasMaskedLMHead ? try FillMask(model: model, tokenizer: tokenizer) : nil
-        prompts = Self.loadPrompts(folder)
-        batcher = Batcher(model: model, name: name, limits: .init(
+        aliases = [folder.lastPathComponent, alias].compactMap { $0 }.filter { $0 != name }
+        loaded = try loadModel(folder: folder, threads: configuration.threads, precision: configuration.precision)
+        embedder = try SentenceEmbedder(loaded)
+        let heads = loaded.heads
+        fillMask = heads.contains(.maskedLM) ? try FillMask(loaded) : nil
+        sparse = heads.contains(.sparseEmbedding) ? try SpladeHead(loaded.encoder) : nil
+        classifier = heads.contains(.sequenceClassification) ? try TextClassifier(loaded) : nil
+        batcher = Batcher(model: loaded.encoder, name: name, limits: .init(
             maxBatchTokens: configuration.maxBatchTokens, maxWait: configuration.maxWait,
             queueCapacity: configuration.queueCapacity), metrics: metrics)
         batcher.start()
     }
 
-    var maxLength: Int { min(model.config.maxSequenceLength, model.config.maxPositionEmbeddings) }
-    var dimension: Int { model.config.hiddenSize }
+    var tokenizer: BertTokenizer { loaded.tokenizer }
+    var config: BertConfig { loaded.config }
+    var maxLength: Int { min(config.maxSequenceLength, config.positionLimit) }
+    var dimension: Int { config.embeddingDimension }
+    var prompts: [String: String] { config.prompts ?? [:] }
+    /// A cross-encoder: a sequence classifier with one label, scored on (query, document) pairs.
+    var reranks: Bool { classifier?.labels.count == 1 }
 
-    private static func loadPrompts(_ folder: URL) -> [String: String] {
-        let url = folder.appendingPathComponent("config_sentence_transformers.json")
-        guard let data = try? Data(contentsOf: url),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let prompts = object["prompts"] as? [String: String] else { return [:] }
-        return prompts
+    /// Whether `requested` names this model: its name, an alias, or a Hugging Face id whose last
+    /// part is one of them ("sentence-transformers/all-MiniLM-L6-v2").
+    func answers(to requested: String) -> Bool {
+        let names = [name] + aliases
+        return names.contains(requested) || names.contains(String(requested.split(separator: "/").last ?? ""))
     }
 }
 

@@ -29,9 +29,12 @@ public enum BertServer {
         let loader = Thread {
             do {
                 let started = Date()
-                let models = try configuration.models.map { try ServedModel(name: $0, configuration: configuration, metrics: metrics) }
+                let models = try configuration.models.enumerated().map { index, name in
+                    try ServedModel(name: name, alias: index == 0 ? configuration.servedModelName : nil,
+                                    configuration: configuration, metrics: metrics)
+                }
                 registry.set(.ready(models))
-                let names = models.map { "\($0.name) (\($0.model.precision.rawValue), \($0.dimension) dims\($0.fillMask != nil ? ", fill-mask" : ""))" }
+                let names = models.map { "\($0.name) (\($0.loaded.encoder.precision.rawValue), \($0.loaded.heads.map(\.rawValue).joined(separator: " ")))" }
                 report("ready in \((Date().timeIntervalSince(started) * 10).rounded() / 10) s: \(names.joined(separator: ", "))")
                 loaded.yield(nil)
             } catch {
@@ -72,35 +75,24 @@ public enum BertServer {
     static func makeRouter(_ endpoints: Endpoints, configuration: ServerConfiguration, metrics: ServerMetrics,
                            registry: ModelRegistry) -> Router<BasicRequestContext> {
         let router = Router()
+        if let origin = configuration.corsOrigin {
+            router.add(middleware: CORSMiddleware(allowOrigin: origin == "*" ? .all : .custom(origin)))
+        }
+        router.add(middleware: UnroutedRequests())
         let handler = Handler(configuration: configuration, metrics: metrics)
-
-        for path in ["/v1/embeddings", "/embeddings"] {
-            router.post(RouterPath(path)) { request, _ in
-                await handler.respond(request, route: path, shape: .openAI) { try await endpoints.openAIEmbeddings($0) }
-            }
-        }
-        router.post("/embed") { request, _ in
-            await handler.respond(request, route: "/embed", shape: .tei) { try await endpoints.teiEmbed($0) }
-        }
-        router.post("/tokenize") { request, _ in
-            await handler.respond(request, route: "/tokenize", shape: .tei) { try endpoints.tokenize($0) }
-        }
-        router.post("/fill") { request, _ in
-            await handler.respond(request, route: "/fill", shape: .tei) { try await endpoints.fill($0) }
-        }
-        router.get("/info") { request, _ in
-            await handler.respond(request, route: "/info", shape: .tei, readsBody: false) { _ in try endpoints.info() }
-        }
-        for path in ["/rerank", "/predict"] {
-            router.post(RouterPath(path)) { request, _ in
-                await handler.respond(request, route: path, shape: .tei, readsBody: false) { _ in
-                    throw APIError(status: 501, message: "\(path) is not implemented yet: it needs the sequence-classification heads of the BERT-family issue; SwiftBERT serves /embed, /v1/embeddings, /tokenize, /fill and /info",
-                                   type: "not_implemented")
+        for route in Route.all {
+            let respond: @Sendable (Request, BasicRequestContext) async -> Response = { request, _ in
+                await handler.respond(request, route: route.path, shape: route.shape, readsBody: route.method == .post) {
+                    try await route.endpoint(endpoints, $0)
                 }
             }
+            switch route.method {
+            case .get: router.get(RouterPath(route.path), use: respond)
+            case .post: router.post(RouterPath(route.path), use: respond)
+            }
         }
-        // Probes and scrapers: no API key, no request metrics of their own.
-        router.get("/health") { _, _ in
+        // Probes, scrapers and the documents: no API key, no request metrics of their own.
+        let health: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
             switch registry.current {
             case .ready: return jsonResponse(200, Array(#"{"status":"ok"}"#.utf8))
             case .loading: return jsonResponse(503, Array(#"{"status":"loading"}"#.utf8))
@@ -110,12 +102,43 @@ public enum BertServer {
                 return jsonResponse(503, json.bytes)
             }
         }
+        router.get("/health", use: health)
+        router.head("/health") { request, context in
+            let response = await health(request, context)
+            return Response(status: response.status, headers: response.headers)
+        }
         router.get("/metrics") { request, _ in
             if let refusal = handler.refusal(request, shape: .tei) { return refusal }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
         }
+        let document = openAPIDocument(version: Endpoints.version)
+        router.get("/openapi.json") { _, _ in jsonResponse(200, document) }
+        router.get("/docs") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                     body: .init(byteBuffer: ByteBuffer(string: apiDocsPage)))
+        }
         return router
+    }
+}
+
+/// A request no route takes: 405 with the methods its path answers (Allow), or 404; JSON either
+/// way, as every other error of this server.
+struct UnroutedRequests: RouterMiddleware {
+    func handle(_ request: Request, context: BasicRequestContext,
+                next: (Request, BasicRequestContext) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            let path = request.uri.path
+            let shape: ErrorShape = path.hasPrefix("/v1/") ? .openAI : .tei
+            if let methods = Route.methodsByPath[path] {
+                var response = Handler.errorResponse(APIError(status: 405, message: "\(path) takes \(methods.joined(separator: ", ")), not \(request.method.rawValue)", type: "invalid_request_error"), shape: shape)
+                response.headers[.allow] = methods.joined(separator: ", ")
+                return response
+            }
+            return Handler.errorResponse(APIError(status: 404, message: "no route \(request.method.rawValue) \(path); GET /openapi.json lists every route", type: "invalid_request_error", code: "not_found"), shape: shape)
+        }
     }
 }
 
@@ -133,26 +156,40 @@ struct Handler: Sendable {
             response = refusal
         } else {
             do {
-                var body: [UInt8] = []
-                if readsBody {
-                    let limit = configuration.bodyLimit
-                    if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
-                        throw tooLarge(length)
-                    }
-                    var buffer = try await request.body.collect(upTo: limit)
-                    body = buffer.readBytes(length: buffer.readableBytes) ?? []
-                }
+                let body = readsBody ? try await readBody(request) : []
                 response = jsonResponse(200, try await endpoint(body))
             } catch let error as APIError {
-                response = errorResponse(error, shape: shape)
-            } catch is NIOTooManyBytesError {
-                response = errorResponse(tooLarge(nil), shape: shape)
+                response = Self.errorResponse(error, shape: shape)
             } catch {
-                response = errorResponse(APIError(status: 500, message: "internal error: \(error)", type: "server_error"), shape: shape)
+                response = Self.errorResponse(APIError(status: 500, message: "internal error: \(error)", type: "server_error"), shape: shape)
             }
         }
         metrics.request(route: route, method: request.method.rawValue, status: response.status.code, duration: started.duration(to: .now))
         return response
+    }
+
+    /// The whole body, as valid UTF-8. Whatever goes wrong reading it is the client's doing:
+    /// too large (413), cut short of its Content-Length or a broken stream (400), not UTF-8 (400).
+    private func readBody(_ request: Request) async throws -> [UInt8] {
+        let limit = configuration.bodyLimit
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
+        if let declared, declared > limit { throw tooLarge(declared) }
+        var buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge(nil)
+        } catch {
+            throw APIError.invalid("the request body could not be read to its end\(declared.map { " (Content-Length \($0) bytes)" } ?? ""): the client closed or cut the stream (\(error)); send the whole body", status: 400)
+        }
+        let body = buffer.readBytes(length: buffer.readableBytes) ?? []
+        if let declared, body.count < declared {
+            throw APIError.invalid("the request body is \(body.count) bytes, shorter than its Content-Length of \(declared); send the whole body", status: 400)
+        }
+        if let offset = firstInvalidUTF8(body) {
+            throw APIError.invalid("the request body is not valid UTF-8 (the first bad byte is at offset \(offset)); JSON must be UTF-8", status: 400)
+        }
+        return body
     }
 
     private func tooLarge(_ length: Int?) -> APIError {
@@ -166,13 +203,13 @@ struct Handler: Sendable {
         let prefix = "Bearer "
         let given = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
         if constantTimeEqual(Array(given.utf8), Array(key.utf8)) { return nil }
-        var response = errorResponse(APIError(status: 401, message: "missing or wrong API key; send the header `Authorization: Bearer KEY`",
+        var response = Self.errorResponse(APIError(status: 401, message: "missing or wrong API key; send the header `Authorization: Bearer KEY`",
                                               type: "invalid_request_error", code: "invalid_api_key"), shape: shape)
         response.headers[.wwwAuthenticate] = "Bearer"
         return response
     }
 
-    func errorResponse(_ error: APIError, shape: ErrorShape) -> Response {
+    static func errorResponse(_ error: APIError, shape: ErrorShape) -> Response {
         var response = jsonResponse(error.status, shape.body(error))
         if let seconds = error.retryAfter { response.headers[.retryAfter] = String(seconds) }
         return response
@@ -182,6 +219,20 @@ struct Handler: Sendable {
 func jsonResponse(_ status: Int, _ body: [UInt8]) -> Response {
     Response(status: .init(code: status), headers: [.contentType: "application/json"],
              body: .init(byteBuffer: ByteBuffer(bytes: body)))
+}
+
+/// The offset of the first byte that is not part of valid UTF-8; nil when all of it is.
+func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {
+    var parser = Unicode.UTF8.ForwardParser()
+    var iterator = bytes.makeIterator()
+    var offset = 0
+    while true {
+        switch parser.parseScalar(from: &iterator) {
+        case let .valid(scalar): offset += scalar.count
+        case .emptyInput: return nil
+        case .error: return offset
+        }
+    }
 }
 
 /// Equality whose time depends only on the lengths, not on where the bytes first differ.

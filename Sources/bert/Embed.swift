@@ -66,8 +66,8 @@ struct Embed: ParsableCommand {
         guard try reader.peek() != nil else {
             throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
         }
-        let (bert, tokenizer) = try engine.load(model)
-        var stream = EmbeddingStream(embedder: SentenceEmbedder(model: bert, tokenizer: tokenizer),
+        let bert = try engine.load(model)
+        var stream = EmbeddingStream(embedder: try SentenceEmbedder(bert),
                                      options: embedding.options(normalize: noNormalize ? false : nil))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
         Interruption.installSignalHandlers()

@@ -31,9 +31,9 @@ struct Fill: ParsableCommand, TopKCommand {
     @OptionGroup var model: MaskedLMModelOptions
 
     func run() throws {
-        let (bert, tokenizer) = try model.load()
-        let predictions = try FillMask(model: bert, tokenizer: tokenizer)
-            .predict(text, topK: topK, wordsOnly: wordsOnly, prefix: prefix)
+        let loaded = try model.load()
+        let tokenizer = loaded.tokenizer
+        let predictions = try FillMask(loaded).predict(text, topK: topK, wordsOnly: wordsOnly, prefix: prefix)
         try writeResult(json ? FillMaskReport.json(predictions).text + "\n" : FillMaskReport.text(predictions, maskToken: tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"))
     }
 }

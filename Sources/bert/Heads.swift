@@ -61,8 +61,7 @@ struct Classify: ParsableCommand {
     }
 
     func run() throws {
-        let (bert, tokenizer) = try engine.load(model)
-        let classifier = try TextClassifier(model: bert, tokenizer: tokenizer)
+        let classifier = try TextClassifier(engine.load(model))
         try writeRecords(of: input, batchSize: batch.batchSize, json: json, { try classifier.classify($0, topK: topK, batchSize: batch.batchSize) },
                          jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
     }
@@ -103,8 +102,7 @@ struct Rerank: ParsableCommand {
     }
 
     func run() throws {
-        let (bert, tokenizer) = try engine.load(model)
-        let reranker = try Reranker(classifier: TextClassifier(model: bert, tokenizer: tokenizer))
+        let reranker = try Reranker(engine.load(model))
         let query = arguments[0]
         var docs = Array(arguments.dropFirst())
         if let documents {
@@ -148,8 +146,7 @@ struct NER: ParsableCommand {
     @OptionGroup var engine: EngineOptions
 
     func run() throws {
-        let (bert, tokenizer) = try engine.load(model)
-        let ner = try TokenClassifier(model: bert, tokenizer: tokenizer)
+        let ner = try TokenClassifier(engine.load(model))
         try writeRecords(of: input, batchSize: batch.batchSize, json: json, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize) },
                          jsonLine: { EntityReport.json($0).text }, text: { EntityReport.text($0) })
     }

@@ -27,7 +27,7 @@ struct Info: ParsableCommand {
         let start = Date()
         _ = try BertTokenizer.load(folder: folder)
         let tokenizerSeconds = Date().timeIntervalSince(start)
-        let bert = try BertModel(folder: folder, threads: engine.threads, precision: engine.precision)
+        let bert = try loadEncoder(folder: folder, threads: engine.threads, precision: engine.precision)
         let report = ModelReport(model: bert, precision: engine.precision, tokenizerLoadSeconds: tokenizerSeconds)
         try writeResult(json ? report.json.text + "\n" : report.text)
     }

@@ -22,13 +22,11 @@ struct EngineOptions: ParsableArguments {
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
     }
 
-    /// The model folder for a name or path, then the encoder and its tokenizer.
-    func load(_ nameOrPath: String) throws -> (BertModel, BertTokenizer) {
+    /// The model folder for a name or path, loaded (`loadModel`): any architecture, any head.
+    func load(_ nameOrPath: String) throws -> LoadedModel {
         // A Hugging Face folder (say, one `bert train-classifier` wrote) is converted on first use.
         let folder = try ModelLocator.converted(ModelLocator.resolve(nameOrPath))
-        let tokenizer = try BertTokenizer.load(folder: folder)
-        let model = try BertModel(folder: folder, threads: threads, precision: precision)
-        return (model, tokenizer)
+        return try loadModel(folder: folder, threads: threads, precision: precision)
     }
 }
 
@@ -79,12 +77,7 @@ struct MaskedLMModelOptions: ParsableArguments {
 
     @OptionGroup var engine: EngineOptions
 
-    /// BERT-shaped models or MobileBERT, whichever the folder holds.
-    func load() throws -> (any MaskedLanguageModel, BertTokenizer) {
-        let folder = try ModelLocator.converted(ModelLocator.resolve(model))
-        let bert = try loadMaskedLanguageModel(folder: folder, threads: engine.threads, precision: engine.precision)
-        return (bert, try BertTokenizer.load(folder: folder))
-    }
+    func load() throws -> LoadedModel { try engine.load(model) }
 }
 
 /// The model a sentence-embedding command uses, its embedding settings and how it runs
@@ -97,9 +90,9 @@ struct EmbeddingModelOptions: ParsableArguments {
     @OptionGroup var engine: EngineOptions
 
     /// The model and an embedder over it.
-    func load() throws -> (BertModel, SentenceEmbedder) {
-        let (bert, tokenizer) = try engine.load(model)
-        return (bert, SentenceEmbedder(model: bert, tokenizer: tokenizer))
+    func load() throws -> (LoadedModel, SentenceEmbedder) {
+        let loaded = try engine.load(model)
+        return (loaded, try SentenceEmbedder(loaded))
     }
 }
 

@@ -9,9 +9,11 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "HTTP server for embeddings and fill-mask: OpenAI- and TEI-compatible routes, dynamic batching.",
         discussion: """
-            Routes: POST /v1/embeddings (OpenAI), POST /embed, POST /tokenize, GET /info (TEI), \
-            POST /fill (top-k for each [MASK]), GET /health (200 once the models are loaded), \
-            GET /metrics (Prometheus). Requests pick a model with "model" (default: the first). \
+            Routes: the OpenAI API (/v1/embeddings, /v1/rerank, /v1/models) and TEI's (/, /embed, \
+            /embed_sparse, /embed_all, /predict, /rerank, /similarity, /tokenize, /decode, /info), \
+            POST /fill (top-k for each [MASK]), GET /health, GET /metrics (Prometheus), \
+            GET /openapi.json and GET /docs. Every model serves every head its checkpoint has. \
+            Requests pick a model with "model" (default: the first). \
             SIGTERM or SIGINT stops accepting, answers every accepted request, and exits 0. \
             Reference: docs/server.md.
 
@@ -39,7 +41,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Milliseconds a queued text may wait for others to join its batch.")
     var maxWaitMs = 5
 
-    @Option(help: "Texts waiting per model, at most; a request that does not fit gets 503 with Retry-After.")
+    @Option(help: "Texts waiting per model, at most; a request that does not fit now gets 503 with Retry-After, one with more inputs than this 413.")
     var queueCapacity = 8192
 
     @Option(help: "Inputs in one request, at most; more gets 413.")
@@ -53,6 +55,15 @@ struct Serve: ParsableCommand {
 
     @Option(help: "Require `Authorization: Bearer KEY` on every route but /health (default: $SWIFTBERT_API_KEY; none when unset).")
     var apiKey: String?
+
+    @Flag(help: "Accept token ids on /v1/embeddings as this model's ids (clients that tokenised with POST /tokenize). Off: OpenAI clients send tiktoken ids, which get 400.")
+    var acceptTokenIds = false
+
+    @Option(help: ArgumentHelp("Let browser pages from ORIGIN call the API (CORS); * for any.", valueName: "origin"))
+    var corsOrigin: String?
+
+    @Option(help: ArgumentHelp("Another name requests may give in \"model\" for the first model, such as its Hugging Face id.", valueName: "name"))
+    var servedModelName: String?
 
     func validate() throws {
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
@@ -75,7 +86,8 @@ struct Serve: ParsableCommand {
         let configuration = ServerConfiguration(
             models: models, host: host, port: port, precision: engine.precision, threads: engine.threads,
             maxBatchTokens: maxBatchTokens, maxWait: .milliseconds(maxWaitMs), queueCapacity: queueCapacity,
-            maxInputs: maxInputs, bodyLimit: bodyLimit, requestTimeout: .milliseconds(Int(requestTimeout * 1000)), apiKey: key)
+            maxInputs: maxInputs, bodyLimit: bodyLimit, requestTimeout: .milliseconds(Int(requestTimeout * 1000)), apiKey: key,
+            acceptsTokenIds: acceptTokenIds, corsOrigin: corsOrigin, servedModelName: servedModelName)
         let outcome = ServeOutcome()
         let done = DispatchSemaphore(value: 0)
         Task.detached {

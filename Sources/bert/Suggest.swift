@@ -32,8 +32,8 @@ struct Suggest: ParsableCommand, TopKCommand {
 
     func run() throws {
         let userWords = try words.map { try UserWord.readList(URL(fileURLWithPath: $0)) } ?? []
-        let (bert, tokenizer) = try model.load()
-        let suggestions = try WordSuggester(model: bert, tokenizer: tokenizer, userWords: userWords).suggest(text, topK: topK)
+        let loaded = try model.load()
+        let suggestions = try WordSuggester(model: loaded.encoder, tokenizer: loaded.tokenizer, userWords: userWords).suggest(text, topK: topK)
         try writeResult(json ? SuggestionReport.json(suggestions).text + "\n" : SuggestionReport.text(suggestions))
     }
 }

@@ -104,8 +104,8 @@ struct TrainClassifier: ParsableCommand {
             throw BertError.invalidInput(reason: "\(valid!): label '\(unknown.label.prefix(80))' does not occur in the training set")
         }
         let folder = try ModelLocator.converted(ModelLocator.resolve(model))
-        let bert = try BertModel(folder: folder, threads: threads)
-        let tokenizer = try BertTokenizer.load(folder: folder)
+        let loaded = try loadModel(folder: folder, threads: threads)
+        let (bert, tokenizer) = (loaded.encoder, loaded.tokenizer)
         let showProgress = !quiet && isatty(STDERR_FILENO) == 1
 
         let started = DispatchTime.now()

@@ -23,12 +23,10 @@ public enum Precision: String, CaseIterable, Sendable {
 
 /// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
 /// the checkpoint has one. Immutable after loading: one instance can serve many threads at once.
-public final class BertModel: ConvertedModel, MaskedLanguageModel, @unchecked Sendable {
+public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable {
     let embeddings: BertEmbeddings
     let layers: [BertLayer]
     let maskedLMHead: BertMaskedLMHead?
-    /// sentence-transformers' Pooling, Dense and Normalize modules.
-    let sentenceHead: SentenceHead
 
     /// Loads `folder/config.json` and memory-maps `folder/model.safetensors`, checking every
     /// tensor: its presence, dtype and shape against the config, and (unless
@@ -38,13 +36,12 @@ public final class BertModel: ConvertedModel, MaskedLanguageModel, @unchecked Se
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
         let (config, weights) = (opened.config, opened.weights)
         guard config.mobileBert == nil else {
-            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a MobileBERT model: it runs as a masked-LM (bert fill, bert suggest; MobileBertModel or loadMaskedLanguageModel in Swift)")
+            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a MobileBERT model: load it with loadModel or loadEncoder")
         }
         embeddings = try BertEmbeddings(weights, config)
         layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) { try BertLayer(weights, TensorNames.layer($0), config, precision) }
         maskedLMHead = config.hasMaskedLMHead
             ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
-        sentenceHead = try SentenceHead(weights, config)
         KernelReport.warnOnceIfSlower()  // a portable build on an AVX-512 CPU says so, once
         super.init(opened, loadStarted: start)
     }
@@ -58,7 +55,7 @@ public final class BertModel: ConvertedModel, MaskedLanguageModel, @unchecked Se
         let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * config.hiddenSize)
         forward(ids: ids, typeIds: types, hidden: hidden, context(for: sequences, profile: profile))
-        return EncoderOutput(owning: hidden, sequences: sequences, hiddenSize: config.hiddenSize)
+        return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: config.hiddenSize)
     }
 
     /// Threads, scratch and profile for one forward pass over `sequences`.
@@ -86,49 +83,10 @@ public final class BertModel: ConvertedModel, MaskedLanguageModel, @unchecked Se
 
     // MARK: - Heads
 
-    /// The masked-LM head alone (`MaskedLanguageModel`): logits [m × V] for hidden rows [m × H].
+    /// The masked-LM head alone (`EncoderModel`): logits [m × V] for hidden rows [m × H].
     public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
         guard let head = maskedLMHead else { throw missingMaskedLMHead }
         return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
-    }
-
-    /// One vector per sequence, pooled by the model's own mode (sentence-transformers' Pooling)
-    /// or `pooling`, L2-normalised unless asked not to. Dense modules are not applied here; a
-    /// `SentenceEmbedder` runs the whole sentence-transformers pipeline.
-    public func pool(_ output: EncoderOutput, pooling: Pooling? = nil, normalize: Bool = true) -> [[Float]] {
-        (0..<output.count).map { s in
-            var v = SwiftBERT.pool(output, sequence: s, mode: pooling ?? config.pooling)
-            if normalize { l2Normalize(&v) }
-            return v
-        }
-    }
-}
-
-/// Last-layer hidden states of a batch, packed [T × H] without padding.
-public final class EncoderOutput: @unchecked Sendable {
-    public let hiddenSize: Int
-    public let lengths: [Int]
-    let starts: [Int]
-    let storage: UnsafeMutablePointer<Float>
-
-    init(owning storage: UnsafeMutablePointer<Float>, sequences: PackedSequences, hiddenSize: Int) {
-        self.storage = storage
-        self.lengths = sequences.lengths
-        self.starts = sequences.starts
-        self.hiddenSize = hiddenSize
-    }
-    deinit { storage.deallocate() }
-
-    /// Number of sequences.
-    public var count: Int { lengths.count }
-
-    /// Hidden states of sequence `i` as [length × H], row-major.
-    public func hiddenStates(_ i: Int) -> [Float] {
-        Array(UnsafeBufferPointer(start: storage + starts[i] * hiddenSize, count: lengths[i] * hiddenSize))
-    }
-
-    func withRow<R>(sequence: Int, position: Int, _ body: (UnsafePointer<Float>) -> R) -> R {
-        body(storage + (starts[sequence] + position) * hiddenSize)
     }
 }
 

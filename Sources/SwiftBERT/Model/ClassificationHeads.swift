@@ -2,7 +2,7 @@ import Foundation
 
 /// transformers' BertPooler: dense + tanh on each sequence's [CLS] vector. DistilBERT's
 /// sequence classifier has its pre_classifier (dense + ReLU) in this place.
-struct BertPooler {
+struct BertPooler: Sendable {
     let dense: Linear
     let activation: DenseLayerConfig.Activation
 
@@ -30,33 +30,49 @@ struct BertPooler {
 }
 
 /// transformers' BertForSequenceClassification head: the pooler, then the classifier (dropout
-/// is inactive at inference). DistilBertForSequenceClassification: pre_classifier, then the classifier.
-struct SequenceClassificationHead {
+/// is inactive at inference). DistilBertForSequenceClassification: pre_classifier, then the
+/// classifier. A cross-encoder is this head with one label. Its output is one row of logits per
+/// sequence, in `labels` order.
+public struct SequenceClassificationHead: Head {
     let pooler: BertPooler
     let classifier: Linear
+    /// Class names in id order (id2label).
+    public let labels: [String]
 
-    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
-        pooler = try BertPooler(file, config)
-        classifier = try Linear(file, TensorNames.classifier, k: config.hiddenSize, n: config.labels?.count ?? 0)
+    public init(_ encoder: any EncoderModel) throws {
+        let config = encoder.config
+        guard config.head == .sequenceClassification, let labels = config.labels else {
+            throw encoder.missingHead(.sequenceClassification, "use a checkpoint saved from a *ForSequenceClassification model (bert convert keeps its classifier)")
+        }
+        self.labels = labels
+        pooler = try BertPooler(encoder.weights, config)
+        classifier = try Linear(encoder.weights, TensorNames.classifier, k: config.hiddenSize, n: labels.count)
     }
 
-    /// One row of logits per sequence.
-    func logits(_ output: EncoderOutput, threads: Int) -> [[Float]] {
-        let pooled = pooler(output, threads: threads)
-        return pooled.withUnsafeBufferPointer { classifier.rows($0.baseAddress!, m: output.count, threads: threads) }
+    public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[Float]] {
+        let pooled = pooler(output, threads: batch.threads)
+        return pooled.withUnsafeBufferPointer { classifier.rows($0.baseAddress!, m: output.count, threads: batch.threads) }
     }
 }
 
 /// transformers' BertForTokenClassification head: the classifier on every token's hidden state.
-struct TokenClassificationHead {
+/// Its output is [position][label] logits per sequence.
+public struct TokenClassificationHead: Head {
     let classifier: Linear
+    /// Class names in id order (id2label).
+    public let labels: [String]
 
-    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
-        classifier = try Linear(file, TensorNames.classifier, k: config.hiddenSize, n: config.labels?.count ?? 0)
+    public init(_ encoder: any EncoderModel) throws {
+        let config = encoder.config
+        guard config.head == .tokenClassification, let labels = config.labels else {
+            throw encoder.missingHead(.tokenClassification, "use a checkpoint saved from a *ForTokenClassification model (bert convert keeps its classifier)")
+        }
+        self.labels = labels
+        classifier = try Linear(encoder.weights, TensorNames.classifier, k: config.hiddenSize, n: labels.count)
     }
 
-    /// Logits of every token of every sequence: [sequence][position][label].
-    func logits(_ output: EncoderOutput, threads: Int) -> [[[Float]]] {
+    public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[[Float]]] {
+        let threads = batch.threads
         // The packed hidden states are one [T × H] matrix: one product for the whole batch.
         var rows = classifier.rows(output.storage, m: output.lengths.reduce(0, +), threads: threads)[...]
         return output.lengths.map { length in
@@ -96,4 +112,4 @@ extension DenseLayerConfig.Activation {
 }
 
 /// The logistic function (Hugging Face's sigmoid scores for one label or multi-label heads).
-func sigmoid(_ x: Float) -> Float { 1 / (1 + Foundation.exp(-x)) }
+public func sigmoid(_ x: Float) -> Float { 1 / (1 + Foundation.exp(-x)) }

@@ -89,7 +89,8 @@ enum WeightMatrix {
 }
 
 /// y = x·Wᵀ + b with W stored [n, k] (PyTorch's [out, in]).
-struct Linear {
+/// Read-only after load (its weights are memory-mapped or repacked once), so any thread may run it.
+struct Linear: @unchecked Sendable {
     let weight: WeightMatrix
     let bias: UnsafePointer<Float>
     /// Input features.

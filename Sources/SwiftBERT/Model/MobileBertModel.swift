@@ -5,7 +5,7 @@ import Foundation
 /// the hidden width (512), with stacked feed-forward networks and NoNorm; the word embeddings
 /// are 128 wide, widened by the trigram projection. Immutable after loading: one instance can
 /// serve many threads at once.
-public final class MobileBertModel: ConvertedModel, MaskedLanguageModel, @unchecked Sendable {
+public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sendable {
     public let mobile: MobileBertConfig
     let embeddings: MobileBertEmbeddings
     let layers: [MobileBertLayer]
@@ -47,7 +47,7 @@ public final class MobileBertModel: ConvertedModel, MaskedLanguageModel, @unchec
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * config.hiddenSize)
         let (context, buffers) = scratch(for: sequences, profile: profile)
         forward(ids: ids, typeIds: types, hidden: hidden, context, buffers)
-        return EncoderOutput(owning: hidden, sequences: sequences, hiddenSize: config.hiddenSize)
+        return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: config.hiddenSize)
     }
 
     /// Threads, profile and scratch for one forward pass over `sequences`.

@@ -1,13 +1,20 @@
 import Foundation
 
 /// sentence-transformers' modules after the Transformer, in their order: Pooling, then the
-/// Dense modules, then Normalize when the folder has it.
-struct SentenceHead {
-    let pooling: Pooling
+/// Dense modules, then Normalize when the folder has it. Any encoder has it: pooling needs no
+/// weights, and the Dense modules' are in the converted file.
+public struct SentenceHead: Head {
+    /// How token vectors are pooled (the model's own, from its 1_Pooling, unless set).
+    public var pooling: Pooling
+    /// Whether vectors are L2-normalised (the model's Normalize module, unless set).
+    public var normalize: Bool
     let includePrompt: Bool
     /// sentence-transformers' Dense modules: a Linear layer and its activation each.
     let dense: [(linear: Linear, activation: DenseLayerConfig.Activation)]
-    let normalize: Bool
+
+    public init(_ encoder: any EncoderModel) throws {
+        try self.init(encoder.weights, encoder.config)
+    }
 
     init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
         pooling = config.pooling
@@ -18,13 +25,12 @@ struct SentenceHead {
         }
     }
 
-    /// The sentence vector of every sequence of the batch. `promptLength` counts [CLS] and the
-    /// prompt's tokens; they are left out of the pooling when the model says include_prompt false.
-    func callAsFunction(_ output: EncoderOutput, promptLength: Int = 0, pooling override: Pooling? = nil,
-                        normalize normalizeOverride: Bool? = nil, threads: Int) -> [[Float]] {
-        let m = output.count
+    /// The sentence vector of every sequence of the batch. `batch.promptLength` counts [CLS] and
+    /// the prompt's tokens; they are left out of the pooling when the model says include_prompt false.
+    public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[Float]] {
+        let m = output.count, threads = batch.threads
         var width = output.hiddenSize
-        var x = (0..<m).flatMap { pool(output, sequence: $0, mode: override ?? pooling, skipping: includePrompt ? 0 : promptLength) }
+        var x = (0..<m).flatMap { pool(output, sequence: $0, mode: pooling, skipping: includePrompt ? 0 : batch.promptLength) }
         for (linear, activation) in dense {
             var y = [Float](repeating: 0, count: m * linear.n)
             x.withUnsafeBufferPointer { x in
@@ -37,7 +43,7 @@ struct SentenceHead {
         }
         return (0..<m).map { s in
             var v = Array(x[s * width..<(s + 1) * width])
-            if normalizeOverride ?? normalize { l2Normalize(&v) }
+            if normalize { l2Normalize(&v) }
             return v
         }
     }

@@ -4,7 +4,7 @@ import Foundation
 public enum ClassifierExport {
     /// BERT's pooler output, tanh(W·h[CLS] + b): what BertForSequenceClassification feeds its
     /// classifier, so a classifier trained on these features drops into that class unchanged.
-    public static func features(_ model: BertModel, _ tokenizer: BertTokenizer, _ texts: [String], batchSize: Int = 32,
+    public static func features(_ model: any EncoderModel, _ tokenizer: BertTokenizer, _ texts: [String], batchSize: Int = 32,
                                 progress: ((Int) -> Void)? = nil) throws -> [[Float]] {
         guard model.config.hasPooler == true, !model.config.isDistilBERT else {
             throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no BERT pooler (pooler.dense); train-classifier needs a BERT checkpoint that kept it (convert the Hugging Face folder again with this version of `bert convert`)")
@@ -29,7 +29,7 @@ public enum ClassifierExport {
     /// Writes a Hugging Face BertForSequenceClassification folder: the encoder and pooler of
     /// `model` under transformers' names (Q/K/V split again), the trained classifier, a
     /// config.json with id2label, and the tokenizer files. transformers loads it as it is.
-    public static func writeSequenceClassifier(model: BertModel, classifier: ClassifierTraining.Result,
+    public static func writeSequenceClassifier(model: any EncoderModel, classifier: ClassifierTraining.Result,
                                                labels: [String], to destination: URL) throws {
         let c = model.config, h = c.hiddenSize
         guard model.precision == .fp32 else {

@@ -1,9 +1,9 @@
 import Foundation
 
 /// Masked-word prediction: for every [MASK] in a text, the most probable vocabulary entries.
-public final class FillMask: @unchecked Sendable {
+public final class FillMask: ModelPipeline, @unchecked Sendable {
     /// The model (BERT-family or MobileBERT), loaded from the model folder.
-    public let model: any MaskedLanguageModel
+    public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
     /// Vocabulary ids that are whole words: no ## piece, no special or [unused] token, no punctuation.
@@ -23,10 +23,11 @@ public final class FillMask: @unchecked Sendable {
         public let candidates: [Candidate]
     }
 
-    public init(model: any MaskedLanguageModel, tokenizer: BertTokenizer) throws {
-        guard model.config.hasMaskedLMHead else {
-            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; fill needs a *ForMaskedLM model such as splade-tiny")
-        }
+    /// The masked-LM head at every mask token.
+    public let head: MaskedLMHead
+
+    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+        head = try MaskedLMHead(model, maskId: tokenizer.maskId)
         self.model = model
         self.tokenizer = tokenizer
         decodesCandidates = model.config.isRoberta
@@ -42,11 +43,6 @@ public final class FillMask: @unchecked Sendable {
     /// A candidate's text: `Candidate.token`.
     public func candidateText(_ id: Int32) -> String {
         decodesCandidates ? tokenizer.decode([id], skipSpecialTokens: false) : tokenizer.token(of: id) ?? ""
-    }
-
-    public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
-        try self.init(model: loadMaskedLanguageModel(folder: folder, threads: threads, precision: precision),
-                      tokenizer: BertTokenizer.load(folder: folder))
     }
 
     /// Whether a vocabulary id is a whole word (the `wordsOnly` filter).
@@ -67,16 +63,16 @@ public final class FillMask: @unchecked Sendable {
                 : "the text has no \(mask); write \(mask) where a word should be predicted")
         }
         let output = try model.encode([encoding.ids], typeIds: [encoding.typeIds])
-        let logits = try model.maskedLMLogits(output, at: positions.map { (0, $0) })
+        let masks = try head(output, HeadBatch(threads: model.threads))[0]
         let typed = prefix?.lowercased()
         let filter: ((Int32) -> Bool)? = (wordsOnly || typed != nil) ? { [self] id in
             guard isWholeWord(id) else { return false }
             guard let typed, !typed.isEmpty else { return true }
             return candidateText(id).trimmingCharacters(in: .whitespaces).lowercased().hasPrefix(typed)
         } : nil
-        return zip(positions, logits).map { position, row in
-            let top = topK(softmax(row), k: k, where: filter)
-            return Prediction(position: position, candidates: top.map {
+        return masks.map { mask in
+            let top = topK(softmax(mask.logits), k: k, where: filter)
+            return Prediction(position: mask.position, candidates: top.map {
                 Candidate(token: candidateText($0.id), id: $0.id, probability: $0.probability)
             })
         }

@@ -2,9 +2,9 @@ import Foundation
 
 /// Text in, sentence vectors out: tokenizer, encoder, then sentence-transformers' modules
 /// (Pooling, Dense, Normalize) as the model's folder lists them, with its prompts.
-public final class SentenceEmbedder: @unchecked Sendable {
+public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     /// The encoder, loaded from the model folder.
-    public let model: BertModel
+    public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
 
@@ -37,15 +37,13 @@ public final class SentenceEmbedder: @unchecked Sendable {
         public let truncated: [Int]
     }
 
-    public init(model: BertModel, tokenizer: BertTokenizer) {
+    /// sentence-transformers' Pooling, Dense and Normalize modules, as the model folder says.
+    public let head: SentenceHead
+
+    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
         self.model = model
         self.tokenizer = tokenizer
-    }
-
-    /// Loads a converted model folder (see `ModelLocator.resolve` for names).
-    public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {
-        let model = try BertModel(folder: folder, threads: threads, precision: precision)
-        self.init(model: model, tokenizer: try BertTokenizer.load(folder: folder))
+        head = try SentenceHead(model)
     }
 
     /// The prompt the options select, as sentence-transformers picks it: `prompt`, else the
@@ -82,11 +80,18 @@ public final class SentenceEmbedder: @unchecked Sendable {
         for start in stride(from: 0, to: order.count, by: max(1, options.batchSize)) {
             let chunk = Array(order[start..<min(start + max(1, options.batchSize), order.count)])
             let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
-            let pooled = model.sentenceHead(output, promptLength: promptLength, pooling: options.pooling,
-                                            normalize: options.normalize, threads: model.threads)
+            let pooled = head(for: options)(output, HeadBatch(threads: model.threads, promptLength: promptLength))
             for (vector, index) in zip(pooled, chunk) { vectors[index] = vector }
         }
         return Embeddings(vectors: vectors, truncated: encodings.indices.filter { encodings[$0].wasTruncated })
+    }
+
+    /// The model's sentence head with the options' pooling and normalisation.
+    public func head(for options: Options) -> SentenceHead {
+        var head = self.head
+        if let pooling = options.pooling { head.pooling = pooling }
+        if let normalize = options.normalize { head.normalize = normalize }
+        return head
     }
 
     func maxLength(_ requested: Int?) throws -> Int {

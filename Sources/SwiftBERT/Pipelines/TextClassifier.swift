@@ -9,19 +9,19 @@ public struct LabelScore: Sendable, Equatable {
 /// Texts (or text pairs) in, labels out: a *ForSequenceClassification checkpoint, scored as
 /// Hugging Face's text-classification pipeline does (softmax; sigmoid for
 /// multi_label_classification or a single label).
-public final class TextClassifier: TaskPipeline, @unchecked Sendable {
+public final class TextClassifier: ModelPipeline, @unchecked Sendable {
     /// The encoder, loaded from the model folder.
-    public let model: BertModel
+    public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
-    let head: SequenceClassificationHead
+    public let head: SequenceClassificationHead
     /// Class names in id order.
     public let labels: [String]
 
-    public init(model: BertModel, tokenizer: BertTokenizer) throws {
-        labels = try model.taskLabels(.sequenceClassification, name: "sequence-classification", savedFrom: "*ForSequenceClassification")
+    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+        head = try SequenceClassificationHead(model)
+        labels = head.labels
         (self.model, self.tokenizer) = (model, tokenizer)
-        head = try SequenceClassificationHead(model.weights, model.config)
     }
 
     /// Sigmoid per label (multi-label, or a single score), else softmax across labels.
@@ -38,7 +38,7 @@ public final class TextClassifier: TaskPipeline, @unchecked Sendable {
         for start in stride(from: 0, to: encodings.count, by: max(1, batchSize)) {
             let chunk = Array(start..<min(start + max(1, batchSize), encodings.count))
             let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
-            for (row, index) in zip(head.logits(output, threads: model.threads), chunk) { rows[index] = row }
+            for (row, index) in zip(head(output, HeadBatch(threads: model.threads)), chunk) { rows[index] = row }
         }
         return rows
     }
@@ -48,7 +48,8 @@ public final class TextClassifier: TaskPipeline, @unchecked Sendable {
         try logits(texts, batchSize: batchSize).map { scores($0, topK: topK) }
     }
 
-    func scores(_ logits: [Float], topK: Int?) -> [LabelScore] {
+    /// Labels with their probabilities (softmax, or sigmoid as `usesSigmoid` says), best first.
+    public func scores(_ logits: [Float], topK: Int? = nil) -> [LabelScore] {
         let probabilities = usesSigmoid ? logits.map(sigmoid) : softmax(logits)
         // Stable sort: equal scores keep label order, as Python's sorted does.
         let ranked = probabilities.indices.sorted { probabilities[$0] > probabilities[$1] || (probabilities[$0] == probabilities[$1] && $0 < $1) }
@@ -75,6 +76,10 @@ public final class Reranker: @unchecked Sendable {
             throw BertError.invalidInput(reason: "\(classifier.model.folder.lastPathComponent) has \(classifier.labels.count) labels; a cross-encoder for reranking has one (use `bert classify` for this model)")
         }
         self.classifier = classifier
+    }
+
+    public convenience init(_ model: LoadedModel) throws {
+        try self.init(classifier: TextClassifier(model))
     }
 
     public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws {

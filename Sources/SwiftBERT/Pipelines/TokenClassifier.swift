@@ -28,20 +28,20 @@ public struct Entity: Sendable, Equatable {
 
 /// Named-entity recognition and other token labelling: a *ForTokenClassification checkpoint,
 /// with the token-classification pipeline's post-processing of transformers.
-public final class TokenClassifier: TaskPipeline, @unchecked Sendable {
+public final class TokenClassifier: ModelPipeline, @unchecked Sendable {
     /// The encoder, loaded from the model folder.
-    public let model: BertModel
+    public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
-    let head: TokenClassificationHead
+    public let head: TokenClassificationHead
     public let labels: [String]
     /// Labels that are not entities (HF's ignore_labels default).
     public var ignoredLabels: Set<String> = ["O"]
 
-    public init(model: BertModel, tokenizer: BertTokenizer) throws {
-        labels = try model.taskLabels(.tokenClassification, name: "token-classification", savedFrom: "*ForTokenClassification")
+    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+        head = try TokenClassificationHead(model)
+        labels = head.labels
         (self.model, self.tokenizer) = (model, tokenizer)
-        head = try TokenClassificationHead(model.weights, model.config)
     }
 
     /// Entities of each text, in text order.
@@ -52,7 +52,7 @@ public final class TokenClassifier: TaskPipeline, @unchecked Sendable {
             let chunk = Array(start..<min(start + max(1, batchSize), texts.count))
             let encodings = chunk.map { tokenizer.encode(texts[$0], maxLength: limit) }
             let output = try model.encode(encodings.map(\.ids), typeIds: encodings.map(\.typeIds))
-            let logits = head.logits(output, threads: model.threads)
+            let logits = head(output, HeadBatch(threads: model.threads))
             for (s, index) in chunk.enumerated() {
                 let scores = logits[s].map(softmax)
                 result[index] = entities(texts[index], encodings[s], scores, aggregation)

@@ -149,14 +149,16 @@ public final class BertTokenizer: @unchecked Sendable {
     /// `addSpecialTokens` is false, and truncates it to `maxLength` tokens in all (specials
     /// included, longest_first for pairs). nil: no truncation; like HF, a `maxLength` smaller
     /// than the number of special tokens (2 for one text, 3 for a pair) truncates nothing.
-    public func encode(_ text: String, pair: String? = nil, maxLength: Int? = nil, addSpecialTokens: Bool = true) -> Encoding {
+    /// `truncatesLeft` keeps the end of the text instead of its start (nil: as tokenizer.json says).
+    public func encode(_ text: String, pair: String? = nil, maxLength: Int? = nil, addSpecialTokens: Bool = true,
+                       truncatesLeft: Bool? = nil) -> Encoding {
         var first = tokens(of: text)
         var second = pair.map(tokens(of:))
         var truncated = false
         let specials = addSpecialTokens ? template.specialTokenCount(isPair: pair != nil) : 0
         // As HF: a maxLength with no room for the special tokens truncates nothing.
         if let maxLength, maxLength >= specials {
-            truncated = truncateLongestFirst(&first, &second, maxLength: maxLength - specials, fromLeft: truncatesFromLeft)
+            truncated = truncateLongestFirst(&first, &second, maxLength: maxLength - specials, fromLeft: truncatesLeft ?? truncatesFromLeft)
         }
         if let trim = trimsByteLevelOffsets {
             trimByteLevelOffsets(&first, addPrefixSpace: trim.addPrefixSpace)

@@ -23,7 +23,7 @@ package struct ModelReport: Sendable {
 
     /// Describes `model`, loaded with `precision`. Call right after loading it, for a meaningful
     /// resident size; the precision check then loads the model again, once per other precision.
-    package init(model: BertModel, precision loaded: Precision = .fp32, tokenizerLoadSeconds: Double? = nil) {
+    package init(model: any EncoderModel, precision loaded: Precision = .fp32, tokenizerLoadSeconds: Double? = nil) {
         self.tokenizerLoadSeconds = tokenizerLoadSeconds
         residentBytes = ProcessMemory.residentBytes()
         config = model.config
@@ -36,7 +36,8 @@ package struct ModelReport: Sendable {
         case .xlmRoberta: "XLMRoberta"
         case .mobileBERT: "MobileBert"
         }
-        architecture = model.config.hasMaskedLMHead ? "\(family)ForMaskedLM (encoder + masked-LM head)" : "\(family)Model (encoder)"
+        let task = model.config.head.map { $0 == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
+        architecture = "\(family)\(task ?? (model.config.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"
         parameters = model.parameterCount
         loadSeconds = model.loadSeconds
         let fm = FileManager.default
@@ -48,7 +49,7 @@ package struct ModelReport: Sendable {
         let folder = model.folder
         precisions = Precision.allCases.map { precision in
             if precision == loaded { return (precision, nil) }
-            do { _ = try BertModel(folder: folder, threads: 1, precision: precision); return (precision, nil) }
+            do { _ = try loadEncoder(folder: folder, threads: 1, precision: precision); return (precision, nil) }
             catch { return (precision, "\(error)") }
         }
     }

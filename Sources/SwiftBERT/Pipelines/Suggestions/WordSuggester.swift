@@ -84,7 +84,7 @@ public final class WordSuggester: @unchecked Sendable {
     }
 
     /// The model (BERT-family or MobileBERT), loaded from the model folder.
-    public let model: any MaskedLanguageModel
+    public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
     public let tokenizer: BertTokenizer
     public let options: Options
@@ -102,7 +102,7 @@ public final class WordSuggester: @unchecked Sendable {
     /// RoBERTa's and XLM-R's vocabularies mark the first piece of a word (Ġ, ▁) instead of the others (##).
     private let marksWordStarts: Bool
 
-    public init(model: any MaskedLanguageModel, tokenizer: BertTokenizer, userWords: [UserWord] = [], options: Options = Options()) throws {
+    public init(model: any EncoderModel, tokenizer: BertTokenizer, userWords: [UserWord] = [], options: Options = Options()) throws {
         guard model.config.hasMaskedLMHead else {
             throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; suggestions need a *ForMaskedLM model such as splade-tiny")
         }
@@ -121,8 +121,8 @@ public final class WordSuggester: @unchecked Sendable {
 
     public convenience init(folder: URL, threads: Int? = nil, precision: Precision = .fp32,
                             userWords: [UserWord] = [], options: Options = Options()) throws {
-        try self.init(model: loadMaskedLanguageModel(folder: folder, threads: threads, precision: precision),
-                      tokenizer: BertTokenizer.load(folder: folder), userWords: userWords, options: options)
+        let model = try loadModel(folder: folder, threads: threads, precision: precision)
+        try self.init(model: model.encoder, tokenizer: model.tokenizer, userWords: userWords, options: options)
     }
 
     /// Words the suggester can offer: the vocabulary's whole words and the user's.

@@ -1,0 +1,106 @@
+import Foundation
+
+/// What every architecture's encoder does, and all a head or a pipeline needs of it: a batch of
+/// token-id sequences in, their last hidden states out (packed, no padding). `BertModel` (BERT,
+/// DistilBERT, RoBERTa, XLM-R) and `MobileBertModel` adopt it; `loadEncoder` picks the one a
+/// converted folder needs. An encoder is immutable after loading: one instance serves many
+/// threads at once.
+public protocol EncoderModel: ConvertedModel, Sendable {
+    /// Last-layer hidden states for a batch of token-id sequences, each framed by the tokenizer
+    /// ([CLS] … [SEP], or <s> … </s>). Sequences may differ in length.
+    func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?) throws -> EncoderOutput
+    /// The masked-LM head's vocabulary logits [m × V] for m hidden rows [m × H]; throws when the
+    /// checkpoint has no masked-LM head. The head shares the encoder's word embeddings when its
+    /// decoder is tied, so the encoder owns it.
+    func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float]
+}
+
+extension EncoderModel {
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil) throws -> EncoderOutput {
+        try encode(batch, typeIds: typeIds, profile: nil)
+    }
+
+    /// Vocabulary logits at the given (sequence, position) pairs of an encoded batch.
+    public func maskedLMLogits(_ output: EncoderOutput, at positions: [(sequence: Int, position: Int)]) throws -> [[Float]] {
+        guard config.hasMaskedLMHead else { throw missingMaskedLMHead }
+        guard !positions.isEmpty else { return [] }
+        let h = output.hiddenSize
+        var gathered = [Float](repeating: 0, count: positions.count * h)
+        for (i, p) in positions.enumerated() {
+            guard p.sequence >= 0, p.sequence < output.count, p.position >= 0, p.position < output.lengths[p.sequence] else {
+                throw BertError.invalidInput(reason: "position \(p) is outside the encoded batch")
+            }
+            output.withRow(sequence: p.sequence, position: p.position) { row in
+                for c in 0..<h { gathered[i * h + c] = row[c] }
+            }
+        }
+        let logits = try maskedLMLogits(hiddenRows: gathered, count: positions.count)
+        let v = config.vocabSize
+        return (0..<positions.count).map { Array(logits[$0 * v..<($0 + 1) * v]) }
+    }
+
+    var missingMaskedLMHead: BertError {
+        .invalidInput(reason: "\(folder.lastPathComponent) has no masked-LM head (cls.predictions); use a *ForMaskedLM checkpoint such as splade-tiny")
+    }
+}
+
+/// The encoder a converted folder holds: a `MobileBertModel` for MobileBERT, else a `BertModel`
+/// (BERT, DistilBERT, RoBERTa, XLM-R). The one place that maps a checkpoint to its architecture.
+public func loadEncoder(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws -> any EncoderModel {
+    guard FileManager.default.fileExists(atPath: folder.path) else {
+        throw BertError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
+    }
+    let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
+    if config.mobileBert != nil { return try MobileBertModel(folder: folder, threads: threads, precision: precision) }
+    return try BertModel(folder: folder, threads: threads, precision: precision)
+}
+
+/// Last-layer hidden states of a batch, packed [T × H] without padding, with the token ids they
+/// came from (heads such as fill-mask and sparse pooling read them).
+public final class EncoderOutput: @unchecked Sendable {
+    public let hiddenSize: Int
+    public let lengths: [Int]
+    /// The batch's token ids, packed as the rows are.
+    public let ids: [Int32]
+    let starts: [Int]
+    let storage: UnsafeMutablePointer<Float>
+
+    init(owning storage: UnsafeMutablePointer<Float>, ids: [Int32], sequences: PackedSequences, hiddenSize: Int) {
+        self.storage = storage
+        self.ids = ids
+        self.lengths = sequences.lengths
+        self.starts = sequences.starts
+        self.hiddenSize = hiddenSize
+    }
+    deinit { storage.deallocate() }
+
+    /// Number of sequences.
+    public var count: Int { lengths.count }
+
+    /// Hidden states of sequence `i` as [length × H], row-major.
+    public func hiddenStates(_ i: Int) -> [Float] {
+        Array(UnsafeBufferPointer(start: storage + starts[i] * hiddenSize, count: lengths[i] * hiddenSize))
+    }
+
+    /// Token ids of sequence `i`.
+    public func tokenIds(_ i: Int) -> ArraySlice<Int32> { ids[starts[i]..<starts[i] + lengths[i]] }
+
+    /// The sequences at `indices`, in that order, as an output of their own (a copy): what one
+    /// request of a batch shared by several gets.
+    public func selecting(_ indices: [Int]) -> EncoderOutput {
+        if indices == Array(0..<count) { return self }
+        let sequences = PackedSequences(lengths: indices.map { lengths[$0] })
+        let rows = UnsafeMutablePointer<Float>.allocate(capacity: max(1, sequences.tokenCount * hiddenSize))
+        var ids: [Int32] = []
+        ids.reserveCapacity(sequences.tokenCount)
+        for (s, i) in indices.enumerated() {
+            (rows + sequences.starts[s] * hiddenSize).update(from: storage + starts[i] * hiddenSize, count: lengths[i] * hiddenSize)
+            ids += tokenIds(i)
+        }
+        return EncoderOutput(owning: rows, ids: ids, sequences: sequences, hiddenSize: hiddenSize)
+    }
+
+    func withRow<R>(sequence: Int, position: Int, _ body: (UnsafePointer<Float>) -> R) -> R {
+        body(storage + (starts[sequence] + position) * hiddenSize)
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+
+/// Texts in, sparse lexical vectors out: SPLADE pooling (`SpladeHead`) over a masked-LM
+/// checkpoint such as splade-tiny, one `SparseVector` over the vocabulary per text.
+public final class SparseEmbedder: ModelPipeline, @unchecked Sendable {
+    public let model: any EncoderModel
+    public let tokenizer: BertTokenizer
+    public let head: SpladeHead
+
+    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+        head = try SpladeHead(model)
+        (self.model, self.tokenizer) = (model, tokenizer)
+    }
+
+    /// One sparse vector per text, in input order; texts longer than `maxLength` tokens (nil: the
+    /// model's max_seq_length) are truncated.
+    public func embed(_ texts: [String], maxLength: Int? = nil, batchSize: Int = 32) throws -> [SparseVector] {
+        let limit = min(maxLength ?? model.config.maxSequenceLength, model.config.positionLimit)
+        var vectors: [SparseVector] = []
+        vectors.reserveCapacity(texts.count)
+        for start in stride(from: 0, to: texts.count, by: max(1, batchSize)) {
+            let encodings = texts[start..<min(start + max(1, batchSize), texts.count)].map { tokenizer.encode($0, maxLength: limit) }
+            let output = try model.encode(encodings.map(\.ids), typeIds: encodings.map(\.typeIds))
+            vectors += try head(output, HeadBatch(threads: model.threads))
+        }
+        return vectors
+    }
+}

@@ -1,0 +1,182 @@
+#if Server  // the package trait (Package.swift); without it this target is empty
+import Foundation
+
+/// Every route of the API, in one table: the router registers these, a wrong method or an
+/// unknown path is answered from it (405 with Allow, or 404, both JSON), and GET /openapi.json
+/// is written from it, with each request's schema taken from its request type (`Documented`).
+struct Route: Sendable {
+    enum Method: String, Sendable { case get = "GET", post = "POST" }
+
+    let method: Method
+    let path: String
+    let summary: String
+    /// Which API's error JSON the route answers with.
+    let shape: ErrorShape
+    /// The request body's type, for the OpenAPI document; nil: no body.
+    let request: (any Documented.Type)?
+    /// What a 200 holds.
+    let response: Schema
+    let endpoint: @Sendable (Endpoints, [UInt8]) async throws -> [UInt8]
+
+    static let all: [Route] = [
+        Route(method: .post, path: "/v1/embeddings", summary: "OpenAI embeddings: text in, sentence vectors out (float or base64).",
+              shape: .openAI, request: OpenAIEmbeddingRequest.self,
+              response: .object([("object", .string, true), ("data", .array(.object([("object", .string, true), ("index", .integer, true), ("embedding", .oneOf([.array(.number), .string]), true)])), true), ("model", .string, true), ("usage", .object([("prompt_tokens", .integer, true), ("total_tokens", .integer, true)]), true)])) { try await $0.openAIEmbeddings($1) },
+        Route(method: .post, path: "/embeddings", summary: "The same as /v1/embeddings.", shape: .openAI, request: OpenAIEmbeddingRequest.self,
+              response: .ref("/v1/embeddings")) { try await $0.openAIEmbeddings($1) },
+        Route(method: .post, path: "/v1/rerank", summary: "Cohere/Jina rerank: documents by relevance to the query (a cross-encoder).",
+              shape: .openAI, request: CohereRerankRequest.self,
+              response: .object([("model", .string, true), ("results", .array(.object([("index", .integer, true), ("relevance_score", .number, true), ("document", .object([("text", .string, true)]), false)])), true), ("usage", .object([("total_tokens", .integer, true)]), true)])) { try await $0.cohereRerank($1) },
+        Route(method: .get, path: "/v1/models", summary: "OpenAI: the models this server serves.", shape: .openAI, request: nil,
+              response: .object([("object", .string, true), ("data", .array(.object([("id", .string, true), ("object", .string, true), ("created", .integer, true), ("owned_by", .string, true)])), true)])) { endpoints, _ in try endpoints.openAIModels() },
+        Route(method: .post, path: "/", summary: "TEI's root: /predict (or /rerank with a query) for a classifier, /embed for any other model.",
+              shape: .tei, request: TEIEmbedRequest.self, response: .oneOf([.ref("/embed"), .ref("/predict"), .ref("/rerank")])) { try await $0.root($1) },
+        Route(method: .post, path: "/embed", summary: "TEI: sentence vectors, one per input (text or this model's token ids).",
+              shape: .tei, request: TEIEmbedRequest.self, response: .array(.array(.number))) { try await $0.teiEmbed($1) },
+        Route(method: .post, path: "/embed_sparse", summary: "TEI: SPLADE weights over the vocabulary, one sparse vector per input.",
+              shape: .tei, request: TEITokenRequest.self, response: .array(.array(.object([("index", .integer, true), ("value", .number, true)])))) { try await $0.embedSparse($1) },
+        Route(method: .post, path: "/embed_all", summary: "TEI: every token's last hidden state, per input.",
+              shape: .tei, request: TEITokenRequest.self, response: .array(.array(.array(.number)))) { try await $0.embedAll($1) },
+        Route(method: .post, path: "/similarity", summary: "TEI: cosine similarity of the source sentence with each sentence.",
+              shape: .tei, request: SimilarityRequest.self, response: .array(.number)) { try await $0.similarity($1) },
+        Route(method: .post, path: "/predict", summary: "TEI: every label with its score, for a text, a pair, or a batch of them.",
+              shape: .tei, request: PredictRequest.self,
+              response: .oneOf([.array(.object([("score", .number, true), ("label", .string, true)])), .array(.array(.object([("score", .number, true), ("label", .string, true)])))])) { try await $0.predict($1) },
+        Route(method: .post, path: "/rerank", summary: "TEI: texts by relevance to the query, best first (a cross-encoder; sigmoid scores unless raw_scores).",
+              shape: .tei, request: RerankRequest.self,
+              response: .array(.object([("index", .integer, true), ("score", .number, true), ("text", .string, false)]))) { try await $0.rerank($1) },
+        Route(method: .post, path: "/tokenize", summary: "TEI: tokens with ids and code-point offsets.", shape: .tei, request: TokenizeRequest.self,
+              response: .array(.array(.object([("id", .integer, true), ("text", .string, true), ("special", .boolean, true), ("start", .integer, false), ("stop", .integer, false)])))) { try await $0.tokenize($1) },
+        Route(method: .post, path: "/decode", summary: "TEI: the text of token ids.", shape: .tei, request: DecodeRequest.self,
+              response: .array(.string)) { try await $0.decode($1) },
+        Route(method: .post, path: "/fill", summary: "Masked-word prediction: the top-k tokens for each mask token.", shape: .tei, request: FillRequest.self,
+              response: .object([("model", .string, true), ("predictions", .array(.object([("position", .integer, true), ("candidates", .array(.object([("token", .string, true), ("id", .integer, true), ("probability", .number, true)])), true)])), true)])) { try await $0.fill($1) },
+        Route(method: .get, path: "/info", summary: "TEI: the model, its heads and the server's limits.", shape: .tei, request: nil,
+              response: .object([("model_id", .string, true), ("model_type", .object([]), true), ("max_input_length", .integer, true), ("models", .array(.object([])), true)])) { endpoints, _ in try endpoints.info() },
+    ]
+
+    /// Paths served outside the table (no API key, no request body): probes, metrics, the documents.
+    static let plain: [(method: String, path: String, summary: String)] = [
+        ("GET", "/health", "200 once the models are loaded, 503 while loading or after a load failure; HEAD too."),
+        ("GET", "/metrics", "Prometheus text."),
+        ("GET", "/openapi.json", "This document."),
+        ("GET", "/docs", "An HTML page that renders this document."),
+    ]
+
+    /// The methods each path answers, for 405's Allow header.
+    static let methodsByPath: [String: [String]] = {
+        var methods: [String: [String]] = [:]
+        for route in all { methods[route.path, default: []].append(route.method.rawValue) }
+        for route in plain {
+            methods[route.path, default: []].append(route.method)
+            if route.path == "/health" { methods[route.path, default: []].append("HEAD") }
+        }
+        return methods
+    }()
+}
+
+/// A JSON schema, enough for the API's request and response bodies.
+indirect enum Schema: Sendable {
+    case string, integer, number, boolean
+    case array(Schema)
+    /// Properties in order: name, schema, required.
+    case object([(String, Schema, Bool)])
+    case oneOf([Schema])
+    /// The 200 response of another route.
+    case ref(String)
+
+    func write(_ json: JSONWriter) {
+        json.object {
+            switch self {
+            case .string: json.key("type"); json.string("string")
+            case .integer: json.key("type"); json.string("integer")
+            case .number: json.key("type"); json.string("number")
+            case .boolean: json.key("type"); json.string("boolean")
+            case let .array(items): json.key("type"); json.string("array"); json.key("items"); items.write(json)
+            case let .object(properties):
+                json.key("type"); json.string("object")
+                json.key("properties")
+                json.object { for (name, schema, _) in properties { json.key(name); schema.write(json) } }
+                let required = properties.filter(\.2).map(\.0)
+                if !required.isEmpty { json.key("required"); json.array { for name in required { json.string(name) } } }
+            case let .oneOf(schemas): json.key("oneOf"); json.array { for schema in schemas { schema.write(json) } }
+            case let .ref(path): json.key("$ref"); json.string("#/components/schemas/" + Self.componentName(path))
+            }
+        }
+    }
+
+    /// The component name of a route's response ("/v1/embeddings" → "v1_embeddings_response").
+    static func componentName(_ path: String) -> String {
+        path.split(separator: "/").joined(separator: "_") + "_response"
+    }
+}
+
+/// A request type that describes its JSON body: next to its fields, so the OpenAPI document
+/// changes with them.
+protocol Documented: Decodable, Sendable {
+    static var schema: Schema { get }
+}
+
+/// The OpenAPI 3.1 document of every route.
+func openAPIDocument(version: String) -> [UInt8] {
+    let json = JSONWriter()
+    let errorTEI = Schema.object([("error", .string, true), ("error_type", .string, true)])
+    let errorOpenAI = Schema.object([("error", .object([("message", .string, true), ("type", .string, true), ("param", .string, false), ("code", .string, false)]), true)])
+    json.object {
+        json.key("openapi"); json.string("3.1.0")
+        json.key("info")
+        json.object { json.key("title"); json.string("SwiftBERT"); json.key("version"); json.string(version) }
+        json.key("paths")
+        json.object {
+            let paths = Route.all.map(\.path) + Route.plain.map(\.path)
+            for path in paths.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } } {
+                json.key(path)
+                json.object {
+                    for route in Route.all where route.path == path {
+                        json.key(route.method.rawValue.lowercased())
+                        json.object {
+                            json.key("summary"); json.string(route.summary)
+                            if let request = route.request {
+                                json.key("requestBody")
+                                json.object {
+                                    json.key("required"); json.bool(true)
+                                    json.key("content"); json.object { json.key("application/json"); json.object { json.key("schema"); request.schema.write(json) } }
+                                }
+                            }
+                            json.key("responses")
+                            json.object {
+                                json.key("200"); json.object {
+                                    json.key("description"); json.string("OK")
+                                    json.key("content"); json.object { json.key("application/json"); json.object { json.key("schema"); route.response.write(json) } }
+                                }
+                                json.key("default"); json.object {
+                                    json.key("description"); json.string("An error: 4xx for the client's fault (the message says what to change), 503 when retrying later helps.")
+                                    json.key("content"); json.object { json.key("application/json"); json.object { json.key("schema"); (route.shape == .openAI ? errorOpenAI : errorTEI).write(json) } }
+                                }
+                            }
+                        }
+                    }
+                    for route in Route.plain where route.path == path {
+                        json.key(route.method.lowercased())
+                        json.object {
+                            json.key("summary"); json.string(route.summary)
+                            json.key("responses"); json.object { json.key("200"); json.object { json.key("description"); json.string("OK") } }
+                        }
+                    }
+                }
+            }
+        }
+        json.key("components")
+        json.object {
+            json.key("schemas")
+            json.object {
+                for route in Route.all where route.method == .post || route.path == "/v1/models" {
+                    if case .ref = route.response { continue }
+                    json.key(Schema.componentName(route.path)); route.response.write(json)
+                }
+            }
+        }
+    }
+    return json.bytes
+}
+#endif
