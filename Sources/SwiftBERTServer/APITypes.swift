@@ -49,9 +49,9 @@ enum ErrorShape {
             let type: String
             switch error.status {
             case 503, 429: type = "Overloaded"
-            case 413, 422, 400: type = "Validation"
             case 401: type = "Unauthorized"
             case 404: type = "NotFound"
+            case 400..<500: type = "Validation"
             default: type = "Backend"
             }
             json.object {

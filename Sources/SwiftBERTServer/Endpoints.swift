@@ -257,7 +257,7 @@ struct Endpoints: Sendable {
     func embedSparse(_ body: [UInt8]) async throws -> [UInt8] {
         let (model, sequences, _) = try await tokenRequest(body)
         guard let sparse = model.sparse else {
-            throw APIError.invalid("\(model.name) has no sparse head: /embed_sparse needs a masked-LM (SPLADE) checkpoint such as splade-tiny", param: "model", status: 424)
+            throw APIError.invalid("\(model.name) has no sparse head: /embed_sparse needs a masked-LM (SPLADE) checkpoint such as splade-tiny", param: "model", status: 400)
         }
         let vectors = try await run(sequences, head: sparse, on: model)
         return try await offload {
@@ -308,7 +308,7 @@ struct Endpoints: Sendable {
 
     private func classifier(of model: ServedModel, route: String) throws -> TextClassifier {
         guard let classifier = model.classifier else {
-            throw APIError.invalid("\(model.name) has no sequence-classification head, so it cannot serve \(route); serve a *ForSequenceClassification checkpoint (for /rerank, a cross-encoder)", param: "model", status: 424)
+            throw APIError.invalid("\(model.name) has no sequence-classification head, so it cannot serve \(route); serve a *ForSequenceClassification checkpoint (for /rerank, a cross-encoder)", param: "model", status: 400)
         }
         return classifier
     }
@@ -326,6 +326,12 @@ struct Endpoints: Sendable {
     /// POST /predict (TEI): every label with its score, best first; softmax (or sigmoid for one
     /// label or multi-label models, as `bert classify`) unless raw_scores.
     func predict(_ body: [UInt8]) async throws -> [UInt8] {
+        try await predict(body, singleAsBatch: false)
+    }
+
+    /// `singleAsBatch`: one input answered as a batch of one, [[…]] (the Hugging Face Inference
+    /// API's shape, which huggingface_hub's text_classification reads), not TEI's […].
+    private func predict(_ body: [UInt8], singleAsBatch: Bool) async throws -> [UInt8] {
         let request = try await offload { try decodeBody(PredictRequest.self, from: body) }
         let model = try self.model(request.model)
         let classifier = try classifier(of: model, route: "/predict")
@@ -342,7 +348,7 @@ struct Endpoints: Sendable {
                 }
             }
         }
-        if request.inputs.single { labels(rows[0]) } else { json.array { for row in rows { labels(row) } } }
+        if request.inputs.single, !singleAsBatch { labels(rows[0]) } else { json.array { for row in rows { labels(row) } } }
         return json.bytes
     }
 
@@ -351,7 +357,7 @@ struct Endpoints: Sendable {
                               raw: Bool, param: String) async throws -> (scores: [Float], tokens: Int) {
         let classifier = try classifier(of: model, route: "reranking")
         guard model.reranks else {
-            throw APIError.invalid("\(model.name) has \(classifier.labels.count) labels; reranking needs a cross-encoder with one (use /predict for this model)", param: "model", status: 424)
+            throw APIError.invalid("\(model.name) has \(classifier.labels.count) labels; reranking needs a cross-encoder with one (use /predict for this model)", param: "model", status: 400)
         }
         let (rows, tokens) = try await logits(documents.map { (query, $0) }, model: model, classifier: classifier, truncate: truncate,
                                               fromLeft: fromLeft, param: param)
@@ -412,14 +418,14 @@ struct Endpoints: Sendable {
 
     // MARK: - TEI's root
 
-    /// POST / (TEI): what the model is decides the route: a classifier answers as /predict, or
-    /// as /rerank when the body has a "query" and the model is a cross-encoder; any other model
-    /// embeds, as /embed.
+    /// POST / (TEI): what the model is decides the route: a classifier answers as /predict (one
+    /// text too as a batch of one, as huggingface_hub expects), or as /rerank when the body has
+    /// a "query" and the model is a cross-encoder; any other model embeds, as /embed.
     func root(_ body: [UInt8]) async throws -> [UInt8] {
         let model = try models()[0]
         guard model.classifier != nil else { return try await teiEmbed(body) }
         if model.reranks, (try? JSONDecoder().decode(RerankRequest.self, from: Data(body))) != nil { return try await rerank(body) }
-        return try await predict(body)
+        return try await predict(body, singleAsBatch: true)
     }
     // MARK: - Tokenize, info
 

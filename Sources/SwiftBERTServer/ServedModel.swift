@@ -58,7 +58,8 @@ final class ServedModel: Sendable {
     let classifier: TextClassifier?
 
     init(name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
-        let folder = try ModelLocator.resolve(name)
+        // A Hugging Face folder is converted on first use, as every command does.
+        let folder = try ModelLocator.converted(ModelLocator.resolve(name))
         self.name = name
         aliases = [folder.lastPathComponent, alias].compactMap { $0 }.filter { $0 != name }
         loaded = try loadModel(folder: folder, threads: configuration.threads, precision: configuration.precision)
