@@ -17,11 +17,15 @@ setup:
 bert:
 	swift build -c release $(NATIVE) $(SERVER) --product bert
 
-# The main job on the default models: embed sentences, compare them, fill a mask.
+# The main job on the default models: embed a sentence (a preview of its vector), compare
+# sentences, fill a mask.
 demo: setup
-	$(BERT) embed --format tsv "SwiftBERT embeds text in pure Swift."
-	$(BERT) similarity "A man is eating food." "A man is eating a piece of bread." "The girl is carrying a baby."
-	$(BERT) fill "The capital of France is [MASK]."
+	@echo "bert embed (all-MiniLM-L6-v2): a 384-dimensional vector; its first 8 values:"
+	@$(BERT) embed --format tsv "SwiftBERT embeds text in pure Swift." | cut -f1-8
+	@echo; echo "bert similarity: the cosine of every pair"
+	@$(BERT) similarity "A man is eating food." "A man is eating a piece of bread." "The girl is carrying a baby."
+	@echo; echo "bert fill (splade-tiny): the likeliest words for [MASK]"
+	@$(BERT) fill "The capital of France is [MASK]."
 
 # Release mode: the SIMD and INT8 kernels are 50x slower unoptimised; -enable-testing keeps
 # @testable imports working. The suite is XCTest only: without Swift Testing's empty run after

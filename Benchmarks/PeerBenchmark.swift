@@ -70,14 +70,14 @@ public func runPeerBenchmark(arguments: [String]) throws {
 
     let workloads = try loadWorkloads(path: inputPath)
     let folder = try ModelLocator.resolve(modelPath)
-    var models: [Int: any MaskedLanguageModel] = [:]
-    for t in threadCounts { models[t] = try loadMaskedLanguageModel(folder: folder, threads: t, precision: precision) }
+    var models: [Int: any EncoderModel] = [:]
+    for t in threadCounts { models[t] = try loadEncoder(folder: folder, threads: t, precision: precision) }
     let config = models[threadCounts[0]]!.config
     var sgemmBuffers: SgemmModelBuffers?
 
-    func model(_ threads: Int) throws -> any MaskedLanguageModel {
+    func model(_ threads: Int) throws -> any EncoderModel {
         if let m = models[threads] { return m }
-        let m = try loadMaskedLanguageModel(folder: folder, threads: threads, precision: precision)
+        let m = try loadEncoder(folder: folder, threads: threads, precision: precision)
         models[threads] = m
         return m
     }
@@ -87,7 +87,7 @@ public func runPeerBenchmark(arguments: [String]) throws {
     }
     /// Wall time and process CPU time (all threads) of each call, in ms. `keystroke`: the
     /// masked-LM head at each sequence's [MASK] too.
-    func timeEncode(_ batches: [[[Int32]]], _ model: any MaskedLanguageModel, calls: Int, warmup: Int,
+    func timeEncode(_ batches: [[[Int32]]], _ model: any EncoderModel, calls: Int, warmup: Int,
                     keystroke: Bool = false) throws -> (wall: [Double], cpu: [Double]) {
         func encode(_ batch: [[Int32]]) throws -> EncoderOutput {
             let output = try model.encode(batch)
@@ -155,9 +155,11 @@ public func runPeerBenchmark(arguments: [String]) throws {
             case "pool":
                 // Mean-pooled last hidden states of the workload's first batch, unnormalised: lets the
                 // harness check that every engine computed the same thing on the same ids.
-                guard let bert = try model(threads) as? BertModel else { throw PeerError.usage("pool runs BERT models only") }
-                let output = try bert.encode(try workload(request["workload"] as? String ?? "")[0])
-                writeJSON(["pooled": bert.pool(output, pooling: .mean, normalize: false)])
+                let encoder = try model(threads)
+                let output = try encoder.encode(try workload(request["workload"] as? String ?? "")[0])
+                var mean = try SentenceHead(encoder)
+                (mean.pooling, mean.normalize) = (.mean, false)
+                writeJSON(["pooled": mean(output, HeadBatch(threads: encoder.threads))])
             case "logits":
                 let batch = try workload(request["workload"] as? String ?? "")[0]
                 let m = try model(threads)

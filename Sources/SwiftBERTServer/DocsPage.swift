@@ -14,7 +14,7 @@ h1 { font-size: 1.6em; } h2 { font-size: 1.1em; margin: 1.6em 0 .3em; font-famil
 .method { display: inline-block; min-width: 3.5em; padding: 0 .4em; border-radius: 3px; color: #fff; background: #555; }
 .post { background: #2f6f3e; } .get { background: #2a5d9f; } .head { background: #777; }
 table { border-collapse: collapse; margin: .3em 0; } td, th { border: 1px solid #ccc; padding: .15em .5em; text-align: left; vertical-align: top; }
-code, pre { font-family: ui-monospace, monospace; font-size: .92em; } pre { background: #f5f5f5; padding: .5em; overflow-x: auto; }
+code, pre { font-family: ui-monospace, monospace; font-size: .92em; } pre { background: #f5f5f5; padding: .5em; white-space: pre-wrap; overflow-wrap: anywhere; }
 #error { color: #a00; }
 </style>
 </head>
@@ -28,7 +28,10 @@ function typeOf(schema, components) {
   if (!schema) return "";
   if (schema.$ref) return typeOf(components[schema.$ref.split("/").pop()], components);
   if (schema.oneOf) return schema.oneOf.map(s => typeOf(s, components)).join(" | ");
-  if (schema.type === "array") return typeOf(schema.items, components) + "[]";
+  if (schema.type === "array") {
+    const item = typeOf(schema.items, components);
+    return (item.includes(" | ") ? "(" + item + ")" : item) + "[]";
+  }
   if (schema.type === "object") {
     const props = Object.entries(schema.properties || {});
     if (props.length === 0) return "object";
@@ -37,7 +40,10 @@ function typeOf(schema, components) {
   return schema.type;
 }
 function text(tag, content, cls) { const e = document.createElement(tag); e.textContent = content; if (cls) e.className = cls; return e; }
-fetch("/openapi.json").then(r => r.json()).then(doc => {
+fetch("/openapi.json").then(r => {
+  if (!r.ok) throw new Error("GET /openapi.json answered " + r.status);
+  return r.json();
+}).then(doc => {
   document.getElementById("title").textContent = doc.info.title + " API " + doc.info.version;
   const components = (doc.components || {}).schemas || {};
   const routes = document.getElementById("routes");
@@ -45,9 +51,10 @@ fetch("/openapi.json").then(r => r.json()).then(doc => {
     for (const [method, op] of Object.entries(operations)) {
       const h = document.createElement("h2");
       h.className = "route";
+      h.id = method + path.replace(/[^a-z0-9]+/gi, "-");
       h.append(text("span", method.toUpperCase(), "method " + method), " " + path);
       routes.append(h, text("p", op.summary || ""));
-      const body = op.requestBody && op.requestBody.content["application/json"].schema;
+      const body = op.requestBody?.content?.["application/json"]?.schema;
       if (body && body.properties) {
         const table = document.createElement("table");
         table.append(Object.assign(document.createElement("tr"), { innerHTML: "<th>field</th><th>type</th><th>required</th>" }));
@@ -58,8 +65,8 @@ fetch("/openapi.json").then(r => r.json()).then(doc => {
         }
         routes.append(table);
       }
-      const ok = op.responses["200"];
-      if (ok && ok.content) routes.append(text("pre", "200: " + typeOf(ok.content["application/json"].schema, components)));
+      const ok = op.responses?.["200"]?.content?.["application/json"]?.schema;
+      if (ok) routes.append(text("pre", "200: " + typeOf(ok, components)));
     }
   }
 }).catch(e => { document.getElementById("error").textContent = "could not read /openapi.json: " + e; });

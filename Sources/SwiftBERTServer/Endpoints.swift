@@ -14,13 +14,19 @@ struct Endpoints: Sendable {
     static let version = "0.2.0"
 
     /// Threads for requests' CPU work, apart from Swift's cooperative pool (one thread per core,
-    /// which the HTTP handlers need free).
-    private static let work = DispatchQueue(label: "bert-serve-requests", attributes: .concurrent)
+    /// which the HTTP handlers need free). Serial queues, because libdispatch gives them threads
+    /// of their own (overcommit) even when every core is busy; a concurrent queue shares the
+    /// cores' threads with the cooperative pool, and two long requests stalled /health.
+    private static let work = (0..<max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)).map {
+        DispatchQueue(label: "bert-serve-requests-\($0)")
+    }
+    private static let nextQueue = ManagedAtomicCounter()
 
-    /// Runs `body` on `work` and returns its result.
+    /// Runs `body` on one of the `work` queues and returns its result.
     private func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Self.work.async { continuation.resume(with: Result { try body() }) }
+        let queue = Self.work[Self.nextQueue.next() % Self.work.count]
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body() }) }
         }
     }
 
@@ -47,8 +53,8 @@ struct Endpoints: Sendable {
         switch direction?.lowercased() {
         case nil, "right": return false
         case "left": return true
-        case let other?:
-            throw APIError.invalid("truncation_direction must be \"Left\" or \"Right\"; got \"\(other)\"", param: "truncation_direction")
+        case _?:
+            throw APIError.invalid("truncation_direction must be \"Left\" or \"Right\"; got \"\(direction ?? "")\"", param: "truncation_direction")
         }
     }
 
@@ -166,18 +172,21 @@ struct Endpoints: Sendable {
 
     /// POST /v1/embeddings (OpenAI).
     func openAIEmbeddings(_ body: [UInt8]) async throws -> [UInt8] {
-        let (request, model, sequences) = try await offload { [self] () throws -> (OpenAIEmbeddingRequest, ServedModel, [[Int32]]) in
+        let (request, model, sequences, promptLength) = try await offload { [self] () throws -> (OpenAIEmbeddingRequest, ServedModel, [[Int32]], Int) in
             let request = try decodeBody(OpenAIEmbeddingRequest.self, from: body)
             let model = try self.model(request.model)
             let sequences: [[Int32]]
+            var prompt: String?
             switch request.input {
             case let .texts(texts):
-                sequences = try encode(texts.map { ($0, nil) }, model: model, truncate: request.truncate ?? true, param: "input").map(\.ids)
+                // The model's default prompt, as `bert embed` puts it (OpenAI's API names none).
+                prompt = try self.prompt(nil, model: model)
+                sequences = try encode(texts.map { ($0, nil) }, model: model, truncate: request.truncate ?? true, prompt: prompt, param: "input").map(\.ids)
             case let .tokenIDs(lists):
                 guard configuration.acceptsTokenIds else { throw refusedTokenIds() }
                 sequences = try checkedIds(lists, model: model, truncate: request.truncate ?? true, fromLeft: false, param: "input")
             }
-            return (request, model, sequences)
+            return (request, model, sequences, self.promptLength(prompt, model: model))
         }
         let base64: Bool
         switch request.encoding_format ?? "float" {
@@ -185,7 +194,7 @@ struct Endpoints: Sendable {
         case "base64": base64 = true
         case let other: throw APIError.invalid("encoding_format must be \"float\" or \"base64\"; got \"\(other)\"", param: "encoding_format")
         }
-        let vectors = try await sentenceVectors(sequences, model: model, promptLength: 0, dimensions: request.dimensions, normalize: true)
+        let vectors = try await sentenceVectors(sequences, model: model, promptLength: promptLength, dimensions: request.dimensions, normalize: true)
         let tokens = sequences.reduce(0) { $0 + $1.count }
         return try await offload {
             let json = JSONWriter(capacity: vectors.count * (base64 ? model.dimension * 6 : model.dimension * 13) + 256)
@@ -420,11 +429,14 @@ struct Endpoints: Sendable {
 
     /// POST / (TEI): what the model is decides the route: a classifier answers as /predict (one
     /// text too as a batch of one, as huggingface_hub expects), or as /rerank when the body has
-    /// a "query" and the model is a cross-encoder; any other model embeds, as /embed.
+    /// a "query" and the model is a cross-encoder; any other model embeds, as /embed. The model
+    /// is the one the body names in "model", else the first.
     func root(_ body: [UInt8]) async throws -> [UInt8] {
-        let model = try models()[0]
+        struct Probe: Decodable, Sendable { var model: String?; var query: String? }
+        let probe = try await offload { try decodeBody(Probe.self, from: body) }
+        let model = try model(probe.model)
         guard model.classifier != nil else { return try await teiEmbed(body) }
-        if model.reranks, (try? JSONDecoder().decode(RerankRequest.self, from: Data(body))) != nil { return try await rerank(body) }
+        if model.reranks, probe.query != nil { return try await rerank(body) }
         return try await predict(body, singleAsBatch: true)
     }
     // MARK: - Tokenize, info
@@ -548,7 +560,7 @@ struct Endpoints: Sendable {
 
     /// POST /fill: the top-k tokens for each [MASK], with ids and probabilities.
     func fill(_ body: [UInt8]) async throws -> [UInt8] {
-        let request = try decodeBody(FillRequest.self, from: body)
+        let request = try await offload { try decodeBody(FillRequest.self, from: body) }
         let models = try models()
         let model: ServedModel
         if let name = request.model {
@@ -599,6 +611,13 @@ struct Endpoints: Sendable {
         }
         return json.bytes
     }
+}
+
+/// A counter any thread may bump: which request queue takes the next request.
+final class ManagedAtomicCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int { lock.withLock { value &+= 1; return value & Int.max } }
 }
 
 /// Rows of floats as a JSON array of arrays.

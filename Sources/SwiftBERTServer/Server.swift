@@ -131,7 +131,7 @@ struct UnroutedRequests: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             let path = request.uri.path
-            let shape: ErrorShape = path.hasPrefix("/v1/") ? .openAI : .tei
+            let shape = Route.all.first { $0.path == path }?.shape ?? (path.hasPrefix("/v1/") ? .openAI : .tei)
             if let methods = Route.methodsByPath[path] {
                 var response = Handler.errorResponse(APIError(status: 405, message: "\(path) takes \(methods.joined(separator: ", ")), not \(request.method.rawValue)", type: "invalid_request_error"), shape: shape)
                 response.headers[.allow] = methods.joined(separator: ", ")

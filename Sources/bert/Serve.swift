@@ -53,7 +53,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds a request may wait for the model before it gets 503.")
     var requestTimeout = 30.0
 
-    @Option(help: "Require `Authorization: Bearer KEY` on every route but /health (default: $SWIFTBERT_API_KEY; none when unset).")
+    @Option(help: "Require `Authorization: Bearer KEY` on every route but /health, /openapi.json and /docs (default: $SWIFTBERT_API_KEY; none when unset).")
     var apiKey: String?
 
     @Flag(help: "Accept token ids on /v1/embeddings as this model's ids (clients that tokenised with POST /tokenize). Off: OpenAI clients send tiktoken ids, which get 400.")

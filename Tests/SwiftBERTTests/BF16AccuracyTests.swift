@@ -8,7 +8,7 @@ final class BF16AccuracyTests: XCTestCase {
         let reference = try Reference("all-MiniLM-L6-v2")
         let folder = try convertedModel("all-MiniLM-L6-v2")
         let fp32 = try SentenceEmbedder(folder: folder)
-        let bf16 = SentenceEmbedder(model: try BertModel(folder: folder, precision: .bf16), tokenizer: fp32.tokenizer)
+        let bf16 = try SentenceEmbedder(model: try BertModel(folder: folder, precision: .bf16), tokenizer: fp32.tokenizer)
         let vectors = try bf16.embed(reference.meta.sentences).vectors
         let cosines = try vectors.enumerated().map { i, v in cosine(v, try reference.tensor("sentence_embedding.\(i)")) }
         let mean = cosines.reduce(0, +) / Float(cosines.count)

@@ -74,7 +74,7 @@ class CLITestCase: XCTestCase {
     }
 
     func libraryEmbedder() throws -> SentenceEmbedder {
-        SentenceEmbedder(model: try loadModel("all-MiniLM-L6-v2"), tokenizer: try libraryTokenizer("all-MiniLM-L6-v2"))
+        try SentenceEmbedder(model: try loadModel("all-MiniLM-L6-v2"), tokenizer: try libraryTokenizer("all-MiniLM-L6-v2"))
     }
 
     func libraryTokenizer(_ name: String) throws -> BertTokenizer {

@@ -41,7 +41,7 @@ final class ConcurrencyTests: XCTestCase {
     }
 
     func checkModel(_ model: BertModel, tokenizer: BertTokenizer, file: StaticString = #filePath, line: UInt = #line) throws {
-        let embedder = SentenceEmbedder(model: model, tokenizer: tokenizer)
+        let embedder = try SentenceEmbedder(model: model, tokenizer: tokenizer)
         let workloads = try workloads()
         let options = SentenceEmbedder.Options(batchSize: 3)
         let sequential = try workloads.map { try embedder.embed($0, options: options).vectors }

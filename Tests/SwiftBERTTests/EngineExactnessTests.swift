@@ -23,7 +23,7 @@ final class EngineExactnessTests: XCTestCase {
     func testMiniLMSentenceEmbeddingsMatchSentenceTransformers() throws {
         let reference = try Reference("all-MiniLM-L6-v2")
         let model = try loadModel("all-MiniLM-L6-v2")
-        let embeddings = model.pool(try model.encode(reference.meta.input_ids))
+        let embeddings = try SentenceHead(model)(try model.encode(reference.meta.input_ids), HeadBatch(threads: model.threads))
         for (i, e) in embeddings.enumerated() {
             let expected = try reference.tensor("sentence_embedding.\(i)")
             XCTAssertGreaterThanOrEqual(cosine(e, expected), 0.99999, "sentence \(i)")
@@ -34,7 +34,7 @@ final class EngineExactnessTests: XCTestCase {
     func testMiniLMPublishedPairCosine() throws {
         let pair = try XCTUnwrap(try Reference("all-MiniLM-L6-v2").meta.pair)
         let model = try loadModel("all-MiniLM-L6-v2")
-        let e = model.pool(try model.encode(pair.input_ids))
+        let e = try SentenceHead(model)(try model.encode(pair.input_ids), HeadBatch(threads: model.threads))
         XCTAssertEqual(cosine(e[0], e[1]), 0.7553, accuracy: 0.0005)
         XCTAssertEqual(cosine(e[0], e[1]), pair.cosine, accuracy: 1e-5)
     }

@@ -23,7 +23,7 @@ final class Int8AccuracyTests: XCTestCase {
     static func embeddingAgreement(_ precision: Precision) throws -> (mean: Float, min: Float) {
         let folder = try convertedModel("all-MiniLM-L6-v2")
         let fp32 = try SentenceEmbedder(folder: folder)
-        let other = SentenceEmbedder(model: try BertModel(folder: folder, precision: precision), tokenizer: fp32.tokenizer)
+        let other = try SentenceEmbedder(model: try BertModel(folder: folder, precision: precision), tokenizer: fp32.tokenizer)
         let sentences = Self.sentences
         XCTAssertGreaterThanOrEqual(sentences.count, 200)
         let a = try fp32.embed(sentences).vectors, b = try other.embed(sentences).vectors

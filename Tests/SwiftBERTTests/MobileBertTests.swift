@@ -205,7 +205,7 @@ final class MobileBertTests: XCTestCase {
         XCTAssertThrowsError(try BertModel(folder: folder)) { error in
             XCTAssertTrue("\(error)".contains("MobileBERT"), "\(error)")
         }
-        XCTAssertTrue(try loadMaskedLanguageModel(folder: folder) is MobileBertModel)
+        XCTAssertTrue(try loadEncoder(folder: folder) is MobileBertModel)
     }
 
     func testMobileBertClassifiersAreRefusedAtConversion() throws {

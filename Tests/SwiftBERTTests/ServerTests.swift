@@ -109,12 +109,15 @@ final class ServerTests: CLITestCase {
         XCTAssertEqual(many.status, 200, many.text)
         assertVectorsClose(try vectors(many), expected)
 
-        // Token ids, as /tokenize gives them, one list and several.
+        // Token ids on the OpenAI route are refused (OpenAI clients send tiktoken ids); /embed takes
+        // this model's ids, as /tokenize gives them, one list and several (TEI's semantics).
         let ids = texts.map { tokenizer.encode($0, maxLength: 256).ids.map(Int.init) }
-        let byIds = try server.post("/v1/embeddings", ["input": ids])
-        assertVectorsClose(try vectors(byIds), expected)
-        let byOneList = try server.post("/v1/embeddings", ["input": ids[1]])
-        assertVectorsClose(try vectors(byOneList), [expected[1]])
+        openAIError(try server.post("/v1/embeddings", ["input": ids]), status: 400,
+                    mentions: ["token ids", "check_embedding_ctx_length=False", "--accept-token-ids"])
+        let byIds = try XCTUnwrap(server.post("/embed", ["inputs": ids]).json() as? [[NSNumber]]).map { $0.map(\.floatValue) }
+        assertVectorsClose(byIds, expected)
+        let byOneList = try XCTUnwrap(server.post("/embed", ["inputs": ids[1]]).json() as? [[NSNumber]]).map { $0.map(\.floatValue) }
+        assertVectorsClose(byOneList, [expected[1]])
 
         // dimensions: the first 64 values, renormalised.
         let cut = try vectors(server.post("/v1/embeddings", ["input": texts[0], "dimensions": 64]))[0]
@@ -198,8 +201,10 @@ final class ServerTests: CLITestCase {
         XCTAssertEqual(health.status, 200)
         XCTAssertEqual(health.text, #"{"status":"ok"}"#)
 
-        teiError(try server.post("/rerank", ["query": "q", "texts": ["a"]]), status: 501, mentions: ["not implemented"])
-        teiError(try server.post("/predict", ["inputs": "a"]), status: 501, mentions: ["not implemented"])
+        // A model without the head a route needs: 400 naming the head and what to serve instead.
+        teiError(try server.post("/rerank", ["query": "q", "texts": ["a"]]), status: 400, mentions: ["sequence-classification", "cross-encoder"])
+        teiError(try server.post("/predict", ["inputs": "a"]), status: 400, mentions: ["sequence-classification"])
+        teiError(try server.post("/embed_sparse", ["inputs": "a"]), status: 400, mentions: ["sparse", "splade-tiny"])
 
         let metrics = try server.get("/metrics")
         XCTAssertEqual(metrics.status, 200)
@@ -225,7 +230,7 @@ final class ServerTests: CLITestCase {
         openAIError(try raw("/v1/embeddings", #"{"input": 5}"#), status: 422, mentions: ["input", "string"])
         openAIError(try raw("/v1/embeddings", #"{"input": [{"text": "a"}]}"#), status: 422, mentions: ["input"])
         openAIError(try raw("/v1/embeddings", #"{"input": []}"#), status: 422, mentions: ["empty"])
-        openAIError(try raw("/v1/embeddings", #"{"input": [[101, 99999999, 102]]}"#), status: 422, mentions: ["99999999", "vocabulary"])
+        teiError(try raw("/embed", #"{"inputs": [[101, 99999999, 102]]}"#), status: 422, mentions: ["99999999", "vocabulary"])
         openAIError(try raw("/v1/embeddings", #"{"input": "x", "encoding_format": "int8"}"#), status: 422, mentions: ["encoding_format"])
         openAIError(try raw("/v1/embeddings", #"{"input": "x", "dimensions": "big"}"#), status: 422, mentions: ["dimensions"])
         teiError(try raw("/embed", #"{"inputs": null}"#), status: 422, mentions: ["inputs"])
@@ -235,8 +240,8 @@ final class ServerTests: CLITestCase {
         let big = #"{"input": ""# + String(repeating: "a ", count: 1_100_000) + #""}"#
         openAIError(try raw("/v1/embeddings", big), status: 413, mentions: ["limit"])
         XCTAssertEqual(try server.post("/v1/embeddings", ["input": "still alive"]).status, 200)
-        // Unknown routes: 404.
-        XCTAssertEqual(try server.get("/v2/nothing").status, 404)
+        // Unknown routes: 404, in JSON.
+        teiError(try server.get("/v2/nothing"), status: 404, mentions: ["/openapi.json"])
     }
 
     func testAPIKeyIsRequiredWhenSet() throws {
@@ -375,36 +380,30 @@ final class ServerTests: CLITestCase {
         return 0
     }
 
-    // MARK: - The official openai client
+    // MARK: - Real clients
 
-    func testOpenAIPythonClientGetsTheVectorsOfBertEmbed() throws {
+    /// tools/clients/check_clients.py drives two servers with the real Python clients of
+    /// tools/requirements.txt (openai float and base64, huggingface_hub's InferenceClient at the
+    /// root, LangChain's OpenAIEmbeddings with its defaults, which must get a 400, and without
+    /// token ids, and llama-index), each checked against `bert embed` (see tools/clients/README.md).
+    func testRealPythonClientsGetTheRightAnswers() throws {
         let python = repositoryRoot.appendingPathComponent("tools/.venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
-            XCTFail("the openai client is not installed: run tools/venv.sh (make setup runs it) to create tools/.venv with the pinned clients of tools/requirements.txt")
+            XCTFail("the Python clients are not installed: run tools/venv.sh (make setup runs it)")
             return
         }
         let server = try sharedServer()
-        let texts = Array(Self.sentences.dropFirst(20).prefix(6))
-        let script = """
-            import json, sys
-            from openai import OpenAI
-            client = OpenAI(base_url="http://127.0.0.1:\(server.port)/v1", api_key="unused")
-            texts = json.loads(sys.stdin.read())
-            response = client.embeddings.create(model="all-MiniLM-L6-v2", input=texts)
-            print(json.dumps({"vectors": [d.embedding for d in response.data], "prompt_tokens": response.usage.prompt_tokens}))
-            """
-        let result = try runProcess(python, ["-c", script], stdin: jsonBody(texts), currentDirectory: NSTemporaryDirectory())
-        XCTAssertEqual(result.status, 0, result.stderr)
-        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        let got = try XCTUnwrap(object["vectors"] as? [[NSNumber]]).map { $0.map(\.floatValue) }
-
-        let embed = try bert(["embed", "--format", "jsonl"] + texts)
-        XCTAssertEqual(embed.status, 0, embed.stderr)
-        let fromCLI = try embed.stdout.split(separator: "\n").map { line -> [Float] in
-            let record = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            return try XCTUnwrap(record["embedding"] as? [NSNumber]).map(\.floatValue)
+        let classifier = try ServerProcess(bert: bertPath, arguments: ["--model", HeadFixtureTests.converted("bert-classifier").path])
+        let result = try runProcess(python, [repositoryRoot.appendingPathComponent("tools/clients/check_clients.py").path,
+                                             "--embed-url", "http://127.0.0.1:\(server.port)",
+                                             "--classify-url", "http://127.0.0.1:\(classifier.port)", "--bert", bertPath],
+                                    currentDirectory: repositoryRoot.path)
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains(" 0 failed"), result.stdout)
+        for check in ["openai float", "openai base64", "huggingface_hub feature_extraction", "huggingface_hub text_classification",
+                      "langchain defaults (token ids refused)", "langchain check_embedding_ctx_length=False", "llama-index"] {
+            XCTAssertTrue(result.stdout.contains("ok   " + check), "no passing check \(check):\n\(result.stdout)")
         }
-        assertVectorsClose(got, fromCLI)
-        XCTAssertGreaterThan(object["prompt_tokens"] as? Int ?? 0, texts.count * 2)
+        XCTAssertEqual(classifier.terminate(), 0)
     }
 }

@@ -1,0 +1,287 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The routes of the model seam: every head a checkpoint has, served; TEI's and OpenAI's shapes;
+/// and the defects of the model-seam issue, each with the test that failed before the change.
+extension ServerTests {
+    func floats(_ reply: HTTPReply, file: StaticString = #filePath, line: UInt = #line) throws -> [[Float]] {
+        XCTAssertEqual(reply.status, 200, reply.text, file: file, line: line)
+        return try XCTUnwrap(reply.json() as? [[NSNumber]], reply.text, file: file, line: line).map { $0.map(\.floatValue) }
+    }
+
+    // MARK: - Classification and reranking
+
+    /// /predict gives the scores of `bert classify` (TextClassifier, checked against transformers
+    /// by HeadFixtureTests), /rerank and /v1/rerank those of `bert rerank` (Reranker).
+    /// RANDOM-weight fixtures: exactness only.
+    func testPredictAndRerankGiveTheScoresOfClassifyAndRerank() throws {
+        let classifierFolder = try HeadFixtureTests.converted("bert-classifier")
+        let crossEncoderFolder = try HeadFixtureTests.converted("bert-cross-encoder")
+        let server = try ServerProcess(bert: bertPath, arguments: ["--model", "\(classifierFolder.path),\(crossEncoderFolder.path)"])
+        let classifier = try TextClassifier(folder: classifierFolder, threads: 2)
+        let texts = ["I loved this film from start to end.", "The service was slow and the food was cold.", "It is a chair."]
+
+        func assertLabels(_ found: Any?, _ expected: [(String, Float)], file: StaticString = #filePath, line: UInt = #line) {
+            let labels = (found as? [[String: Any]]) ?? []
+            XCTAssertEqual(labels.map { $0["label"] as? String }, expected.map(\.0), file: file, line: line)
+            for (label, want) in zip(labels, expected) {
+                XCTAssertEqual((label["score"] as? NSNumber)?.floatValue ?? .nan, want.1, accuracy: 1e-5, file: file, line: line)
+            }
+        }
+        let expected = try classifier.classify(texts).map { $0.map { ($0.label, $0.score) } }
+        // A batch: [[…]]; one text: […] (TEI's shapes); the root answers one text as [[…]].
+        let batch = try XCTUnwrap(server.post("/predict", ["inputs": texts]).json() as? [Any])
+        XCTAssertEqual(batch.count, 3)
+        for (found, want) in zip(batch, expected) { assertLabels(found, want) }
+        assertLabels(try server.post("/predict", ["inputs": texts[1]]).json(), expected[1])
+        let root = try XCTUnwrap(server.post("/", ["inputs": texts[1]]).json() as? [Any])
+        XCTAssertEqual(root.count, 1)
+        assertLabels(root.first, expected[1])
+        // A pair, and raw scores (the logits).
+        let pairLogits = try classifier.logits([texts[0]], pairs: [texts[2]])[0]
+        assertLabels(try server.post("/predict", ["inputs": [texts[0], texts[2]]]).json(), classifier.scores(pairLogits).map { ($0.label, $0.score) })
+        let rawExpected = zip(classifier.labels, try classifier.logits([texts[0]])[0]).sorted { $0.1 > $1.1 }.map { ($0.0, $0.1) }
+        assertLabels(try server.post("/predict", ["inputs": texts[0], "raw_scores": true]).json(), rawExpected)
+
+        let reranker = try Reranker(folder: crossEncoderFolder, threads: 2)
+        let query = "who may copy the software"
+        let documents = ["Anyone may copy and share it.", "The weather is mild in May.", "Copies need the author's leave.", "Blue."]
+        let ranked = try reranker.rerank(query: query, documents: documents)
+        let model = crossEncoderFolder.path
+        let rerank = try XCTUnwrap(server.post("/rerank", ["model": model, "query": query, "texts": documents, "return_text": true]).json() as? [[String: Any]])
+        XCTAssertEqual(rerank.map { $0["index"] as? Int }, ranked.map(\.index))
+        XCTAssertEqual(rerank.map { $0["text"] as? String }, ranked.map(\.text))
+        for (found, want) in zip(rerank, ranked) { XCTAssertEqual((found["score"] as? NSNumber)?.floatValue ?? .nan, want.score, accuracy: 1e-5) }
+        let raw = try XCTUnwrap(server.post("/rerank", ["model": model, "query": query, "texts": documents, "raw_scores": true]).json() as? [[String: Any]])
+        for (found, want) in zip(raw, ranked) {
+            XCTAssertEqual(sigmoid((found["score"] as? NSNumber)?.floatValue ?? .nan), want.score, accuracy: 1e-5)
+            XCTAssertNil(found["text"])
+        }
+        let cohere = try XCTUnwrap(server.post("/v1/rerank", ["model": model, "query": query, "documents": documents, "top_n": 2,
+                                                              "return_documents": true]).json() as? [String: Any])
+        let results = try XCTUnwrap(cohere["results"] as? [[String: Any]])
+        XCTAssertEqual(results.map { $0["index"] as? Int }, ranked.prefix(2).map(\.index))
+        XCTAssertEqual(results.map { ($0["document"] as? [String: Any])?["text"] as? String }, ranked.prefix(2).map(\.text))
+        XCTAssertEqual((results.first?["relevance_score"] as? NSNumber)?.floatValue ?? .nan, ranked[0].score, accuracy: 1e-5)
+        XCTAssertGreaterThan(((cohere["usage"] as? [String: Any])?["total_tokens"] as? Int) ?? 0, documents.count * 3)
+        // A classifier with several labels does not rerank; /info says what each model is.
+        teiError(try server.post("/rerank", ["query": query, "texts": documents]), status: 400, mentions: ["labels", "/predict"])
+        let info = try XCTUnwrap(server.get("/info").json() as? [String: Any])
+        let types = (info["models"] as? [[String: Any]])?.compactMap { ($0["model_type"] as? [String: Any])?.keys.first }
+        XCTAssertEqual(types, ["classifier", "reranker"])
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    // MARK: - Sparse, per-token, similarity, decode
+
+    /// /embed_sparse on splade-tiny: transformers' SPLADE (Fixtures/sparse), within 1e-4.
+    func testEmbedSparseMatchesSPLADEOfTransformers() throws {
+        let server = try sharedServer()
+        let reference = try SparseTests.reference()
+        let texts = reference.texts.map(\.text)
+        let reply = try server.post("/embed_sparse", ["inputs": texts, "model": "splade-tiny"])
+        XCTAssertEqual(reply.status, 200, reply.text)
+        let vectors = try XCTUnwrap(reply.json() as? [[[String: Any]]])
+        XCTAssertEqual(vectors.count, texts.count)
+        for (entries, expected) in zip(vectors, reference.texts) {
+            let found = SparseVector(indices: entries.map { Int32($0["index"] as? Int ?? -1) },
+                                     values: entries.map { ($0["value"] as? NSNumber)?.floatValue ?? .nan })
+            SparseTests.assertMatches(found, expected)
+        }
+    }
+
+    func testEmbedAllSimilarityDecodeTruncationAndTheRoot() throws {
+        let server = try sharedServer()
+        let texts = Array(Self.sentences.prefix(3))
+        let encoder = try loadModel("all-MiniLM-L6-v2")
+        let tokenizer = try libraryTokenizer("all-MiniLM-L6-v2")
+        // /embed_all: every token's last hidden state.
+        let all = try XCTUnwrap(server.post("/embed_all", ["inputs": texts]).json() as? [[[NSNumber]]])
+        for (i, text) in texts.enumerated() {
+            let ids = tokenizer.encode(text).ids
+            let states = try encoder.encode([ids]).hiddenStates(0)
+            XCTAssertEqual(all[i].count, ids.count)
+            let found = all[i].flatMap { $0.map(\.floatValue) }
+            XCTAssertLessThanOrEqual(zip(found, states).map { abs($0 - $1) }.max() ?? 1, 1e-5)
+        }
+        // /similarity: cosines of the library's vectors.
+        let vectors = try libraryVectors(texts)
+        let similarity = try XCTUnwrap(server.post("/similarity", ["inputs": ["source_sentence": texts[0], "sentences": [texts[1], texts[2]]]]).json() as? [NSNumber])
+        XCTAssertEqual(similarity.map(\.floatValue)[0], cosineSimilarity(vectors[0], vectors[1]), accuracy: 1e-5)
+        XCTAssertEqual(similarity.map(\.floatValue)[1], cosineSimilarity(vectors[0], vectors[2]), accuracy: 1e-5)
+        // /decode.
+        let ids = tokenizer.encode(texts[0]).ids
+        let decoded = try XCTUnwrap(server.post("/decode", ["ids": ids.map(Int.init)]).json() as? [String])
+        XCTAssertEqual(decoded, [tokenizer.decode(ids)])
+        // truncation_direction Left keeps the end of a long text: the vector of its last tokens.
+        let long = (0..<300).map { "word\($0 % 37)" }.joined(separator: " ") + " the very end"
+        let left = tokenizer.encode(long, maxLength: 256, truncatesLeft: true)
+        XCTAssertTrue(left.wasTruncated)
+        XCTAssertEqual(Array(left.ids.suffix(4)), Array(tokenizer.encode("the very end").ids.suffix(4)))
+        let byText = try floats(server.post("/embed", ["inputs": long, "truncate": true, "truncation_direction": "Left"]))
+        let byIds = try floats(server.post("/embed", ["inputs": [left.ids.map(Int.init)]]))
+        assertVectorsClose(byText, byIds)
+        let right = try floats(server.post("/embed", ["inputs": long, "truncate": true, "truncation_direction": "right"]))
+        XCTAssertGreaterThan(zip(right[0], byText[0]).map { abs($0 - $1) }.max() ?? 0, 1e-3, "left and right truncation differ")
+        teiError(try server.post("/embed", ["inputs": "x", "truncation_direction": "up"]), status: 422, mentions: ["Left", "Right"])
+        // TEI's root on an embedding model: /embed; the model's Hugging Face id names it too.
+        assertVectorsClose(try floats(server.post("/", ["inputs": texts[0]])), [vectors[0]])
+        let byId = try server.post("/v1/embeddings", ["input": texts[0], "model": "sentence-transformers/all-MiniLM-L6-v2"])
+        assertVectorsClose(try self.vectors(byId), [vectors[0]])
+        let models = try XCTUnwrap(server.get("/v1/models").json() as? [String: Any])
+        XCTAssertEqual((models["data"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, ["all-MiniLM-L6-v2", "splade-tiny"])
+    }
+
+    // MARK: - Methods, documents, CORS, token ids
+
+    func testWrongMethodsUnknownRoutesHeadAndTheOpenAPIDocument() throws {
+        let server = try sharedServer()
+        let wrong = try server.get("/embed")
+        teiError(wrong, status: 405, mentions: ["POST"])
+        XCTAssertEqual(wrong.headers["allow"], "POST")
+        openAIError(try server.get("/v1/embeddings"), status: 405, mentions: ["POST"])
+        teiError(try server.post("/health", ["x": 1]), status: 405, mentions: ["GET"])
+        teiError(try server.post("/no/such/route", ["x": 1]), status: 404, mentions: ["/openapi.json"])
+        let head = try httpRequest(port: server.port, method: "HEAD", path: "/health")
+        XCTAssertEqual(head.status, 200)
+        XCTAssertTrue(head.body.isEmpty)
+
+        let document = try XCTUnwrap(server.get("/openapi.json").json() as? [String: Any])
+        XCTAssertEqual(document["openapi"] as? String, "3.1.0")
+        let paths = try XCTUnwrap(document["paths"] as? [String: [String: Any]])
+        for (path, method) in [("/", "post"), ("/embed", "post"), ("/embed_sparse", "post"), ("/embed_all", "post"), ("/predict", "post"),
+                               ("/rerank", "post"), ("/similarity", "post"), ("/tokenize", "post"), ("/decode", "post"), ("/info", "get"),
+                               ("/v1/embeddings", "post"), ("/v1/rerank", "post"), ("/v1/models", "get"), ("/fill", "post"),
+                               ("/health", "get"), ("/metrics", "get"), ("/openapi.json", "get"), ("/docs", "get")] {
+            XCTAssertNotNil(paths[path]?[method], "\(method.uppercased()) \(path) is not in /openapi.json")
+        }
+        let rerank = try XCTUnwrap((paths["/rerank"]?["post"] as? [String: Any])?["requestBody"] as? [String: Any])
+        let schema = ((rerank["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"] as? [String: Any]
+        XCTAssertEqual(Set((schema?["properties"] as? [String: Any])?.keys.map { $0 } ?? []),
+                       ["query", "texts", "raw_scores", "return_text", "truncate", "truncation_direction", "model"])
+        let docs = try server.get("/docs")
+        XCTAssertEqual(docs.status, 200)
+        XCTAssertTrue(docs.headers["content-type"]?.hasPrefix("text/html") ?? false)
+        XCTAssertTrue(docs.text.contains("/openapi.json"))
+    }
+
+    func testTokenIdsWhenAskedCORSAndServedModelName() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--accept-token-ids", "--cors-origin", "https://app.example",
+                                                                  "--served-model-name", "minilm"])
+        let texts = Array(Self.sentences.prefix(2))
+        let tokenizer = try libraryTokenizer("all-MiniLM-L6-v2")
+        let ids = texts.map { tokenizer.encode($0).ids.map(Int.init) }
+        let reply = try server.post("/v1/embeddings", ["input": ids, "model": "minilm"], headers: ["Origin": "https://app.example"])
+        assertVectorsClose(try vectors(reply), try libraryVectors(texts))
+        XCTAssertEqual(reply.headers["access-control-allow-origin"], "https://app.example")
+        let preflight = try httpRequest(port: server.port, method: "OPTIONS", path: "/v1/embeddings",
+                                        headers: ["Origin": "https://app.example", "Access-Control-Request-Method": "POST"])
+        XCTAssertTrue(preflight.headers["access-control-allow-methods"]?.contains("POST") ?? false, "\(preflight.headers)")
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    // MARK: - Client faults are 4xx; waiting is advised only when it helps
+
+    /// A body cut short of its Content-Length, and one that is not UTF-8: 400, never 500.
+    func testShortBodiesAndInvalidUTF8Get400() throws {
+        let server = try sharedServer()
+        let short = try rawExchange(port: server.port, head: "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n",
+                                    body: Data(#"{"inputs": "hi"}"#.utf8))
+        XCTAssertTrue(short.hasPrefix("HTTP/1.1 400"), short)
+        XCTAssertTrue(short.contains("Content-Length"), short)
+        var bytes = Data(#"{"inputs": "caf"#.utf8)
+        bytes.append(contentsOf: [0xE9, 0x20, 0xFF])
+        bytes.append(Data(#""}"#.utf8))
+        let reply = try httpRequest(port: server.port, method: "POST", path: "/embed", body: bytes)
+        teiError(reply, status: 400, mentions: ["UTF-8", "offset 15"])
+        XCTAssertEqual(try server.post("/embed", ["inputs": "still here"]).status, 200)
+    }
+
+    /// More inputs than the queue can ever hold: 413 saying the limit (a 503 would invite retries
+    /// that can never succeed). A timeout: 503 saying the request was not processed.
+    func testRequestLargerThanTheQueueGets413AndATimeoutSaysNotProcessed() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--queue-capacity", "4", "--request-timeout", "0.001"])
+        let texts = Array(Self.sentences.prefix(8))
+        openAIError(try server.post("/v1/embeddings", ["input": texts]), status: 413, mentions: ["8 inputs", "4", "--queue-capacity"])
+        let long = Array(repeating: Self.sentences.prefix(12).joined(separator: " "), count: 4)
+        let timedOut = try server.post("/v1/embeddings", ["input": long])
+        openAIError(timedOut, status: 503, mentions: ["not processed", "retrying is safe"])
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// Tokenising runs off the threads that serve connections: /health answers within 50 ms
+    /// while two large /tokenize requests are being tokenised (it stalled for seconds before).
+    func testHealthAnswersWhileLargeTokenizeRequestsRun() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "16000000"])
+        let text = String(repeating: "Tokenisation of a very long request takes a while. ", count: 120_000)
+        let body = jsonBody(["inputs": text])
+        let done = DispatchGroup()
+        for _ in 0..<2 {
+            DispatchQueue.global().async(group: done) { _ = try? httpRequest(port: server.port, method: "POST", path: "/tokenize", body: body, timeout: 120) }
+        }
+        Thread.sleep(forTimeInterval: 0.5)  // the bodies are in and being tokenised
+        var probes: [Double] = []
+        while done.wait(timeout: .now()) == .timedOut, probes.count < 40 {
+            let started = Date()
+            XCTAssertEqual(try server.get("/health").status, 200)
+            probes.append(Date().timeIntervalSince(started))
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertGreaterThanOrEqual(probes.count, 3, "the tokenize requests ended before /health was probed: make them larger")
+        XCTAssertLessThanOrEqual(probes.max() ?? 1, 0.05, "slowest /health while tokenising: \(probes.max() ?? 1) s (\(probes.count) probes)")
+        done.wait()
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    // MARK: - Every encoder serves every head its checkpoint has
+
+    /// MobileBERT (RANDOM weights, a fixture) embeds with `bert embed` and fills masks in `bert serve`,
+    /// as the library does over its encoder (checked against transformers by MobileBertTests).
+    func testMobileBertEmbedsAndServesFillMask() throws {
+        let folder = try MobileBertTests.converted("mobilebert-nonorm")
+        let texts = ["the cat sat on the mat.", "a quick brown fox."]
+        let embed = try bert(["embed", "--model", folder.path, "--format", "jsonl"] + texts)
+        XCTAssertEqual(embed.status, 0, embed.stderr)
+        let expected = try SentenceEmbedder(folder: folder, threads: 2).embed(texts).vectors
+        assertVectorsClose(try parseJSONLines(embed.stdout), expected)
+
+        let server = try ServerProcess(bert: bertPath, arguments: ["--model", folder.path])
+        let text = "the cat sat on the [MASK]."
+        let fill = try XCTUnwrap(server.post("/fill", ["inputs": text, "top_k": 5]).json() as? [String: Any])
+        let candidates = ((fill["predictions"] as? [[String: Any]])?.first?["candidates"] as? [[String: Any]]) ?? []
+        let want = try FillMask(folder: folder, threads: 2).predict(text, topK: 5)[0].candidates
+        XCTAssertEqual(candidates.map { $0["id"] as? Int }, want.map { Int($0.id) })
+        assertVectorsClose(try floats(server.post("/embed", ["inputs": texts])), expected)
+        XCTAssertEqual(server.terminate(), 0)
+    }
+}
+
+/// Sends `head` and `body` as they are, closes the sending side, and returns the whole reply.
+func rawExchange(port: Int, head: String, body: Data) throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw HTTPClientError.connect(errno) }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    let outgoing = Data(head.utf8) + body
+    _ = outgoing.withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+    shutdown(fd, Int32(SHUT_WR))
+    var reply = Data(), buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        reply.append(buffer, count: n)
+    }
+    return String(decoding: reply, as: UTF8.self)
+}
