@@ -4,9 +4,12 @@ BERT = .build/release/bert
 # The same flags a package that depends on SwiftBERT passes (README, "Use SwiftBERT from your
 # package"). Without them, `swift build -c release` is the portable build.
 NATIVE := $(shell cat tools/native-flags)
-# `bert serve`: the package trait that builds the HTTP server in (Package.swift). Every build of
-# this tree passes it, since a trait reaches every target and switching rebuilds them all.
-SERVER := --traits Server
+# Every build of this tree adds tools/build-flags to the native line: the package trait Server
+# (`bert serve`, Package.swift) and -enable-testing (for the suite's @testable imports). One set
+# of flags for all, so `make test` after `make demo` builds only the tests: a trait or a flag
+# reaches every target, and switching either rebuilds them all. -enable-testing leaves the
+# engine's speed as it was (docs/builds.md).
+SERVER := $(shell cat tools/build-flags)
 
 .PHONY: setup demo test bench bert
 
@@ -27,11 +30,13 @@ demo: setup
 	@echo; echo "bert fill (splade-tiny): the likeliest words for [MASK]"
 	@$(BERT) fill "The capital of France is [MASK]."
 
-# Release mode: the SIMD and INT8 kernels are 50x slower unoptimised; -enable-testing keeps
-# @testable imports working. The suite is XCTest only: without Swift Testing's empty run after
+# Release mode: the SIMD and INT8 kernels are 50x slower unoptimised. The suite is XCTest only: without Swift Testing's empty run after
 # it, XCTest's "Executed N tests" is the last summary line. FILTER=Name runs the matching tests.
+# The tests are built by `swift build`, as `bert` is (`swift test` would build everything again
+# with parameters of its own), then run without building.
 test: setup
-	swift test -c release $(NATIVE) $(SERVER) -Xswiftc -enable-testing --disable-swift-testing $(if $(FILTER),--filter '$(FILTER)')
+	swift build -c release $(NATIVE) $(SERVER) --build-tests
+	swift test -c release $(NATIVE) $(SERVER) --disable-swift-testing --skip-build $(if $(FILTER),--filter '$(FILTER)')
 
 bench: setup
 	$(BERT) bench

@@ -14,7 +14,8 @@ fi
 # The native build line (tools/native-flags, docs/builds.md) with the server's trait, as the
 # Makefile's.
 read -r -a native < tools/native-flags
-native+=(--traits Server)
+read -r -a repo < tools/build-flags  # the trait Server and -enable-testing, as the Makefile's
+native+=("${repo[@]}")
 swift build -c release "${native[@]}" --product bert 2>&1 | grep -v -E '^(\[[0-9]+/[0-9]+\]|Building|Compiling|Write|Emitting|Linking|Planning)' >&2 || true
 bert=$(swift build -c release "${native[@]}" --show-bin-path)/bert
 [ -x "$bert" ] || { echo "the release build of bert failed" >&2; exit 1; }

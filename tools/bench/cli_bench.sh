@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 read -r -a native < tools/native-flags
-native+=(--traits Server)  # as the Makefile's build, so that the two share .build/release
+read -r -a repo < tools/build-flags
+native+=("${repo[@]}")  # as the Makefile's build, so that the two share .build/release
 swift build -c release "${native[@]}" --product bert >&2
 bert=$(swift build -c release "${native[@]}" --show-bin-path)/bert
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

@@ -129,7 +129,7 @@ def swift_build(product):
     # The native build line (docs/builds.md) with the Makefile's trait: a trait reaches every target,
     # so the same flags let this build share .build/release with `make` (the benchmarks themselves
     # do not link the server).
-    native = (ROOT / "tools" / "native-flags").read_text().split() + ["--traits", "Server"]
+    native = (ROOT / "tools" / "native-flags").read_text().split() + (ROOT / "tools" / "build-flags").read_text().split()
     log(f"swift build -c release {' '.join(native)} --product {product}")
     result = subprocess.run(["swift", "build", "-c", "release", *native, "--product", product], cwd=ROOT,
                             capture_output=True, text=True)
