@@ -81,12 +81,19 @@ let package = Package(
             dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
             swiftSettings: hostFeatures
         ),
+        // The command line's plumbing, out of the engine: input readers and output writers,
+        // streaming with progress and signals, terminal checks, reports, sysexits statuses.
+        .target(
+            name: "SwiftBERTCommandLine",
+            dependencies: ["SwiftBERT"]
+        ),
         // The benchmark and typing-simulation harness: what `bert bench` and Benchmarks/ run.
         // Not part of the library product, which holds the engine only.
         .target(
             name: "SwiftBERTBench",
             dependencies: [
                 "SwiftBERT",
+                "SwiftBERTCommandLine",
                 "COpenBLAS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -96,6 +103,7 @@ let package = Package(
             name: "bert",
             dependencies: [
                 "SwiftBERT",
+                "SwiftBERTCommandLine",
                 "SwiftBERTBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .target(name: "SwiftBERTServer", condition: .when(traits: [server])),
@@ -103,13 +111,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
-            dependencies: ["SwiftBERT", "SwiftBERTBench", "SwiftBERTVNNI"],
+            dependencies: ["SwiftBERT", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTVNNI"],
             path: "Benchmarks",
             swiftSettings: hostFeatures
         ),
         .testTarget(
             name: "SwiftBERTTests",
-            dependencies: ["SwiftBERT", "SwiftBERTBench"],
+            dependencies: ["SwiftBERT", "SwiftBERTCommandLine", "SwiftBERTBench"],
             resources: [.copy("Fixtures")]
         ),
         // The HTTP server: OpenAI and TEI routes, dynamic batching, Prometheus metrics. Its files

@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 import SwiftBERTBench
 
 /// FP32 against INT8, side by side: the harness benchmark behind `bert bench`, with the same

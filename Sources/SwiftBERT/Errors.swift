@@ -1,7 +1,7 @@
 import Foundation
 
-/// Every failure SwiftBERT reports. Each message says what went wrong and what to do,
-/// and each kind maps to a sysexits-style status so the `bert` command can exit with it.
+/// Every failure SwiftBERT reports. Each message says what went wrong and what to do (the
+/// command line maps each kind to a sysexits(3) status: SwiftBERTCommandLine's `exitStatus`).
 public enum BertError: Error, Equatable, CustomStringConvertible {
     /// A file or folder the caller named does not exist.
     case fileNotFound(path: String, hint: String)
@@ -27,16 +27,6 @@ public enum BertError: Error, Equatable, CustomStringConvertible {
         case let .notABertCheckpoint(path, reason): return "\(path): not a BERT checkpoint: \(reason)"
         case let .invalidInput(reason): return "invalid input: \(reason)"
         case let .outputFailed(path, reason): return "\(path): cannot write output: \(reason)"
-        }
-    }
-
-    /// sysexits(3) status for command-line tools.
-    public var exitStatus: Int32 {
-        switch self {
-        case .fileNotFound: return 66          // EX_NOINPUT
-        case .invalidInput: return 65          // EX_DATAERR
-        case .invalidWeights, .invalidConfig, .invalidTokenizer, .notABertCheckpoint: return 65
-        case .outputFailed: return 74          // EX_IOERR
         }
     }
 }

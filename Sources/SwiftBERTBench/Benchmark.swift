@@ -1,6 +1,7 @@
 import COpenBLAS
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 /// How close a quantised precision stays to FP32 on real sentences, measured the way
 /// Tests/SwiftBERTTests/Int8AccuracyTests.swift measures it.

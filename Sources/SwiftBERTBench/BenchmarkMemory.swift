@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 /// Resident memory of one (model, precision), measured in a fresh child process of the same
 /// program so that precisions measured one after the other cannot pollute each other (freed

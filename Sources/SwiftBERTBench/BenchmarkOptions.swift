@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 /// The benchmark's options, the one definition of them: `bert bench` includes them with
 /// `@OptionGroup`, and `SwiftBERTBenchmarks engine` parses them with `BenchmarkOptions.parse`.

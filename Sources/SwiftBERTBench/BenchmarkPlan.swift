@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 /// What one benchmark run measures: `bert bench` and `SwiftBERTBenchmarks engine` both build one
 /// from their options (`BenchmarkOptions`) and hand it to `Benchmark`.

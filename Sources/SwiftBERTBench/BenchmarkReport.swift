@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 /// The results of a `Benchmark` run: `text` for people (Markdown tables), `json` for scripts.
 package struct BenchmarkReport: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 /// Something that offers words for the text typed so far: the suggester, and the baselines it
 /// is measured against.

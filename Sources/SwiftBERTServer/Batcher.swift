@@ -31,7 +31,7 @@ final class Batcher: @unchecked Sendable {
     private struct Item {
         let ids: [Int32]
         let typeIds: [Int32]?
-        let request: BatchedRequest
+        let request: any BatchedRequest
         let index: Int
     }
 
@@ -110,7 +110,8 @@ final class Batcher: @unchecked Sendable {
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
             box.continuation = continuation
             do {
-                try enqueue([.job { box.finish(Result { try body() }) }])
+                // A job whose request already timed out is not run.
+                try enqueue([.job { if !box.isFinished { box.finish(Result { try body() }) } }])
             } catch {
                 box.finish(.failure(error))
                 return
@@ -237,31 +238,50 @@ final class Batcher: @unchecked Sendable {
     }
 }
 
-/// The sequences of one HTTP request, filled in by the batching thread; answered once, by the
-/// last output, an error, or the timeout, whichever comes first.
-class BatchedRequest: @unchecked Sendable {
-    let lock = NSLock()
+/// One HTTP request's sequences as the batching thread sees them: it delivers each encoded
+/// batch's share, or an error; the request answers once, by its last output, an error, or its
+/// timeout, whichever comes first.
+protocol BatchedRequest: AnyObject, Sendable {
+    var isFinished: Bool { get }
+    /// Runs the request's head over `encoded` (its sequences `indices`, in that order).
+    func deliver(_ encoded: EncoderOutput, indices: [Int])
+    func finish(_ error: Error)
+}
+
+/// A request answered by one head: its outputs in input order.
+final class HeadRequest<H: Head>: BatchedRequest, @unchecked Sendable {
+    let head: H
+    let batch: HeadBatch
+    private let lock = NSLock()
+    private var slots: [H.Output?]
     private var remaining: Int
     private var finished = false
     var continuation: CheckedContinuation<Void, Error>?
 
-    init(count: Int) { remaining = count }
+    init(head: H, batch: HeadBatch, count: Int) {
+        (self.head, self.batch) = (head, batch)
+        slots = [H.Output?](repeating: nil, count: count)
+        remaining = count
+    }
 
     var isFinished: Bool { lock.withLock { finished } }
 
-    /// Runs the request's head over `encoded` (its sequences `indices`, in that order).
-    func deliver(_ encoded: EncoderOutput, indices: [Int]) { fatalError("a subclass delivers") }
+    /// Every output; read once the request has finished without an error.
+    var outputs: [H.Output] { lock.withLock { slots.map { $0! } } }
 
-    /// Counts `delivered` sequences done; resumes the caller after the last. Call with `lock` held.
-    func markDelivered(_ delivered: Int) -> CheckedContinuation<Void, Error>? {
-        remaining -= delivered
-        guard remaining == 0 else { return nil }
-        finished = true
-        defer { continuation = nil }
-        return continuation
+    func deliver(_ encoded: EncoderOutput, indices: [Int]) {
+        let outputs: [H.Output]
+        do { outputs = try head(encoded, batch) } catch { finish(error); return }
+        lock.lock()
+        guard !finished else { lock.unlock(); return }
+        for (output, index) in zip(outputs, indices) { slots[index] = output }
+        remaining -= indices.count
+        let done = remaining == 0
+        let continuation = done ? self.continuation : nil
+        if done { (finished, self.continuation) = (true, nil) }
+        lock.unlock()
+        continuation?.resume()
     }
-
-    var isFinishedLocked: Bool { finished }
 
     func finish(_ error: Error) {
         lock.lock()
@@ -278,33 +298,6 @@ class BatchedRequest: @unchecked Sendable {
     }
 }
 
-/// A request answered by one head: its outputs in input order.
-final class HeadRequest<H: Head>: BatchedRequest, @unchecked Sendable {
-    let head: H
-    let batch: HeadBatch
-    private var slots: [H.Output?]
-
-    init(head: H, batch: HeadBatch, count: Int) {
-        (self.head, self.batch) = (head, batch)
-        slots = [H.Output?](repeating: nil, count: count)
-        super.init(count: count)
-    }
-
-    /// Every output; read once the request has finished without an error.
-    var outputs: [H.Output] { lock.withLock { slots.map { $0! } } }
-
-    override func deliver(_ encoded: EncoderOutput, indices: [Int]) {
-        let outputs: [H.Output]
-        do { outputs = try head(encoded, batch) } catch { finish(error); return }
-        lock.lock()
-        guard !isFinishedLocked else { lock.unlock(); return }
-        for (output, index) in zip(outputs, indices) { slots[index] = output }
-        let continuation = markDelivered(indices.count)
-        lock.unlock()
-        continuation?.resume()
-    }
-}
-
 /// Calls `expire` with the timeout error once `timeout` has passed, unless `owner` is gone by then.
 func afterTimeout<Owner: AnyObject & Sendable>(_ timeout: Duration, of owner: Owner,
                                               _ expire: @escaping @Sendable (Owner, RequestTimeout) -> Void) {
@@ -317,6 +310,9 @@ func afterTimeout<Owner: AnyObject & Sendable>(_ timeout: Duration, of owner: Ow
 final class JobBox<T: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     var continuation: CheckedContinuation<T, Error>?
+
+    /// Answered already (by its result or its timeout).
+    var isFinished: Bool { lock.withLock { continuation == nil } }
 
     func finish(_ result: Result<T, Error>) {
         lock.lock()

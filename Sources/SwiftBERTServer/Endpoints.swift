@@ -20,7 +20,7 @@ struct Endpoints: Sendable {
     private static let work = (0..<max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)).map {
         DispatchQueue(label: "bert-serve-requests-\($0)")
     }
-    private static let nextQueue = ManagedAtomicCounter()
+    private static let nextQueue = RoundRobin()
 
     /// Runs `body` on one of the `work` queues and returns its result.
     private func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
@@ -614,7 +614,7 @@ struct Endpoints: Sendable {
 }
 
 /// A counter any thread may bump: which request queue takes the next request.
-final class ManagedAtomicCounter: @unchecked Sendable {
+final class RoundRobin: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
     func next() -> Int { lock.withLock { value &+= 1; return value & Int.max } }

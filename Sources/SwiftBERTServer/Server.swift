@@ -186,8 +186,9 @@ struct Handler: Sendable {
         if let declared, body.count < declared {
             throw APIError.invalid("the request body is \(body.count) bytes, shorter than its Content-Length of \(declared); send the whole body", status: 400)
         }
-        if let offset = firstInvalidUTF8(body) {
-            throw APIError.invalid("the request body is not valid UTF-8 (the first bad byte is at offset \(offset)); JSON must be UTF-8", status: 400)
+        let firstBad = firstInvalidUTF8Byte(body[...])  // 1-based; past the end when all is valid
+        if firstBad <= body.count {
+            throw APIError.invalid("the request body is not valid UTF-8 (the first bad byte is at offset \(firstBad - 1)); JSON must be UTF-8", status: 400)
         }
         return body
     }
@@ -219,20 +220,6 @@ struct Handler: Sendable {
 func jsonResponse(_ status: Int, _ body: [UInt8]) -> Response {
     Response(status: .init(code: status), headers: [.contentType: "application/json"],
              body: .init(byteBuffer: ByteBuffer(bytes: body)))
-}
-
-/// The offset of the first byte that is not part of valid UTF-8; nil when all of it is.
-func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {
-    var parser = Unicode.UTF8.ForwardParser()
-    var iterator = bytes.makeIterator()
-    var offset = 0
-    while true {
-        switch parser.parseScalar(from: &iterator) {
-        case let .valid(scalar): offset += scalar.count
-        case .emptyInput: return nil
-        case .error: return offset
-        }
-    }
 }
 
 /// Equality whose time depends only on the lengths, not on where the bytes first differ.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 import SwiftBERTBench
 
 struct Bench: ParsableCommand {

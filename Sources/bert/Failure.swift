@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 /// Parses and runs a command line, turning every error into one line on stderr and a
 /// sysexits-style status. Never lets an error escape as a trap or a stack trace.

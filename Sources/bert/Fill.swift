@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 struct Fill: ParsableCommand, TopKCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 struct Search: ParsableCommand, TopKCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 struct Similarity: ParsableCommand {
     static let configuration = CommandConfiguration(

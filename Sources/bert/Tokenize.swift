@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTCommandLine
 
 struct Tokenize: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTCommandLine
 
 /// `bert embed --input` on real 2,000- and 10,000-line files: one record per line, vectors equal
 /// to the library's on a sample, peak memory flat as the file grows, lines/s. Opt-in because it

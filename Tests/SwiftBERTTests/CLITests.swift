@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTCommandLine
 
 /// End-to-end tests of the `bert` executable: every command and format, stdin and pipes, and
 /// the failures with their exit statuses. Results are checked against the library in-process.

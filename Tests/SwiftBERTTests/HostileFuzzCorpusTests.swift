@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTCommandLine
 
 /// The short fuzzing run of the test suite. libFuzzer builds take minutes (tools/fuzz/run.sh), so
 /// the suite instead replays what the recorded long runs learned (tools/fuzz/corpus: the

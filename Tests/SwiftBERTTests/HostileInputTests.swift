@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTCommandLine
 
 /// The table of bad inputs in docs/robustness.md, as tests. Each row builds a damaged model
 /// folder (or input file) in a temporary directory from the real converted weights/splade-tiny,

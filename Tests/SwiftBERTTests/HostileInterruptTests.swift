@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTCommandLine
 
 /// Long jobs stopped half-way: an interrupted stream leaves a valid output holding a prefix of
 /// whole records, and resuming it gives exactly the output of an uninterrupted run.

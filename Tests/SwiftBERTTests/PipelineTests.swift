@@ -1,5 +1,6 @@
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTCommandLine
 
 /// Text-in pipelines: the tokenizer and the engine together give what sentence-transformers and
 /// transformers give for the same text.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTCommandLine
 import SwiftBERTBench
 
 /// Word suggestions with a real masked-LM (splade-tiny). Its guesses are weak (it was fine-tuned

@@ -36,7 +36,8 @@ targets=("$@")
 swiftc=${SWIFTC:-swiftc}
 out=.build/fuzz
 mkdir -p "$out"
-mapfile -t library < <(find Sources/SwiftBERT -name '*.swift' | sort)
+# The engine and the command line's readers (the tokenizer target fuzzes TextRecordReader), as one module.
+mapfile -t library < <(find Sources/SwiftBERT Sources/SwiftBERTCommandLine -name '*.swift' | sort)
 
 entry_file() {
     case $1 in
@@ -61,8 +62,8 @@ build() {
     local snapshot=$out/src-$target
     rm -rf "$snapshot"
     mkdir -p "$snapshot"
-    cp -R Sources/SwiftBERT Sources/COpenBLAS "$entry" "$snapshot/"
-    mapfile -t sources < <(find "$snapshot/SwiftBERT" -name '*.swift' | sort)
+    cp -R Sources/SwiftBERT Sources/SwiftBERTCommandLine Sources/COpenBLAS "$entry" "$snapshot/"
+    mapfile -t sources < <(find "$snapshot/SwiftBERT" "$snapshot/SwiftBERTCommandLine" -name '*.swift' | sort)
     "$swiftc" -module-name SwiftBERT -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g \
         -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" \
         "${sources[@]}" "$snapshot/$(basename "$entry")" -lopenblas -o "$binary" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2

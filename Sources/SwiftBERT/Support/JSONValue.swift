@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Read with JSONDecoder, not JSONSerialization: on Linux the latter drops a leading U+FEFF
 /// from strings, which would silently change a vocabulary entry.
-enum JSONValue: Codable, Equatable, Sendable {
+package enum JSONValue: Codable, Equatable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
@@ -13,7 +13,7 @@ enum JSONValue: Codable, Equatable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -30,7 +30,7 @@ enum JSONValue: Codable, Equatable, Sendable {
         }
     }
 
-    func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -43,23 +43,23 @@ enum JSONValue: Codable, Equatable, Sendable {
         }
     }
 
-    subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case let .object(object) = self { return object[key] }
         return nil
     }
 
-    var string: String? { if case let .string(value) = self { return value }; return nil }
-    var bool: Bool? { if case let .bool(value) = self { return value }; return nil }
-    var array: [JSONValue]? { if case let .array(value) = self { return value }; return nil }
-    var isNull: Bool { self == .null }
+    package var string: String? { if case let .string(value) = self { return value }; return nil }
+    package var bool: Bool? { if case let .bool(value) = self { return value }; return nil }
+    package var array: [JSONValue]? { if case let .array(value) = self { return value }; return nil }
+    package var isNull: Bool { self == .null }
 
-    var int: Int? {
+    package var int: Int? {
         guard case let .number(value) = self, value == value.rounded(), abs(value) <= Double(Int32.max) else { return nil }
         return Int(value)
     }
 
     /// The "type" of a pipeline section; nil when the section is null.
-    var typeName: String? {
+    package var typeName: String? {
         guard case .object = self else { return nil }
         return self["type"]?.string ?? "untyped"
     }

@@ -4,7 +4,7 @@ import Foundation
 
 /// A string taken from a file (a tensor name, a token) made safe for a one-line message:
 /// control characters escaped, and at most `limit` characters kept.
-func printable(_ text: String, limit: Int = 80) -> String {
+package func printable(_ text: String, limit: Int = 80) -> String {
     var out = ""
     var kept = 0
     for scalar in text.unicodeScalars {
@@ -21,12 +21,12 @@ func printable(_ text: String, limit: Int = 80) -> String {
 }
 
 /// Newlines and runs of white space folded, for messages that must stay on one line.
-func singleLine(_ text: String) -> String {
+package func singleLine(_ text: String) -> String {
     printable(text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " "), limit: 300)
 }
 
 /// A one-line reason for a JSON decoding failure.
-func describe(_ error: Error) -> String {
+package func describe(_ error: Error) -> String {
     func at(_ context: DecodingError.Context) -> String {
         let path = context.codingPath.map { $0.intValue.map { "\($0)" } ?? $0.stringValue }.joined(separator: ".")
         return path.isEmpty ? "" : " at '\(printable(path))'"
@@ -43,5 +43,29 @@ func describe(_ error: Error) -> String {
         // Foundation's internal parser errors, as thrown inside a nested container.
         if text.hasPrefix("numberIsNotRepresentableInSwift") { return "a number that is not an integer in range" }
         return singleLine(text)
+    }
+}
+
+/// 1-based offset of the first byte that breaks UTF-8 decoding.
+package func firstInvalidUTF8Byte(_ bytes: ArraySlice<UInt8>) -> Int {
+    var parser = Unicode.UTF8.ForwardParser()
+    var iterator = bytes.makeIterator()
+    var offset = 0
+    while true {
+        switch parser.parseScalar(from: &iterator) {
+        case .valid(let scalar): offset += scalar.count
+        case .error: return offset + 1
+        case .emptyInput: return offset + 1
+        }
+    }
+}
+
+/// Table cells padded to a width (reports).
+extension String {
+    package func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+    package func rightPadded(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

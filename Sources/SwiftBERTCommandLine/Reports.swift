@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 // The text and JSON shapes of the `bert` command's outputs, here so that a Swift program
 // printing the same results prints them the same way.

@@ -1,3 +1,4 @@
+import SwiftBERT
 /// The --json shapes of `bert classify`, `bert rerank` and `bert ner` (issue 15), and their
 /// plain-text tables.
 package enum ClassificationReport {

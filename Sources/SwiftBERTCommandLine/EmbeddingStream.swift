@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// What a stream did: records written, inputs cut to the length limit, records skipped as invalid.
 package struct StreamSummary: Sendable {

@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SwiftBERT
 
 /// A buffered writer on a file descriptor that reports every failure as a typed error: a closed
 /// pipe (EPIPE) as `StreamError.outputClosed`, anything else (disk full, I/O error) as

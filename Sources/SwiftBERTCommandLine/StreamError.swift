@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SwiftBERT
 
 /// Failures of the streaming readers and writers that `BertError` has no case for. Each says what
 /// went wrong and what to do; `exitStatus` follows sysexits(3) like `BertError.exitStatus`.

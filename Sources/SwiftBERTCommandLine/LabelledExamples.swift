@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// Labelled texts for `bert train-classifier`: JSON Lines of {"text": string, "label": string
 /// or integer}; blank lines are skipped, anything else malformed stops with its line number.

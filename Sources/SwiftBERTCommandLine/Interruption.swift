@@ -8,6 +8,7 @@ import Synchronization
 #else
 import Foundation
 #endif
+import SwiftBERT
 
 /// A request to stop a long job cleanly: set by the SIGINT/SIGTERM handlers that
 /// `installSignalHandlers()` puts in place (or by a caller, from any thread), and polled by

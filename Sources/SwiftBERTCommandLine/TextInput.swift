@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SwiftBERT
 
 /// Where texts come from.
 package enum TextSource: Sendable, Equatable {
@@ -266,19 +267,6 @@ struct ReadInterrupted: Error {
     let signal: Int32
 }
 
-/// 1-based offset of the first byte that breaks UTF-8 decoding.
-func firstInvalidUTF8Byte(_ bytes: ArraySlice<UInt8>) -> Int {
-    var parser = Unicode.UTF8.ForwardParser()
-    var iterator = bytes.makeIterator()
-    var offset = 0
-    while true {
-        switch parser.parseScalar(from: &iterator) {
-        case .valid(let scalar): offset += scalar.count
-        case .error: return offset + 1
-        case .emptyInput: return offset + 1
-        }
-    }
-}
 
 private func jsonKind(_ value: Any) -> String {
     switch value {

@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SwiftBERT
 
 /// How far a stream has got: records done, and bytes of the input when its size is known.
 package struct StreamProgress: Sendable {
@@ -79,11 +80,3 @@ private func terminalWidth() -> Int {
     return Int(size.ws_col)
 }
 
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
-    }
-    func rightPadded(to width: Int) -> String {
-        count >= width ? self : self + String(repeating: " ", count: width - count)
-    }
-}

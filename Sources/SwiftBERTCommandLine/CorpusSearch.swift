@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// A corpus record and its cosine similarity to the query.
 package struct SearchHit: Sendable, Equatable {

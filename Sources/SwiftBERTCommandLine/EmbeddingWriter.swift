@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SwiftBERT
 
 /// How sentence vectors are written.
 package enum EmbeddingFormat: String, CaseIterable, Sendable {

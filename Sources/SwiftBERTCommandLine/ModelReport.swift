@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// What `bert info` shows about a converted model: its shape, size on disk, what it can run,
 /// and what loading it cost.

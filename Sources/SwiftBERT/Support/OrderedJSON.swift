@@ -50,7 +50,7 @@ package indirect enum OrderedJSON: Sendable, Equatable {
 
 /// A Float as a JSON number: Swift's shortest round-trip form ("0.1", "1e-05"), null if not finite.
 @inline(__always)
-func appendJSONNumber(_ value: Float, to out: inout [UInt8]) {
+package func appendJSONNumber(_ value: Float, to out: inout [UInt8]) {
     out += (value.isFinite ? value.description : "null").utf8
 }
 
