@@ -9,7 +9,7 @@ import XCTest
 final class HeadFixtureTests: XCTestCase {
     static let tolerance: Float = 1e-4
     static let fixtures = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads")
-    static let reference: [String: Any] = {
+    nonisolated(unsafe) static let reference: [String: Any] = {
         let data = try! Data(contentsOf: fixtures.appendingPathComponent("reference.json"))
         return try! JSONSerialization.jsonObject(with: data) as! [String: Any]
     }()

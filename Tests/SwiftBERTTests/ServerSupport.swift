@@ -103,7 +103,7 @@ func jsonBody(_ object: Any) -> Data {
 }
 
 /// A running `bert serve` on a free loopback port, stopped (SIGKILL) at deinit unless already ended.
-final class ServerProcess {
+final class ServerProcess: @unchecked Sendable {
     let process = Process()
     private(set) var port = 0
     private let errorPipe = Pipe()
@@ -176,7 +176,9 @@ final class ServerProcess {
 
 /// Runs `count` copies of `body` on their own threads at once; returns their results in order.
 func concurrently<T>(_ count: Int, _ body: @escaping (Int) -> T) -> [T] {
-    var results = [T?](repeating: nil, count: count)
+    // Each thread writes its own slot, under the lock.
+    nonisolated(unsafe) var results = [T?](repeating: nil, count: count)
+    nonisolated(unsafe) let body = body
     let lock = NSLock()
     let group = DispatchGroup()
     for i in 0..<count {

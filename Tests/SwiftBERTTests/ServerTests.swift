@@ -334,7 +334,7 @@ final class ServerTests: CLITestCase {
         // of the texts are still queued when SIGTERM lands.
         let group = DispatchGroup()
         let lock = NSLock()
-        var results: [Result<HTTPReply, Error>] = []
+        nonisolated(unsafe) var results: [Result<HTTPReply, Error>] = []  // appended under the lock
         for _ in 0..<8 {
             group.enter()
             Thread {

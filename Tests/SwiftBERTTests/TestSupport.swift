@@ -16,7 +16,7 @@ func convertedModel(_ name: String, file: StaticString = #filePath, line: UInt =
 }
 
 /// Loaded models are shared across tests: loading is cheap, but there is no need to repeat it.
-private let modelCache = NSCache<NSString, BertModel>()
+nonisolated(unsafe) private let modelCache = NSCache<NSString, BertModel>()
 func loadModel(_ name: String, threads: Int = 2) throws -> BertModel {
     let key = "\(name)/\(threads)" as NSString
     if let model = modelCache.object(forKey: key) { return model }

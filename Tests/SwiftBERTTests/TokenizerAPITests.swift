@@ -224,7 +224,7 @@ final class TokenizerAPITests: XCTestCase {
         let tokenizer = try miniLM()
         let texts = (0..<64).map { "Thread \($0): Ünïcödé text, 日本語 and more [MASK] words \($0 * 7919)" }
         let expected = texts.map { tokenizer.encode($0) }
-        let results = UnsafeMutableBufferPointer<Encoding?>.allocate(capacity: texts.count)
+        nonisolated(unsafe) let results = UnsafeMutableBufferPointer<Encoding?>.allocate(capacity: texts.count)  // one slot per thread
         results.initialize(repeating: nil)
         defer { results.deallocate() }
         DispatchQueue.concurrentPerform(iterations: texts.count) { i in

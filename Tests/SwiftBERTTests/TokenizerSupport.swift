@@ -25,7 +25,7 @@ enum TokenizerFixtures {
         return folder
     }
 
-    private static let cache = NSCache<NSString, BertTokenizer>()
+    nonisolated(unsafe) private static let cache = NSCache<NSString, BertTokenizer>()
 
     /// "all-MiniLM-L6-v2", "splade-tiny" (their tokenizer.json) or "all-MiniLM-L6-v2/vocab.txt".
     static func tokenizer(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> BertTokenizer {
