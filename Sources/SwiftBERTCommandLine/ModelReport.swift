@@ -37,7 +37,7 @@ package struct ModelReport: Sendable {
         case .xlmRoberta: "XLMRoberta"
         case .mobileBERT: "MobileBert"
         }
-        let task = model.config.head.map { $0 == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
+        let task = model.config.task.map { $0.kind == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
         architecture = "\(family)\(task ?? (model.config.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"
         parameters = model.parameterCount
         loadSeconds = model.loadSeconds
@@ -62,7 +62,7 @@ package struct ModelReport: Sendable {
             ("attention_heads", .int(config.numAttentionHeads)), ("intermediate_size", .int(config.intermediateSize)),
             ("vocabulary_size", .int(config.vocabSize)), ("max_sequence_length", .int(config.maxSequenceLength)),
             ("max_position_embeddings", .int(config.maxPositionEmbeddings)), ("parameters", .int(parameters)),
-            ("pooling", .string(config.pooling.rawValue)), ("masked_lm_head", .bool(config.hasMaskedLMHead)),
+            ("pooling", .string(config.sentence.pooling.rawValue)), ("masked_lm_head", .bool(config.hasMaskedLMHead)),
             ("files", .object(files.map { ($0.name, .int($0.bytes)) })),
             ("precisions", .array(precisions.filter { $0.unavailable == nil }.map { .string($0.precision.rawValue) })),
             ("precisions_unavailable", .object(precisions.compactMap { p in p.unavailable.map { (p.precision.rawValue, .string($0)) } })),
@@ -92,7 +92,7 @@ package struct ModelReport: Sendable {
             ("vocabulary", "\(config.vocabSize) tokens"),
             ("max tokens", "\(config.maxSequenceLength) (position table \(config.maxPositionEmbeddings))"),
             ("parameters", "\(parameters.formatted(separator: ",")) (\(millions) M)"),
-            ("pooling", config.pooling.rawValue),
+            ("pooling", config.sentence.pooling.rawValue),
             ("precisions", missing.isEmpty ? available : "\(available) (\(missing.joined(separator: "; ")))"),
         ]
         rows += files.map { ("file", "\($0.name)  \(byteCount($0.bytes))") }

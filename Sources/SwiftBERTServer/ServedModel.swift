@@ -78,7 +78,7 @@ final class ServedModel: Sendable {
     var config: BertConfig { loaded.config }
     var maxLength: Int { min(config.maxSequenceLength, config.positionLimit) }
     var dimension: Int { config.embeddingDimension }
-    var prompts: [String: String] { config.prompts ?? [:] }
+    var prompts: [String: String] { config.sentence.prompts ?? [:] }
     /// A cross-encoder: a sequence classifier with one label, scored on (query, document) pairs.
     var reranks: Bool { classifier?.labels.count == 1 }
 

@@ -13,7 +13,7 @@ struct Convert: ParsableCommand {
     func run() throws {
         let report = try Converter.convert(huggingFaceFolder: URL(fileURLWithPath: source), to: URL(fileURLWithPath: destination))
         let c = report.config
-        var text = "converted \(source) -> \(destination): \(c.numHiddenLayers) layers, hidden \(c.hiddenSize), \(report.tensorCount) tensors, pooling \(c.pooling.rawValue), masked-LM head \(c.hasMaskedLMHead ? "yes" : "no")\n"
+        var text = "converted \(source) -> \(destination): \(c.numHiddenLayers) layers, hidden \(c.hiddenSize), \(report.tensorCount) tensors, pooling \(c.sentence.pooling.rawValue), masked-LM head \(c.hasMaskedLMHead ? "yes" : "no")\n"
         if !report.droppedTensors.isEmpty {
             text += "not used by the engine: \(report.droppedTensors.joined(separator: ", "))\n"
         }

@@ -40,11 +40,11 @@ final class ConverterTests: XCTestCase {
     func testMiniLMSentenceTransformersSettingsAndFusedQKV() throws {
         let source = try huggingFaceFolder("all-MiniLM-L6-v2")
         let report = try Converter.convert(huggingFaceFolder: source, to: scratch)
-        XCTAssertEqual(report.config.pooling, .mean)
+        XCTAssertEqual(report.config.sentence.pooling, .mean)
         XCTAssertEqual(report.config.maxSequenceLength, 256)
         XCTAssertEqual(Set(report.droppedTensors), ["embeddings.position_ids"])
         XCTAssertEqual(report.config.hasPooler, true)
-        XCTAssertEqual(report.config.normalize, true)  // its 2_Normalize module
+        XCTAssertEqual(report.config.sentence.normalize, true)  // its 2_Normalize module
         let original = try SafeTensorsFile(path: source.appendingPathComponent("model.safetensors").path)
         let converted = try SafeTensorsFile(path: scratch.appendingPathComponent("model.safetensors").path)
         let qkv = try converted.floats("encoder.layer.3.attention.self.qkv.weight")

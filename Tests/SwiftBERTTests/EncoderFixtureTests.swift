@@ -45,8 +45,8 @@ final class EncoderFixtureTests: XCTestCase {
             XCTAssertNil(config.hasPooler, "\(name): XLM-R's pooler is not BERT's train-classifier feature")
         }
         let st = try BertConfig.load(from: Self.converted("xlmr-st").appendingPathComponent("config.json"))
-        XCTAssertEqual(st.pooling, .cls)
-        XCTAssertEqual(st.normalize, true)
+        XCTAssertEqual(st.sentence.pooling, .cls)
+        XCTAssertEqual(st.sentence.normalize, true)
     }
 
     /// Checkpoints with and without the `roberta.` prefix (save_pretrained of a *ForMaskedLM

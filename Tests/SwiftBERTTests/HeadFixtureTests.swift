@@ -34,11 +34,11 @@ final class HeadFixtureTests: XCTestCase {
             let name = variant["folder"] as! String
             let embedder = try SentenceEmbedder(folder: Self.converted(name), threads: 2)
             let config = embedder.model.config
-            XCTAssertEqual(config.pooling.rawValue, variant["pooling_mode"] as? String, name)
-            XCTAssertEqual(config.includePrompt ?? true, variant["include_prompt"] as? Bool, name)
-            XCTAssertEqual(config.normalize, variant["normalize"] as? Bool, name)
+            XCTAssertEqual(config.sentence.pooling.rawValue, variant["pooling_mode"] as? String, name)
+            XCTAssertEqual(config.sentence.includePrompt ?? true, variant["include_prompt"] as? Bool, name)
+            XCTAssertEqual(config.sentence.normalize, variant["normalize"] as? Bool, name)
             XCTAssertEqual(config.maxSequenceLength, variant["max_seq_length"] as? Int, name)
-            XCTAssertEqual(config.defaultPromptName, variant["default_prompt_name"] as? String, name)
+            XCTAssertEqual(config.sentence.defaultPromptName, variant["default_prompt_name"] as? String, name)
             let texts = variant["texts"] as! [String]
             for case_ in variant["cases"] as! [[String: Any]] {
                 let arguments = case_["arguments"] as! [String: String]
@@ -84,7 +84,7 @@ final class HeadFixtureTests: XCTestCase {
             try config.write(to: folder.appendingPathComponent("2_Dense/config.json"), atomically: true, encoding: .utf8)
             let converted = root.appendingPathComponent("converted-" + folder.lastPathComponent)
             let report = try Converter.convert(huggingFaceFolder: folder, to: converted)
-            XCTAssertEqual(report.config.denseLayers?.first?.hasBias, hasBias)
+            XCTAssertEqual(report.config.sentence.denseLayers?.first?.hasBias, hasBias)
             vectors.append(try SentenceEmbedder(folder: converted, threads: 2).embed(texts).vectors)
         }
         XCTAssertEqual(vectors[0].count, texts.count)

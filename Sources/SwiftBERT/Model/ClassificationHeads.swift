@@ -41,7 +41,7 @@ public struct SequenceClassificationHead: Head {
 
     public init(_ encoder: any EncoderModel) throws {
         let config = encoder.config
-        guard config.head == .sequenceClassification, let labels = config.labels else {
+        guard config.task?.kind == .sequenceClassification, let labels = config.task?.labels else {
             throw encoder.missingHead(.sequenceClassification, "use a checkpoint saved from a *ForSequenceClassification model (bert convert keeps its classifier)")
         }
         self.labels = labels
@@ -64,7 +64,7 @@ public struct TokenClassificationHead: Head {
 
     public init(_ encoder: any EncoderModel) throws {
         let config = encoder.config
-        guard config.head == .tokenClassification, let labels = config.labels else {
+        guard config.task?.kind == .tokenClassification, let labels = config.task?.labels else {
             throw encoder.missingHead(.tokenClassification, "use a checkpoint saved from a *ForTokenClassification model (bert convert keeps its classifier)")
         }
         self.labels = labels

@@ -47,8 +47,8 @@ extension EncoderModel {
             switch kind {
             case .sentenceEmbedding, .tokenEmbeddings: return true
             case .maskedLM, .sparseEmbedding: return config.hasMaskedLMHead
-            case .sequenceClassification: return config.head == .sequenceClassification && config.labels != nil
-            case .tokenClassification: return config.head == .tokenClassification && config.labels != nil
+            case .sequenceClassification: return config.task?.kind == .sequenceClassification && config.task?.labels != nil
+            case .tokenClassification: return config.task?.kind == .tokenClassification && config.task?.labels != nil
             }
         }
     }

@@ -17,10 +17,10 @@ public struct SentenceHead: Head {
     }
 
     init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
-        pooling = config.pooling
-        includePrompt = config.includePrompt ?? true
-        normalize = config.normalize ?? true
-        dense = try (config.denseLayers ?? []).enumerated().map { index, layer in
+        pooling = config.sentence.pooling
+        includePrompt = config.sentence.includePrompt ?? true
+        normalize = config.sentence.normalize ?? true
+        dense = try (config.sentence.denseLayers ?? []).enumerated().map { index, layer in
             (try Linear(file, TensorNames.sentenceDense(index), k: layer.inFeatures, n: layer.outFeatures), layer.activation)
         }
     }

@@ -41,8 +41,8 @@ public enum ClassifierExport {
         // The encoder and its pooler, from the table of names: `bert.` + each module's name,
         // with Q, K and V split again (they are stacked by output channel).
         var encoder = c
-        (encoder.hasMaskedLMHead, encoder.hasUntiedDecoder, encoder.denseLayers) = (false, false, nil)
-        (encoder.head, encoder.labels, encoder.hasPooler) = (nil, nil, true)
+        (encoder.hasMaskedLMHead, encoder.hasUntiedDecoder, encoder.sentence.denseLayers) = (false, false, nil)
+        (encoder.task, encoder.hasPooler) = (nil, true)
         let weights = model.weights, names = TensorNames.self
         var entries: [SafeTensorsWriter.Entry] = []
         func copy(_ name: String) throws {

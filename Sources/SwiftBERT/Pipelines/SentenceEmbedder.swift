@@ -50,7 +50,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     /// prompt named `promptName`, else the model's default prompt; nil for none.
     public func prompt(for options: Options) throws -> String? {
         if let prompt = options.prompt { return prompt.isEmpty ? nil : prompt }
-        let prompts = model.config.prompts ?? [:]
+        let prompts = model.config.sentence.prompts ?? [:]
         if let name = options.promptName {
             guard let text = prompts[name] else {
                 let known = prompts.keys.sorted().joined(separator: ", ")
@@ -60,7 +60,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
             }
             return text
         }
-        return model.config.defaultPromptName.flatMap { prompts[$0] }
+        return model.config.sentence.defaultPromptName.flatMap { prompts[$0] }
     }
 
     public func embed(_ text: String, options: Options = Options()) throws -> [Float] {

@@ -25,7 +25,7 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
     }
 
     /// Sigmoid per label (multi-label, or a single score), else softmax across labels.
-    public var usesSigmoid: Bool { model.config.problemType == "multi_label_classification" || labels.count == 1 }
+    public var usesSigmoid: Bool { model.config.task?.problemType == "multi_label_classification" || labels.count == 1 }
 
     /// Raw classifier outputs, one row per input; `pairs` gives each text its second segment.
     public func logits(_ texts: [String], pairs: [String]? = nil, batchSize: Int = 32) throws -> [[Float]] {

@@ -50,26 +50,12 @@ public struct DenseLayerConfig: Codable, Sendable, Equatable {
     }
 }
 
-/// The hyper-parameters of a converted model: Hugging Face's config.json fields the engine
-/// uses, plus what the converter learned from sentence-transformers' files.
-public struct BertConfig: Codable, Sendable, Equatable {
-    public var vocabSize: Int
-    public var hiddenSize: Int
-    public var numHiddenLayers: Int
-    public var numAttentionHeads: Int
-    public var intermediateSize: Int
-    public var maxPositionEmbeddings: Int
-    public var typeVocabSize: Int
-    public var layerNormEps: Float
-    public var hiddenAct: String
+/// sentence-transformers' modules after the encoder, read by the converter from the files beside
+/// the checkpoint (modules.json, 1_Pooling, 2_Dense, config_sentence_transformers.json): how
+/// token vectors become one sentence vector (`SentenceHead`).
+public struct SentenceTransformersConfig: Codable, Sendable, Equatable {
     /// Default pooling for sentence embeddings (sentence-transformers' 1_Pooling, else mean).
-    public var pooling: Pooling
-    /// Longest input in tokens, [CLS] and [SEP] included (sentence-transformers' max_seq_length, else max_position_embeddings).
-    public var maxSequenceLength: Int
-    /// True when the checkpoint carries the masked-LM head (cls.predictions.*).
-    public var hasMaskedLMHead: Bool
-    /// True when the masked-LM decoder is a separate matrix rather than the word embeddings.
-    public var hasUntiedDecoder: Bool
+    public var pooling: Pooling = .mean
     /// sentence-transformers' `include_prompt` (nil: true): false leaves the prompt's tokens,
     /// [CLS] included, out of the pooling.
     public var includePrompt: Bool? = nil
@@ -81,34 +67,131 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// `prompts` and `default_prompt_name` from config_sentence_transformers.json.
     public var prompts: [String: String]? = nil
     public var defaultPromptName: String? = nil
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case pooling, includePrompt = "include_prompt", normalize, denseLayers = "dense_layers", prompts
+        case defaultPromptName = "default_prompt_name"
+    }
+}
+
+/// The classification head a *ForSequenceClassification or *ForTokenClassification checkpoint
+/// carries besides the encoder.
+public struct TaskHeadConfig: Codable, Sendable, Equatable {
+    public var kind: TaskHead
+    /// Class names in id order (id2label).
+    public var labels: [String]? = nil
+    /// Hugging Face's problem_type: "multi_label_classification" scores with sigmoid, not softmax.
+    public var problemType: String? = nil
+
+    public init(kind: TaskHead) { self.kind = kind }
+
+    enum CodingKeys: String, CodingKey {
+        case kind = "head", labels, problemType = "problem_type"
+    }
+}
+
+/// The hyper-parameters of a converted model: the encoder's (Hugging Face's config.json fields
+/// the engine uses), and, apart, sentence-transformers' modules (`sentence`) and the task head
+/// (`task`).
+public struct BertConfig: Codable, Sendable, Equatable {
+    public var vocabSize: Int
+    public var hiddenSize: Int
+    public var numHiddenLayers: Int
+    public var numAttentionHeads: Int
+    public var intermediateSize: Int
+    public var maxPositionEmbeddings: Int
+    public var typeVocabSize: Int
+    public var layerNormEps: Float
+    public var hiddenAct: String
+    /// Longest input in tokens, [CLS] and [SEP] included (sentence-transformers' max_seq_length, else max_position_embeddings).
+    public var maxSequenceLength: Int
+    /// True when the checkpoint carries the masked-LM head (cls.predictions.*).
+    public var hasMaskedLMHead: Bool
+    /// True when the masked-LM decoder is a separate matrix rather than the word embeddings.
+    public var hasUntiedDecoder: Bool
+    /// How token vectors become a sentence vector: sentence-transformers' modules (the head
+    /// config, apart from the encoder's).
+    public var sentence: SentenceTransformersConfig
     /// True when BERT's pooler (dense + tanh on [CLS]) is stored as pooler.dense.*.
     public var hasPooler: Bool? = nil
     /// Which family the checkpoint came from (nil: BERT). DistilBERT runs the same encoder under
     /// other tensor names, without token types.
     public var architecture: Architecture? = nil
     /// The task head the checkpoint carries besides the encoder (nil: none, or only masked-LM).
-    public var head: TaskHead? = nil
+    public var task: TaskHeadConfig? = nil
     /// RoBERTa's padding_idx (pad_token_id): positions start at padding_idx + 1, and a
     /// padding token takes position padding_idx (transformers' create_position_ids_from_input_ids).
     /// nil: BERT's positions 0, 1, 2, …
     public var paddingIdx: Int? = nil
-    /// Class names in id order (id2label), for a task head.
-    public var labels: [String]? = nil
-    /// Hugging Face's problem_type: "multi_label_classification" scores with sigmoid, not softmax.
-    public var problemType: String? = nil
     /// MobileBERT's own fields (nil for every other family).
     public var mobileBert: MobileBertConfig? = nil
+
+    public init(vocabSize: Int, hiddenSize: Int, numHiddenLayers: Int, numAttentionHeads: Int, intermediateSize: Int,
+                maxPositionEmbeddings: Int, typeVocabSize: Int, layerNormEps: Float, hiddenAct: String,
+                sentence: SentenceTransformersConfig = .init(), maxSequenceLength: Int, hasMaskedLMHead: Bool, hasUntiedDecoder: Bool) {
+        (self.vocabSize, self.hiddenSize, self.numHiddenLayers, self.numAttentionHeads) = (vocabSize, hiddenSize, numHiddenLayers, numAttentionHeads)
+        (self.intermediateSize, self.maxPositionEmbeddings, self.typeVocabSize) = (intermediateSize, maxPositionEmbeddings, typeVocabSize)
+        (self.layerNormEps, self.hiddenAct, self.sentence, self.maxSequenceLength) = (layerNormEps, hiddenAct, sentence, maxSequenceLength)
+        (self.hasMaskedLMHead, self.hasUntiedDecoder) = (hasMaskedLMHead, hasUntiedDecoder)
+    }
 
     enum CodingKeys: String, CodingKey {
         case vocabSize = "vocab_size", hiddenSize = "hidden_size", numHiddenLayers = "num_hidden_layers"
         case numAttentionHeads = "num_attention_heads", intermediateSize = "intermediate_size"
         case maxPositionEmbeddings = "max_position_embeddings", typeVocabSize = "type_vocab_size"
-        case layerNormEps = "layer_norm_eps", hiddenAct = "hidden_act", pooling
+        case layerNormEps = "layer_norm_eps", hiddenAct = "hidden_act"
         case maxSequenceLength = "max_seq_length", hasMaskedLMHead = "has_masked_lm_head"
         case hasUntiedDecoder = "has_untied_decoder"
-        case includePrompt = "include_prompt", normalize, denseLayers = "dense_layers", prompts
-        case defaultPromptName = "default_prompt_name", hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head, labels, problemType = "problem_type"
+        case hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head
         case mobileBert = "mobilebert"
+    }
+
+    // One flat config.json, as the converter has always written it: the encoder's fields, the
+    // sentence-transformers fields and the task head's side by side.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        vocabSize = try c.decode(Int.self, forKey: .vocabSize)
+        hiddenSize = try c.decode(Int.self, forKey: .hiddenSize)
+        numHiddenLayers = try c.decode(Int.self, forKey: .numHiddenLayers)
+        numAttentionHeads = try c.decode(Int.self, forKey: .numAttentionHeads)
+        intermediateSize = try c.decode(Int.self, forKey: .intermediateSize)
+        maxPositionEmbeddings = try c.decode(Int.self, forKey: .maxPositionEmbeddings)
+        typeVocabSize = try c.decode(Int.self, forKey: .typeVocabSize)
+        layerNormEps = try c.decode(Float.self, forKey: .layerNormEps)
+        hiddenAct = try c.decode(String.self, forKey: .hiddenAct)
+        maxSequenceLength = try c.decode(Int.self, forKey: .maxSequenceLength)
+        hasMaskedLMHead = try c.decode(Bool.self, forKey: .hasMaskedLMHead)
+        hasUntiedDecoder = try c.decode(Bool.self, forKey: .hasUntiedDecoder)
+        hasPooler = try c.decodeIfPresent(Bool.self, forKey: .hasPooler)
+        architecture = try c.decodeIfPresent(Architecture.self, forKey: .architecture)
+        paddingIdx = try c.decodeIfPresent(Int.self, forKey: .paddingIdx)
+        mobileBert = try c.decodeIfPresent(MobileBertConfig.self, forKey: .mobileBert)
+        sentence = try SentenceTransformersConfig(from: decoder)
+        task = c.contains(.head) ? try TaskHeadConfig(from: decoder) : nil
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(vocabSize, forKey: .vocabSize)
+        try c.encode(hiddenSize, forKey: .hiddenSize)
+        try c.encode(numHiddenLayers, forKey: .numHiddenLayers)
+        try c.encode(numAttentionHeads, forKey: .numAttentionHeads)
+        try c.encode(intermediateSize, forKey: .intermediateSize)
+        try c.encode(maxPositionEmbeddings, forKey: .maxPositionEmbeddings)
+        try c.encode(typeVocabSize, forKey: .typeVocabSize)
+        try c.encode(layerNormEps, forKey: .layerNormEps)
+        try c.encode(hiddenAct, forKey: .hiddenAct)
+        try c.encode(maxSequenceLength, forKey: .maxSequenceLength)
+        try c.encode(hasMaskedLMHead, forKey: .hasMaskedLMHead)
+        try c.encode(hasUntiedDecoder, forKey: .hasUntiedDecoder)
+        try c.encodeIfPresent(hasPooler, forKey: .hasPooler)
+        try c.encodeIfPresent(architecture, forKey: .architecture)
+        try c.encodeIfPresent(paddingIdx, forKey: .paddingIdx)
+        try c.encodeIfPresent(mobileBert, forKey: .mobileBert)
+        try sentence.encode(to: encoder)
+        try task?.encode(to: encoder)
     }
 
     public var headDim: Int { hiddenSize / numAttentionHeads }
@@ -159,19 +242,19 @@ public struct BertConfig: Codable, Sendable, Equatable {
             throw fail("max_seq_length \(maxSequenceLength) exceeds the \(positionLimit) positions of the table (max_position_embeddings \(maxPositionEmbeddings)\(paddingIdx.map { ", from padding_idx + 1 = \($0 + 1)" } ?? "")): \(fix)")
         }
         var width = hiddenSize
-        for (i, dense) in (denseLayers ?? []).enumerated() {
+        for (i, dense) in (sentence.denseLayers ?? []).enumerated() {
             guard dense.inFeatures == width, dense.outFeatures > 0, dense.outFeatures <= Self.maximumSize else {
                 throw fail("dense layer \(i) maps \(dense.inFeatures) to \(dense.outFeatures) features, but its input has \(width): \(fix)")
             }
             width = dense.outFeatures
         }
-        if let name = defaultPromptName, prompts?[name] == nil {
+        if let name = sentence.defaultPromptName, sentence.prompts?[name] == nil {
             throw fail("default_prompt_name '\(printable(name))' is not one of the prompts: \(fix)")
         }
     }
 
     /// Length of the sentence vectors: the last Dense layer's width, else hidden_size.
-    public var embeddingDimension: Int { denseLayers?.last?.outFeatures ?? hiddenSize }
+    public var embeddingDimension: Int { sentence.denseLayers?.last?.outFeatures ?? hiddenSize }
 
     public static func load(from url: URL) throws -> BertConfig {
         let data: Data

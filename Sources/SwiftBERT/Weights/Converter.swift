@@ -55,8 +55,8 @@ public enum Converter {
         try checkTaskHead(config, hasClassifier: names[TensorNames.join(TensorNames.classifier, "weight")] != nil)
         // BERT's pooler comes before a sequence classifier; a plain encoder's is kept too (h×h,
         // small) for `bert train-classifier`, whose features are its output.
-        if !config.isDistilBERT, config.head == .sequenceClassification
-            || (config.head == nil && names[TensorNames.join(TensorNames.pooler, "weight")] != nil) {
+        if !config.isDistilBERT, config.task?.kind == .sequenceClassification
+            || (config.task?.kind == nil && names[TensorNames.join(TensorNames.pooler, "weight")] != nil) {
             finalConfig.hasPooler = true
         }
         var out: [SafeTensorsWriter.Entry] = []
@@ -192,7 +192,7 @@ public enum Converter {
             typeVocabSize: try isDistilBERT ? 1 : int("type_vocab_size", 2),
             layerNormEps: eps,
             hiddenAct: json[name("hidden_act")]?.string ?? "gelu",
-            pooling: .mean, maxSequenceLength: maxPositions,
+            maxSequenceLength: maxPositions,
             hasMaskedLMHead: false, hasUntiedDecoder: false)
         if isDistilBERT { config.architecture = .distilBERT }
         if isMobileBERT { try addMobileBertFields(to: &config, json, architectures: architectures, path: path) }
@@ -204,13 +204,13 @@ public enum Converter {
         }
         var withHead = config
         if architectures.contains(where: { $0.hasSuffix("ForSequenceClassification") }) {
-            withHead.head = .sequenceClassification
+            withHead.task = TaskHeadConfig(kind: .sequenceClassification)
         } else if architectures.contains(where: { $0.hasSuffix("ForTokenClassification") }) {
-            withHead.head = .tokenClassification
+            withHead.task = TaskHeadConfig(kind: .tokenClassification)
         }
-        if withHead.head != nil {
-            withHead.labels = try readLabels(json, path: path)
-            withHead.problemType = json["problem_type"]?.string
+        if withHead.task != nil {
+            withHead.task?.labels = try readLabels(json, path: path)
+            withHead.task?.problemType = json["problem_type"]?.string
         }
         // Before any tensor is looked at: sizes drive loops and the shapes checked against the file.
         try withHead.validate(path: path)
@@ -268,10 +268,10 @@ public enum Converter {
     /// A classifier in the checkpoint needs a *ForSequenceClassification / *ForTokenClassification
     /// architecture to say how it is used, and such a head needs labels.
     static func checkTaskHead(_ config: BertConfig, hasClassifier: Bool) throws {
-        if hasClassifier, config.head == nil {
+        if hasClassifier, config.task?.kind == nil {
             throw BertError.notABertCheckpoint(path: "config.json", reason: "the checkpoint holds classifier.weight but its architectures name no ForSequenceClassification or ForTokenClassification class; fix config.json's architectures")
         }
-        if config.head != nil, (config.labels?.count ?? 0) < 1 {
+        if config.task != nil, (config.task?.labels?.count ?? 0) < 1 {
             throw BertError.invalidConfig(path: "config.json", reason: "a classification head needs id2label (or num_labels); fix config.json")
         }
     }

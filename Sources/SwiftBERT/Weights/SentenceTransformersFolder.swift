@@ -20,13 +20,13 @@ enum SentenceTransformersFolder {
                     }
                     texts[name] = text
                 }
-                config.prompts = texts
+                config.sentence.prompts = texts
             }
-            config.defaultPromptName = settings["default_prompt_name"]?.string
+            config.sentence.defaultPromptName = settings["default_prompt_name"]?.string
         }
         guard let modules = json(folder, "modules.json")?.array else { return [] }
         var dense: [SafeTensorsWriter.Entry] = []
-        config.normalize = false
+        config.sentence.normalize = false
         for module in modules {
             let type = module["type"]?.string ?? ""
             let path = module["path"]?.string ?? ""
@@ -37,9 +37,9 @@ enum SentenceTransformersFolder {
             case "Pooling":
                 try readPooling(folder, path, into: &config)
             case "Dense":
-                dense += try readDense(folder, path, index: config.denseLayers?.count ?? 0, into: &config)
+                dense += try readDense(folder, path, index: config.sentence.denseLayers?.count ?? 0, into: &config)
             case "Normalize":
-                config.normalize = true
+                config.sentence.normalize = true
             default:
                 throw BertError.notABertCheckpoint(path: folder.path, reason: "modules.json lists the sentence-transformers module '\(printable(type))', which SwiftBERT does not implement (it runs Transformer, Pooling, Dense and Normalize); use a model made of those")
             }
@@ -72,8 +72,8 @@ enum SentenceTransformersFolder {
             let known = Pooling.allCases.map(\.rawValue).joined(separator: ", ")
             throw BertError.notABertCheckpoint(path: file.path, reason: "asks for pooling \(printable(modes.joined(separator: " + "))); SwiftBERT implements one mode at a time, of \(known): use a model with one of those")
         }
-        config.pooling = mode
-        config.includePrompt = settings["include_prompt"]?.bool ?? true
+        config.sentence.pooling = mode
+        config.sentence.includePrompt = settings["include_prompt"]?.bool ?? true
     }
 
     /// A Dense module's config.json and weights (model.safetensors, tensors linear.weight/bias).
@@ -119,7 +119,7 @@ enum SentenceTransformersFolder {
         let entries = [SafeTensorsWriter.Entry(name: prefix + "weight", shape: [layer.outFeatures, layer.inFeatures],
                                                floats: try tensor("linear.weight", [layer.outFeatures, layer.inFeatures])),
                        SafeTensorsWriter.Entry(name: prefix + "bias", shape: [layer.outFeatures], floats: bias)]
-        config.denseLayers = (config.denseLayers ?? []) + [layer]
+        config.sentence.denseLayers = (config.sentence.denseLayers ?? []) + [layer]
         return entries
     }
 

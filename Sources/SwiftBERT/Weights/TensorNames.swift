@@ -98,13 +98,13 @@ enum TensorNames {
         if config.hasPooler == true {
             modules.append(Module(name: pooler, kind: .linear, rows: h, cols: h))
         }
-        if config.head == .sequenceClassification, config.isDistilBERT {
+        if config.task?.kind == .sequenceClassification, config.isDistilBERT {
             modules.append(Module(name: preClassifier, kind: .linear, rows: h, cols: h))
         }
-        if config.head != nil {
-            modules.append(Module(name: classifier, kind: .linear, rows: config.labels?.count ?? 0, cols: h))
+        if config.task?.kind != nil {
+            modules.append(Module(name: classifier, kind: .linear, rows: config.task?.labels?.count ?? 0, cols: h))
         }
-        for (index, layer) in (config.denseLayers ?? []).enumerated() {
+        for (index, layer) in (config.sentence.denseLayers ?? []).enumerated() {
             modules.append(Module(name: sentenceDense(index), kind: .linear, rows: layer.outFeatures, cols: layer.inFeatures))
         }
         return modules
@@ -117,7 +117,7 @@ enum TensorNames {
     /// the head fixtures, docs/models.md) made rerank scores 7 times further from FP32, for a
     /// size and a time the encoder dwarfs. A head whose file does hold INT8 runs it weight-only.
     static func int8Matrices(_ config: BertConfig) -> [Module] {
-        let heads = Set([pooler, preClassifier, classifier] + (0..<(config.denseLayers?.count ?? 0)).map(sentenceDense))
+        let heads = Set([pooler, preClassifier, classifier] + (0..<(config.sentence.denseLayers?.count ?? 0)).map(sentenceDense))
         return modules(config).filter {
             ($0.kind == .linear && !heads.contains($0.name)) || $0.name == wordEmbeddings || $0.name == maskedLMDecoder
         }
