@@ -262,18 +262,8 @@ extension ServerTests {
 
 /// Sends `head` and `body` as they are, closes the sending side, and returns the whole reply.
 func rawExchange(port: Int, head: String, body: Data) throws -> String {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = try connectLoopback(port: port, timeout: 10)
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { throw HTTPClientError.connect(errno) }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     let outgoing = Data(head.utf8) + body
     _ = outgoing.withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
     shutdown(fd, Int32(SHUT_WR))

@@ -26,11 +26,11 @@ enum HTTPClientError: Error, CustomStringConvertible {
     }
 }
 
-func httpRequest(port: Int, method: String, path: String, body: Data? = nil, headers: [String: String] = [:],
-                 timeout: Double = 120) throws -> HTTPReply {
+/// A TCP socket connected to 127.0.0.1:`port`, whose reads give up after `timeout` seconds; the
+/// caller closes it.
+func connectLoopback(port: Int, timeout: Double) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw HTTPClientError.connect(errno) }
-    defer { close(fd) }
     var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     var address = sockaddr_in()
@@ -40,7 +40,14 @@ func httpRequest(port: Int, method: String, path: String, body: Data? = nil, hea
     let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard connected == 0 else { throw HTTPClientError.connect(errno) }
+    guard connected == 0 else { let failure = errno; close(fd); throw HTTPClientError.connect(failure) }
+    return fd
+}
+
+func httpRequest(port: Int, method: String, path: String, body: Data? = nil, headers: [String: String] = [:],
+                 timeout: Double = 120) throws -> HTTPReply {
+    let fd = try connectLoopback(port: port, timeout: timeout)
+    defer { close(fd) }
 
     var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
     var allHeaders = headers

@@ -40,13 +40,8 @@ public struct SequenceClassificationHead: Head {
     public let labels: [String]
 
     public init(_ encoder: any EncoderModel) throws {
-        let config = encoder.config
-        guard config.task?.kind == .sequenceClassification, let labels = config.task?.labels else {
-            throw encoder.missingHead(.sequenceClassification, "use a checkpoint saved from a *ForSequenceClassification model (bert convert keeps its classifier)")
-        }
-        self.labels = labels
-        pooler = try BertPooler(encoder.weights, config)
-        classifier = try Linear(encoder.weights, TensorNames.classifier, k: config.hiddenSize, n: labels.count)
+        (labels, classifier) = try encoder.classifier(.sequenceClassification, HeadKind.sequenceClassification, "*ForSequenceClassification")
+        pooler = try BertPooler(encoder.weights, encoder.config)
     }
 
     public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[Float]] {
@@ -63,12 +58,7 @@ public struct TokenClassificationHead: Head {
     public let labels: [String]
 
     public init(_ encoder: any EncoderModel) throws {
-        let config = encoder.config
-        guard config.task?.kind == .tokenClassification, let labels = config.task?.labels else {
-            throw encoder.missingHead(.tokenClassification, "use a checkpoint saved from a *ForTokenClassification model (bert convert keeps its classifier)")
-        }
-        self.labels = labels
-        classifier = try Linear(encoder.weights, TensorNames.classifier, k: config.hiddenSize, n: labels.count)
+        (labels, classifier) = try encoder.classifier(.tokenClassification, HeadKind.tokenClassification, "*ForTokenClassification")
     }
 
     public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[[Float]]] {
@@ -79,6 +69,17 @@ public struct TokenClassificationHead: Head {
             defer { rows = rows.dropFirst(length) }
             return Array(rows.prefix(length))
         }
+    }
+}
+
+extension EncoderModel {
+    /// The labels and the classifier layer (hidden → labels) of the task head `task`, or an error
+    /// saying which checkpoint to use.
+    func classifier(_ task: TaskHead, _ kind: HeadKind, _ savedFrom: String) throws -> ([String], Linear) {
+        guard config.task?.kind == task, let labels = config.task?.labels else {
+            throw missingHead(kind, "use a checkpoint saved from a \(savedFrom) model (bert convert keeps its classifier)")
+        }
+        return (labels, try Linear(weights, TensorNames.classifier, k: config.hiddenSize, n: labels.count))
     }
 }
 
