@@ -5,9 +5,8 @@ struct BertSelfAttention {
     let heads: Int
     let headDim: Int
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
-        qkv = try Linear(file, TensorNames.join(name, TensorNames.qkv), k: config.hiddenSize, n: 3 * config.hiddenSize,
-                         precision: precision)
+    init(_ scope: WeightScope, _ config: BertConfig) throws {
+        qkv = try scope[TensorNames.qkv].linear(k: config.hiddenSize, n: 3 * config.hiddenSize)
         heads = config.numAttentionHeads
         headDim = config.headDim
     }
@@ -40,11 +39,11 @@ struct BertProjectionOutput {
     let layerNorm: LayerNorm
     let stage: StageProfile.Stage
 
-    init(_ file: SafeTensorsFile, _ name: String, _ module: Module, _ config: BertConfig, _ precision: Precision) throws {
+    init(_ scope: WeightScope, _ module: Module, _ config: BertConfig) throws {
         let k = module == .selfOutput ? config.hiddenSize : config.intermediateSize
         stage = module == .selfOutput ? .attentionOutput : .feedForwardOut
-        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: config.hiddenSize, precision: precision)
-        layerNorm = try LayerNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: config.hiddenSize, eps: config.layerNormEps)
+        dense = try scope[TensorNames.dense].linear(k: k, n: config.hiddenSize)
+        layerNorm = try scope[TensorNames.layerNorm].layerNorm(size: config.hiddenSize, eps: config.layerNormEps)
     }
 
     /// x = LayerNorm(x + input·Wᵀ + b), in place.
@@ -60,9 +59,9 @@ struct BertAttention {
     let selfAttention: BertSelfAttention
     let output: BertProjectionOutput
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
-        selfAttention = try BertSelfAttention(file, TensorNames.join(name, TensorNames.selfAttention), config, precision)
-        output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), .selfOutput, config, precision)
+    init(_ scope: WeightScope, _ config: BertConfig) throws {
+        selfAttention = try BertSelfAttention(scope[TensorNames.selfAttention], config)
+        output = try BertProjectionOutput(scope[TensorNames.output], .selfOutput, config)
     }
 
     /// x = LayerNorm(x + Wo·Attention(x) + bo), in place.

@@ -9,14 +9,14 @@ struct BertEmbeddings {
     /// RoBERTa's padding_idx; nil for BERT.
     let paddingIdx: Int32?
 
-    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
-        let h = config.hiddenSize
+    init(_ scope: WeightScope, _ config: BertConfig) throws {
+        let h = config.hiddenSize, file = scope.file
         hidden = h
         paddingIdx = config.paddingIdx.map(Int32.init)
-        wordEmbeddings = try WeightMatrix(file, TensorNames.wordEmbeddings, n: config.vocabSize, k: h)
+        wordEmbeddings = try scope[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
         positionEmbeddings = try file.floats(TensorNames.positionEmbeddings + ".weight", shape: [config.maxPositionEmbeddings, h]).baseAddress!
         tokenTypeEmbeddings = try file.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
-        layerNorm = try LayerNorm(file, TensorNames.embeddingsLayerNorm, size: h, eps: config.layerNormEps)
+        layerNorm = try scope[TensorNames.embeddingsLayerNorm].layerNorm(size: h, eps: config.layerNormEps)
     }
 
     /// out[T × H] for the packed token ids (already validated against the vocabulary sizes).

@@ -5,8 +5,8 @@ struct BertIntermediate {
     let activation: HiddenActivation
 
     /// `k`: the width it reads (hidden_size; MobileBERT's true_hidden_size).
-    init(_ file: SafeTensorsFile, _ name: String, k: Int, _ config: BertConfig, _ precision: Precision) throws {
-        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: config.intermediateSize, precision: precision)
+    init(_ scope: WeightScope, k: Int, _ config: BertConfig) throws {
+        dense = try scope[TensorNames.dense].linear(k: k, n: config.intermediateSize)
         activation = HiddenActivation(config)
     }
 
@@ -29,9 +29,9 @@ struct BertLayer {
     let intermediate: BertIntermediate
     let output: BertProjectionOutput
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ precision: Precision) throws {
-        attention = try BertAttention(file, TensorNames.join(name, TensorNames.attention), config, precision)
-        intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), k: config.hiddenSize, config, precision)
-        output = try BertProjectionOutput(file, TensorNames.join(name, TensorNames.output), .output, config, precision)
+    init(_ scope: WeightScope, _ config: BertConfig) throws {
+        attention = try BertAttention(scope[TensorNames.attention], config)
+        intermediate = try BertIntermediate(scope[TensorNames.intermediate], k: config.hiddenSize, config)
+        output = try BertProjectionOutput(scope[TensorNames.output], .output, config)
     }
 }

@@ -9,16 +9,17 @@ struct BertMaskedLMHead {
     let decoder: Linear
     let hidden: Int
 
-    init(_ file: SafeTensorsFile, _ config: BertConfig, wordEmbeddings: WeightMatrix) throws {
+    init(_ root: WeightScope, _ config: BertConfig, wordEmbeddings: WeightMatrix) throws {
         let h = config.hiddenSize, names = TensorNames.self
         // The head stays FP32 under BF16 (it runs on the mask positions only).
-        transform = try Linear(file, names.join(names.maskedLMTransform, names.dense), k: h, n: h, precision: .fp32)
+        let scope = root[names.maskedLMTransform].with(.fp32)
+        transform = try scope[names.dense].linear(k: h, n: h)
         activation = HiddenActivation(config)
-        layerNorm = try LayerNorm(file, names.join(names.maskedLMTransform, names.layerNorm), size: h, eps: config.layerNormEps)
+        layerNorm = try scope[names.layerNorm].layerNorm(size: h, eps: config.layerNormEps)
         let weight = config.hasUntiedDecoder
-            ? try WeightMatrix(file, names.maskedLMDecoder, n: config.vocabSize, k: h)
+            ? try root[names.maskedLMDecoder].matrix(n: config.vocabSize, k: h)
             : wordEmbeddings
-        let bias = try file.floats(names.maskedLMBias, shape: [config.vocabSize]).baseAddress!
+        let bias = try root.file.floats(names.maskedLMBias, shape: [config.vocabSize]).baseAddress!
         decoder = Linear(weight: weight, bias: bias, k: h, n: config.vocabSize)
         hidden = h
     }

@@ -38,10 +38,11 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         guard config.mobileBert == nil else {
             throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a MobileBERT model: load it with loadModel or loadEncoder")
         }
-        embeddings = try BertEmbeddings(weights, config)
-        layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) { try BertLayer(weights, TensorNames.layer($0), config, precision) }
+        let root = WeightScope(weights, precision: precision)
+        embeddings = try BertEmbeddings(root, config)
+        layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) { try BertLayer(root[TensorNames.layer($0)], config) }
         maskedLMHead = config.hasMaskedLMHead
-            ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+            ? try BertMaskedLMHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         KernelReport.warnOnceIfSlower()  // a portable build on an AVX-512 CPU says so, once
         super.init(opened, loadStarted: start)
     }

@@ -6,9 +6,9 @@ struct BertPooler: Sendable {
     let dense: Linear
     let activation: DenseLayerConfig.Activation
 
-    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
+    init(_ root: WeightScope, _ config: BertConfig) throws {
         let h = config.hiddenSize
-        dense = try Linear(file, config.isDistilBERT ? TensorNames.preClassifier : TensorNames.pooler, k: h, n: h)
+        dense = try root[config.isDistilBERT ? TensorNames.preClassifier : TensorNames.pooler].linear(k: h, n: h)
         activation = config.isDistilBERT ? .relu : .tanh
     }
 
@@ -41,7 +41,7 @@ public struct SequenceClassificationHead: Head {
 
     public init(_ encoder: any EncoderModel) throws {
         (labels, classifier) = try encoder.classifier(.sequenceClassification, HeadKind.sequenceClassification, "*ForSequenceClassification")
-        pooler = try BertPooler(encoder.weights, encoder.config)
+        pooler = try BertPooler(encoder.headScope, encoder.config)
     }
 
     public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[Float]] {
@@ -79,7 +79,7 @@ extension EncoderModel {
         guard config.task?.kind == task, let labels = config.task?.labels else {
             throw missingHead(kind, "use a checkpoint saved from a \(savedFrom) model (bert convert keeps its classifier)")
         }
-        return (labels, try Linear(weights, TensorNames.classifier, k: config.hiddenSize, n: labels.count))
+        return (labels, try headScope[TensorNames.classifier].linear(k: config.hiddenSize, n: labels.count))
     }
 }
 

@@ -22,6 +22,10 @@ public class ConvertedModel: @unchecked Sendable {
         loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     }
 
+    /// The root of the weights for a head: its Linear layers run FP32, or weight-only on INT8
+    /// weights (a head runs on few rows).
+    var headScope: WeightScope { WeightScope(weights, precision: .fp32) }
+
     /// Number of parameters in the weights file, as converted: a tied decoder counted once,
     /// MobileBERT's widened decoder with its embedding block again.
     public var parameterCount: Int { weights.tensors.values.reduce(0) { $0 + $1.count } }

@@ -12,16 +12,17 @@ struct MobileBertEmbeddings {
     let hidden: Int
     let trigramInput: Bool
 
-    init(_ file: SafeTensorsFile, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        let file = scope.file
         let (h, e) = (config.hiddenSize, mobile.embeddingSize)
         (hidden, embeddingSize, trigramInput) = (h, e, mobile.trigramInput)
-        wordEmbeddings = try WeightMatrix(file, TensorNames.wordEmbeddings, n: config.vocabSize, k: e)
+        wordEmbeddings = try scope[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: e)
         transformation = mobile.projectsEmbeddings(config)
-            ? try Linear(file, TensorNames.embeddingTransformation, k: mobile.trigramInput ? 3 * e : e, n: h) : nil
+            ? try scope[TensorNames.embeddingTransformation].linear(k: mobile.trigramInput ? 3 * e : e, n: h) : nil
         positionEmbeddings = try file.floats(TensorNames.positionEmbeddings + ".weight", shape: [config.maxPositionEmbeddings, h]).baseAddress!
         tokenTypeEmbeddings = try file.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
         // transformers builds this norm without eps: nn.LayerNorm's default.
-        norm = try MobileBertNorm(file, TensorNames.embeddingsLayerNorm, size: h, eps: MobileBertNorm.defaultEps, mobile.normalization)
+        norm = try MobileBertNorm(scope[TensorNames.embeddingsLayerNorm], size: h, eps: MobileBertNorm.defaultEps, mobile.normalization)
     }
 
     /// Columns of the projection's input per token (the scratch it needs).

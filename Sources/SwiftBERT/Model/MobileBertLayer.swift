@@ -35,10 +35,10 @@ struct MobileBertBottleneckLayer {
     let dense: Linear
     let norm: MobileBertNorm
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
         let t = mobile.trueHiddenSize(config)
-        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: config.hiddenSize, n: t)
-        norm = try MobileBertNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: t, eps: config.layerNormEps, mobile.normalization)
+        dense = try scope[TensorNames.dense].linear(k: config.hiddenSize, n: t)
+        norm = try MobileBertNorm(scope[TensorNames.layerNorm], size: t, eps: config.layerNormEps, mobile.normalization)
     }
 
     /// y[T × intra] = norm(x·Wᵀ + b).
@@ -55,10 +55,10 @@ struct MobileBertBottleneck {
     /// bottleneck.attention, used when key_query_shared_bottleneck without use_bottleneck_attention.
     let attention: MobileBertBottleneckLayer?
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
-        input = try MobileBertBottleneckLayer(file, TensorNames.join(name, TensorNames.bottleneckInput), config, mobile)
+    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        input = try MobileBertBottleneckLayer(scope[TensorNames.bottleneckInput], config, mobile)
         attention = mobile.keyQuerySharedBottleneck && !mobile.useBottleneckAttention
-            ? try MobileBertBottleneckLayer(file, TensorNames.join(name, TensorNames.attention), config, mobile) : nil
+            ? try MobileBertBottleneckLayer(scope[TensorNames.attention], config, mobile) : nil
     }
 
     /// use_bottleneck_attention: Q, K, V and the residual all read bottleneck.input; shared: Q and K
@@ -82,11 +82,11 @@ struct MobileBertSelfAttention {
     let heads: Int
     let headDim: Int
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
         let t = mobile.trueHiddenSize(config), names = TensorNames.self
-        query = try Linear(file, names.join(name, names.query), k: t, n: t)
-        key = try Linear(file, names.join(name, names.key), k: t, n: t)
-        value = try Linear(file, names.join(name, names.value), k: mobile.useBottleneckAttention ? t : config.hiddenSize, n: t)
+        query = try scope[names.query].linear(k: t, n: t)
+        key = try scope[names.key].linear(k: t, n: t)
+        value = try scope[names.value].linear(k: mobile.useBottleneckAttention ? t : config.hiddenSize, n: t)
         heads = config.numAttentionHeads
         headDim = t / heads
     }
@@ -128,7 +128,7 @@ struct MobileBertProjectionOutput {
     let dense: Linear
     let norm: MobileBertNorm
 
-    init(_ file: SafeTensorsFile, _ name: String, _ module: Module, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ module: Module, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
         let t = mobile.trueHiddenSize(config)
         let (k, n, eps): (Int, Int, Float) = switch module {
         case .selfOutput: (t, t, config.layerNormEps)
@@ -136,8 +136,8 @@ struct MobileBertProjectionOutput {
         case .output: (config.intermediateSize, t, MobileBertNorm.defaultEps)  // transformers builds this norm without eps
         case .outputBottleneck: (t, config.hiddenSize, config.layerNormEps)
         }
-        dense = try Linear(file, TensorNames.join(name, TensorNames.dense), k: k, n: n)
-        norm = try MobileBertNorm(file, TensorNames.join(name, TensorNames.layerNorm), size: n, eps: eps, mobile.normalization)
+        dense = try scope[TensorNames.dense].linear(k: k, n: n)
+        norm = try MobileBertNorm(scope[TensorNames.layerNorm], size: n, eps: eps, mobile.normalization)
     }
 
     /// y = norm(input·Wᵀ + b + residual); y may be the residual itself.
@@ -155,9 +155,9 @@ struct MobileBertFeedForward {
     let intermediate: BertIntermediate
     let output: MobileBertProjectionOutput
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
-        intermediate = try BertIntermediate(file, TensorNames.join(name, TensorNames.intermediate), k: mobile.trueHiddenSize(config), config, .fp32)
-        output = try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.output), .ffnOutput, config, mobile)
+    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        intermediate = try BertIntermediate(scope[TensorNames.intermediate], k: mobile.trueHiddenSize(config), config)
+        output = try MobileBertProjectionOutput(scope[TensorNames.output], .ffnOutput, config, mobile)
     }
 
     /// x = norm(FFN(x) + x), in place.
@@ -174,10 +174,10 @@ struct MobileBertOutput {
     let output: MobileBertProjectionOutput
     let bottleneck: MobileBertProjectionOutput?
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
-        output = try MobileBertProjectionOutput(file, name, .output, config, mobile)
+    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+        output = try MobileBertProjectionOutput(scope, .output, config, mobile)
         bottleneck = mobile.useBottleneck
-            ? try MobileBertProjectionOutput(file, TensorNames.join(name, TensorNames.bottleneck), .outputBottleneck, config, mobile) : nil
+            ? try MobileBertProjectionOutput(scope[TensorNames.bottleneck], .outputBottleneck, config, mobile) : nil
     }
 
     /// x (the layer's input, [T × H]) becomes the layer's output.
@@ -202,16 +202,16 @@ struct MobileBertLayer {
     let intermediate: BertIntermediate
     let output: MobileBertOutput
 
-    init(_ file: SafeTensorsFile, _ name: String, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
         let names = TensorNames.self
-        bottleneck = mobile.useBottleneck ? try MobileBertBottleneck(file, names.join(name, names.bottleneck), config, mobile) : nil
-        selfAttention = try MobileBertSelfAttention(file, names.join(name, names.attention, names.selfAttention), config, mobile)
-        attentionOutput = try MobileBertProjectionOutput(file, names.join(name, names.attention, names.output), .selfOutput, config, mobile)
+        bottleneck = mobile.useBottleneck ? try MobileBertBottleneck(scope[names.bottleneck], config, mobile) : nil
+        selfAttention = try MobileBertSelfAttention(scope[names.attention][names.selfAttention], config, mobile)
+        attentionOutput = try MobileBertProjectionOutput(scope[names.attention][names.output], .selfOutput, config, mobile)
         feedForwardNetworks = try (0..<(mobile.numFeedforwardNetworks - 1)).map {
-            try MobileBertFeedForward(file, names.join(name, names.feedForwardNetworks, String($0)), config, mobile)
+            try MobileBertFeedForward(scope[names.feedForwardNetworks][String($0)], config, mobile)
         }
-        intermediate = try BertIntermediate(file, names.join(name, names.intermediate), k: mobile.trueHiddenSize(config), config, .fp32)
-        output = try MobileBertOutput(file, names.join(name, names.output), config, mobile)
+        intermediate = try BertIntermediate(scope[names.intermediate], k: mobile.trueHiddenSize(config), config)
+        output = try MobileBertOutput(scope[names.output], config, mobile)
     }
 
     /// What the bottleneck gives the attention block; without bottlenecks, the hidden state for all four.

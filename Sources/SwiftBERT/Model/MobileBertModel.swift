@@ -31,12 +31,14 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
             throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is not a MobileBERT model; load it with BertModel")
         }
         self.mobile = mobile
-        embeddings = try MobileBertEmbeddings(weights, config, mobile)
+        // MobileBERT's Linear layers run as their file stores them (FP32, or INT8 weights).
+        let root = WeightScope(weights, precision: .fp32)
+        embeddings = try MobileBertEmbeddings(root, config, mobile)
         layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) {
-            try MobileBertLayer(weights, TensorNames.layer($0), config, mobile)
+            try MobileBertLayer(root[TensorNames.layer($0)], config, mobile)
         }
         maskedLMHead = config.hasMaskedLMHead  // the decoder is untied: the embeddings are not read
-            ? try BertMaskedLMHead(weights, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+            ? try BertMaskedLMHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         super.init(opened, loadStarted: start)
     }
 

@@ -5,9 +5,9 @@ struct NoNorm {
     let bias: UnsafePointer<Float>
     let size: Int
 
-    init(_ file: SafeTensorsFile, _ name: String, size: Int) throws {
-        weight = try file.floats(name + ".weight", shape: [size]).baseAddress!
-        bias = try file.floats(name + ".bias", shape: [size]).baseAddress!
+    init(_ scope: WeightScope, size: Int) throws {
+        weight = try scope.file.floats(scope.name + ".weight", shape: [size]).baseAddress!
+        bias = try scope.file.floats(scope.name + ".bias", shape: [size]).baseAddress!
         self.size = size
     }
 
@@ -32,10 +32,10 @@ enum MobileBertNorm {
 
     /// `eps` is the LayerNorm's: transformers builds some of MobileBERT's norms with
     /// config.layer_norm_eps and others with nn.LayerNorm's default 1e-5 (`defaultEps`).
-    init(_ file: SafeTensorsFile, _ name: String, size: Int, eps: Float, _ normalization: MobileBertConfig.Normalization) throws {
+    init(_ scope: WeightScope, size: Int, eps: Float, _ normalization: MobileBertConfig.Normalization) throws {
         switch normalization {
-        case .noNorm: self = .noNorm(try NoNorm(file, name, size: size))
-        case .layerNorm: self = .layerNorm(try LayerNorm(file, name, size: size, eps: eps))
+        case .noNorm: self = .noNorm(try NoNorm(scope, size: size))
+        case .layerNorm: self = .layerNorm(try scope.layerNorm(size: size, eps: eps))
         }
     }
 

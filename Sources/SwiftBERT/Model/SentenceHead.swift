@@ -13,15 +13,12 @@ public struct SentenceHead: Head {
     let dense: [(linear: Linear, activation: DenseLayerConfig.Activation)]
 
     public init(_ encoder: any EncoderModel) throws {
-        try self.init(encoder.weights, encoder.config)
-    }
-
-    init(_ file: SafeTensorsFile, _ config: BertConfig) throws {
+        let config = encoder.config, root = encoder.headScope
         pooling = config.sentence.pooling
         includePrompt = config.sentence.includePrompt ?? true
         normalize = config.sentence.normalize ?? true
         dense = try (config.sentence.denseLayers ?? []).enumerated().map { index, layer in
-            (try Linear(file, TensorNames.sentenceDense(index), k: layer.inFeatures, n: layer.outFeatures), layer.activation)
+            (try root[TensorNames.sentenceDense(index)].linear(k: layer.inFeatures, n: layer.outFeatures), layer.activation)
         }
     }
 

@@ -9,7 +9,7 @@ public enum ClassifierExport {
         guard model.config.hasPooler == true, !model.config.isDistilBERT else {
             throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no BERT pooler (pooler.dense); train-classifier needs a BERT checkpoint that kept it (convert the Hugging Face folder again with this version of `bert convert`)")
         }
-        let pooler = try BertPooler(model.weights, model.config)
+        let pooler = try BertPooler(model.headScope, model.config)
         let limit = model.config.maxSequenceLength
         var out = [[Float]](repeating: [], count: texts.count)
         let order = texts.indices.sorted { texts[$0].utf8.count < texts[$1].utf8.count }
