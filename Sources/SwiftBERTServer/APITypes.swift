@@ -7,8 +7,7 @@ struct APIError: Error {
     var message: String
     /// OpenAI's `type` (invalid_request_error, ...); TEI's `error_type` is derived from status.
     var type: String
-    var code: String?
-    var param: String?
+    var code, param: String?
     var retryAfter: Int?
 
     static func invalid(_ message: String, param: String? = nil, status: Int = 422) -> APIError {
@@ -214,12 +213,23 @@ struct TEIEmbedRequest: Decodable, Sendable {
     var model: String?
 }
 
-/// /embed_sparse and /embed_all.
-struct TEITokenRequest: Decodable, Sendable {
-    var inputs: TextInputs
+/// A TEI text route's request: its own `inputs`, and the options every such route takes.
+struct TEIRequest<Inputs: Decodable & Sendable>: Decodable, Sendable {
+    var inputs: Inputs
     var truncate: Bool?
     var truncation_direction, prompt_name: String?
     var model: String?
+}
+
+/// /embed_sparse and /embed_all.
+typealias TEITokenRequest = TEIRequest<TextInputs>
+/// /similarity.
+typealias SimilarityRequest = TEIRequest<SimilarityInputs>
+
+/// `inputs` of /similarity.
+struct SimilarityInputs: Decodable, Sendable {
+    var source_sentence: String
+    var sentences: [String]
 }
 
 struct PredictRequest: Decodable, Sendable {
@@ -245,17 +255,6 @@ struct CohereRerankRequest: Decodable, Sendable {
     var model: String?
 }
 
-struct SimilarityRequest: Decodable, Sendable {
-    struct Inputs: Decodable, Sendable {
-        var source_sentence: String
-        var sentences: [String]
-    }
-    var inputs: Inputs
-    var truncate: Bool?
-    var truncation_direction, prompt_name: String?
-    var model: String?
-}
-
 struct DecodeRequest: Decodable, Sendable {
     var ids: TokenIdLists
     var skip_special_tokens: Bool?
@@ -278,7 +277,7 @@ struct FillRequest: Decodable, Sendable {
 
 // MARK: - The request schemas of /openapi.json, beside the types they describe
 
-private let texts = Schema.oneOf([.string, .array(.string)])
+private let textsSchema = Schema.oneOf([.string, .array(.string)])
 private let textsOrIds = Schema.oneOf([.string, .array(.string), .array(.integer), .array(.array(.integer))])
 
 extension OpenAIEmbeddingRequest: Documented {
@@ -290,9 +289,21 @@ extension TEIEmbedRequest: Documented {
                                        ("truncation_direction", .string, false), ("prompt_name", .string, false),
                                        ("dimensions", .integer, false), ("model", .string, false)])
 }
-extension TEITokenRequest: Documented {
-    static let schema = Schema.object([("inputs", texts, true), ("truncate", .boolean, false), ("truncation_direction", .string, false),
-                                       ("prompt_name", .string, false), ("model", .string, false)])
+/// What a TEIRequest's `inputs` look like.
+protocol DocumentedInputs {
+    static var schema: Schema { get }
+}
+extension TextInputs: DocumentedInputs {
+    static var schema: Schema { textsSchema }
+}
+extension SimilarityInputs: DocumentedInputs {
+    static var schema: Schema { .object([("source_sentence", .string, true), ("sentences", .array(.string), true)]) }
+}
+extension TEIRequest: Documented where Inputs: DocumentedInputs {
+    static var schema: Schema {
+        .object([("inputs", Inputs.schema, true), ("truncate", .boolean, false), ("truncation_direction", .string, false),
+                 ("prompt_name", .string, false), ("model", .string, false)])
+    }
 }
 extension PredictRequest: Documented {
     static let schema = Schema.object([("inputs", .oneOf([.string, .array(.string), .array(.oneOf([.string, .array(.string)]))]), true),
@@ -308,17 +319,12 @@ extension CohereRerankRequest: Documented {
     static let schema = Schema.object([("query", .string, true), ("documents", .array(.oneOf([.string, .object([("text", .string, true)])])), true),
                                        ("top_n", .integer, false), ("return_documents", .boolean, false), ("model", .string, false)])
 }
-extension SimilarityRequest: Documented {
-    static let schema = Schema.object([("inputs", .object([("source_sentence", .string, true), ("sentences", .array(.string), true)]), true),
-                                       ("truncate", .boolean, false), ("truncation_direction", .string, false),
-                                       ("prompt_name", .string, false), ("model", .string, false)])
-}
 extension DecodeRequest: Documented {
     static let schema = Schema.object([("ids", .oneOf([.array(.integer), .array(.array(.integer))]), true),
                                        ("skip_special_tokens", .boolean, false), ("model", .string, false)])
 }
 extension TokenizeRequest: Documented {
-    static let schema = Schema.object([("inputs", texts, true), ("add_special_tokens", .boolean, false),
+    static let schema = Schema.object([("inputs", textsSchema, true), ("add_special_tokens", .boolean, false),
                                        ("prompt_name", .string, false), ("model", .string, false)])
 }
 extension FillRequest: Documented {
