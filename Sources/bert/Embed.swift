@@ -17,6 +17,10 @@ struct Embed: ParsableCommand {
             Formats: jsonl (default) {"index": i, "embedding": [...]} per line; json, an array of the \
             same objects; npy, an (N, D) float32 array for numpy.load; tsv, one vector per line.
 
+            --sparse gives SPLADE's lexical weights instead, for a masked-LM model such as splade-tiny: \
+            {"index": i, "sparse": [{"index": token_id, "value": w}, ...]} per line (jsonl only), \
+            w = max over the text's tokens of log(1 + relu(masked-LM logit)), ids ascending.
+
             Ctrl-C (SIGINT) or SIGTERM stops at the next batch and leaves a valid output holding the \
             first records of the input, each complete (exit status 130 or 143); the same command \
             with --resume continues it without repeating or missing a record. A second signal \
@@ -27,6 +31,7 @@ struct Embed: ParsableCommand {
               bert embed --input corpus.txt --format npy --output corpus.npy
               bert embed --input corpus.txt --format npy --output corpus.npy --resume
               jq -c '{text: .body}' posts.json | bert embed --input-format jsonl
+              bert embed --model splade-tiny --sparse "The cat sat on the mat."
             """)
 
     @OptionGroup var input: InputOptions
@@ -43,6 +48,9 @@ struct Embed: ParsableCommand {
     @Flag(help: "Keep vectors as pooled, without L2 normalisation.")
     var noNormalize = false
 
+    @Flag(help: "SPLADE sparse weights over the vocabulary instead of a dense vector (a masked-LM model, such as splade-tiny; jsonl).")
+    var sparse = false
+
     @Flag(help: "Continue an interrupted run: keep the complete records already in --output and embed the rest of the same input (a missing output starts afresh).")
     var resume = false
 
@@ -51,6 +59,8 @@ struct Embed: ParsableCommand {
 
     func validate() throws {
         if resume, output == "-" { throw ValidationError("--resume needs --output FILE: the output of the run to continue") }
+        if sparse, format != .jsonl { throw ValidationError("--sparse writes jsonl only") }
+        if sparse, resume { throw ValidationError("--sparse does not --resume; embed the rest of the input on its own") }
     }
 
     func run() throws {
@@ -68,6 +78,7 @@ struct Embed: ParsableCommand {
             throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
         }
         let bert = try engine.load(model)
+        if sparse { return try embedSparse(bert, reader, skips: skips, plan: plan) }
         var stream = EmbeddingStream(embedder: try SentenceEmbedder(bert),
                                      options: embedding.options(normalize: noNormalize ? false : nil))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
@@ -95,6 +106,28 @@ struct Embed: ParsableCommand {
             writeStandardError(String(format: "bert: embedded %d lines in %.2f s (%.0f lines/s)\n",
                                       summary.records, summary.seconds, summary.recordsPerSecond))
         }
+    }
+}
+
+extension Embed {
+    /// `--sparse`: one JSON line of SPLADE weights per input record, a batch at a time.
+    func embedSparse(_ model: LoadedModel, _ reader: TextRecordReader, skips: SkipReport, plan: InputPlan) throws {
+        let embedder = try SparseEmbedder(model)
+        let limit = effectiveLimit(embedding.maxLength, model.config)
+        let sink = try OutputSink.open(output)
+        var index = 0, truncated = 0
+        while case let records = try reader.next(upTo: embedding.batchSize), !records.isEmpty {
+            let texts = records.map(\.text)
+            truncated += texts.filter { embedder.tokenizer.encode($0, maxLength: limit).wasTruncated }.count
+            for vector in try embedder.embed(texts, maxLength: limit, batchSize: embedding.batchSize) {
+                let entries = zip(vector.indices, vector.values).map { OrderedJSON.object([("index", .int(Int($0))), ("value", .float($1))]) }
+                try sink.write(OrderedJSON.object([("index", .int(index)), ("sparse", .array(entries))]).text + "\n")
+                index += 1
+            }
+        }
+        try sink.close()
+        skips.summarize(source: reader.sourceName)
+        if truncated > 0 { writeStandardError("bert: \(truncated) of \(index) inputs were longer than \(limit) tokens and were truncated\n") }
     }
 }
 

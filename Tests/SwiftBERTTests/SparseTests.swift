@@ -53,3 +53,26 @@ final class SparseTests: XCTestCase {
         XCTAssertEqual(splade.heads, [.sentenceEmbedding, .maskedLM, .sparseEmbedding, .tokenEmbeddings])
     }
 }
+
+/// `bert embed --sparse` on splade-tiny: transformers' SPLADE weights, one JSON line per text.
+final class SparseCLITests: CLITestCase {
+    func testEmbedSparseWritesTheSPLADEWeightsOfTransformers() throws {
+        let reference = try SparseTests.reference()
+        let result = try bert(["embed", "--model", "splade-tiny", "--sparse", "--batch-size", "7"] + reference.texts.map(\.text))
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, reference.texts.count)
+        for (i, (line, expected)) in zip(lines, reference.texts).enumerated() {
+            let record = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            XCTAssertEqual(record["index"] as? Int, i)
+            let entries = try XCTUnwrap(record["sparse"] as? [[String: Any]])
+            SparseTests.assertMatches(SparseVector(indices: entries.map { Int32($0["index"] as? Int ?? -1) },
+                                                   values: entries.map { ($0["value"] as? NSNumber)?.floatValue ?? .nan }), expected)
+        }
+        // A model without a masked-LM head, and a format other than jsonl: refused with what to do.
+        let dense = try bert(["embed", "--sparse", "a text"])
+        XCTAssertEqual(dense.status, 65, dense.stderr)
+        XCTAssertTrue(dense.stderr.contains("splade-tiny"), dense.stderr)
+        XCTAssertEqual(try bert(["embed", "--model", "splade-tiny", "--sparse", "--format", "npy", "x"]).status, 64)
+    }
+}
