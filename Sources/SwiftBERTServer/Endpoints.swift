@@ -266,7 +266,7 @@ struct Endpoints: Sendable {
     func embedSparse(_ body: [UInt8]) async throws -> [UInt8] {
         let (model, sequences, _) = try await tokenRequest(body)
         guard let sparse = model.sparse else {
-            throw APIError.invalid("\(model.name) has no sparse head: /embed_sparse needs a masked-LM (SPLADE) checkpoint such as splade-tiny", param: "model", status: 400)
+            throw APIError.invalid("\(model.name) has no sparse head: /embed_sparse needs a masked-LM (SPLADE) checkpoint such as splade-tiny", param: "model", status: 422)
         }
         let vectors = try await run(sequences, head: sparse, on: model)
         return try await offload {
@@ -317,7 +317,7 @@ struct Endpoints: Sendable {
 
     private func classifier(of model: ServedModel, route: String) throws -> TextClassifier {
         guard let classifier = model.classifier else {
-            throw APIError.invalid("\(model.name) has no sequence-classification head, so it cannot serve \(route); serve a *ForSequenceClassification checkpoint (for /rerank, a cross-encoder)", param: "model", status: 400)
+            throw APIError.invalid("\(model.name) has no sequence-classification head, so it cannot serve \(route); serve a *ForSequenceClassification checkpoint (for /rerank, a cross-encoder)", param: "model", status: 422)
         }
         return classifier
     }
@@ -366,7 +366,7 @@ struct Endpoints: Sendable {
                               raw: Bool, param: String) async throws -> (scores: [Float], tokens: Int) {
         let classifier = try classifier(of: model, route: "reranking")
         guard model.reranks else {
-            throw APIError.invalid("\(model.name) has \(classifier.labels.count) labels; reranking needs a cross-encoder with one (use /predict for this model)", param: "model", status: 400)
+            throw APIError.invalid("\(model.name) has \(classifier.labels.count) labels; reranking needs a cross-encoder with one (use /predict for this model)", param: "model", status: 422)
         }
         let (rows, tokens) = try await logits(documents.map { (query, $0) }, model: model, classifier: classifier, truncate: truncate,
                                               fromLeft: fromLeft, param: param)

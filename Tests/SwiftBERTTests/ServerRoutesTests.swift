@@ -69,7 +69,7 @@ extension ServerTests {
         XCTAssertEqual((results.first?["relevance_score"] as? NSNumber)?.floatValue ?? .nan, ranked[0].score, accuracy: 1e-5)
         XCTAssertGreaterThan(((cohere["usage"] as? [String: Any])?["total_tokens"] as? Int) ?? 0, documents.count * 3)
         // A classifier with several labels does not rerank; /info says what each model is.
-        teiError(try server.post("/rerank", ["query": query, "texts": documents]), status: 400, mentions: ["labels", "/predict"])
+        teiError(try server.post("/rerank", ["query": query, "texts": documents]), status: 422, mentions: ["labels", "/predict"])
         let info = try XCTUnwrap(server.get("/info").json() as? [String: Any])
         let types = (info["models"] as? [[String: Any]])?.compactMap { ($0["model_type"] as? [String: Any])?.keys.first }
         XCTAssertEqual(types, ["classifier", "reranker"])

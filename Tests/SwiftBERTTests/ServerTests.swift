@@ -202,9 +202,9 @@ final class ServerTests: CLITestCase {
         XCTAssertEqual(health.text, #"{"status":"ok"}"#)
 
         // A model without the head a route needs: 400 naming the head and what to serve instead.
-        teiError(try server.post("/rerank", ["query": "q", "texts": ["a"]]), status: 400, mentions: ["sequence-classification", "cross-encoder"])
-        teiError(try server.post("/predict", ["inputs": "a"]), status: 400, mentions: ["sequence-classification"])
-        teiError(try server.post("/embed_sparse", ["inputs": "a"]), status: 400, mentions: ["sparse", "splade-tiny"])
+        teiError(try server.post("/rerank", ["query": "q", "texts": ["a"]]), status: 422, mentions: ["sequence-classification", "cross-encoder"])
+        teiError(try server.post("/predict", ["inputs": "a"]), status: 422, mentions: ["sequence-classification"])
+        teiError(try server.post("/embed_sparse", ["inputs": "a"]), status: 422, mentions: ["sparse", "splade-tiny"])
 
         let metrics = try server.get("/metrics")
         XCTAssertEqual(metrics.status, 200)
