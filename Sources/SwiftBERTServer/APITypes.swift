@@ -1,5 +1,6 @@
 #if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
+import SwiftBERT
 
 /// A refused or failed request: status, message, and the error shape of the route's API.
 struct APIError: Error {
@@ -364,22 +365,10 @@ final class JSONWriter {
         needsComma[needsComma.count - 1] = false
     }
 
+    /// Escaped as every JSON output of SwiftBERT is (`appendJSONString`).
     func string(_ value: String) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": bytes += [0x5C, 0x22]
-            case "\\": bytes += [0x5C, 0x5C]
-            case "\n": bytes += [0x5C, UInt8(ascii: "n")]
-            case "\r": bytes += [0x5C, UInt8(ascii: "r")]
-            case "\t": bytes += [0x5C, UInt8(ascii: "t")]
-            case _ where scalar.value < 0x20:
-                bytes += Array(String(format: "\\u%04x", scalar.value).utf8)
-            default: bytes += Array(String(scalar).utf8)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        appendJSONString(value, to: &bytes)
     }
 
     func number(_ value: Int) { separate(); bytes += Array(String(value).utf8) }
@@ -387,7 +376,7 @@ final class JSONWriter {
     /// Shortest text that reads back as the same Float; non-finite values (which JSON cannot hold) as null.
     func number(_ value: Float) {
         separate()
-        bytes += value.isFinite ? Array(value.description.utf8) : Array("null".utf8)
+        appendJSONNumber(value, to: &bytes)
     }
 
     func bool(_ value: Bool) { separate(); bytes += Array((value ? "true" : "false").utf8) }

@@ -116,7 +116,7 @@ struct Endpoints: Sendable {
 
     /// Tokens of `prompt` at the start of a framed text, [CLS] included (what include_prompt false leaves out).
     private func promptLength(_ prompt: String?, model: ServedModel) -> Int {
-        prompt.map { model.tokenizer.encode($0, maxLength: model.maxLength).ids.count - 1 } ?? 0
+        model.embedder.promptLength(prompt, maxLength: model.maxLength)
     }
 
     // MARK: - The batcher
@@ -165,7 +165,7 @@ struct Endpoints: Sendable {
         var vectors = try await run(sequences, head: head, promptLength: promptLength, on: model)
         for i in vectors.indices {
             if let dimensions { vectors[i] = Array(vectors[i].prefix(dimensions)) }
-            if normalize { vectors[i] = l2Normalized(vectors[i]) }
+            if normalize { l2Normalize(&vectors[i]) }
         }
         return vectors
     }
@@ -251,20 +251,20 @@ struct Endpoints: Sendable {
     }
 
     /// Texts of a /embed_sparse or /embed_all request, tokenised.
-    private func tokenRequest(_ body: [UInt8]) async throws -> (ServedModel, [[Int32]], single: Bool) {
+    private func tokenRequest(_ body: [UInt8]) async throws -> (ServedModel, [[Int32]]) {
         try await offload { [self] in
             let request = try decodeBody(TEITokenRequest.self, from: body)
             let model = try self.model(request.model)
             let prompt = try prompt(request.prompt_name, model: model)
             let encodings = try encode(request.inputs.texts.map { ($0, nil) }, model: model, truncate: request.truncate ?? false,
                                        fromLeft: try truncatesLeft(request.truncation_direction), prompt: prompt)
-            return (model, encodings.map(\.ids), request.inputs.single)
+            return (model, encodings.map(\.ids))
         }
     }
 
     /// POST /embed_sparse (TEI): [[{"index", "value"}]], SPLADE weights over the vocabulary.
     func embedSparse(_ body: [UInt8]) async throws -> [UInt8] {
-        let (model, sequences, _) = try await tokenRequest(body)
+        let (model, sequences) = try await tokenRequest(body)
         guard let sparse = model.sparse else {
             throw APIError.invalid("\(model.name) has no sparse head: /embed_sparse needs a masked-LM (SPLADE) checkpoint such as splade-tiny", param: "model", status: 422)
         }
@@ -286,7 +286,7 @@ struct Endpoints: Sendable {
 
     /// POST /embed_all (TEI): [[[Float]]], every token's last hidden state.
     func embedAll(_ body: [UInt8]) async throws -> [UInt8] {
-        let (model, sequences, _) = try await tokenRequest(body)
+        let (model, sequences) = try await tokenRequest(body)
         let states = try await run(sequences, head: TokenEmbeddingsHead(), on: model)
         return try await offload {
             let json = JSONWriter(capacity: sequences.reduce(0) { $0 + $1.count } * model.config.hiddenSize * 13 + 16)
@@ -625,13 +625,6 @@ func jsonFloatRows(_ rows: [[Float]], width: Int) -> [UInt8] {
     let json = JSONWriter(capacity: rows.count * width * 13 + 16)
     json.array { for row in rows { json.floats(row) } }
     return json.bytes
-}
-
-func l2Normalized(_ v: [Float]) -> [Float] {
-    var sumSquares: Float = 0
-    for x in v { sumSquares += x * x }
-    let inverse = 1 / max(sumSquares.squareRoot(), 1e-12)
-    return v.map { $0 * inverse }
 }
 
 /// float32 little-endian bytes, base64: what the openai client decodes with numpy.frombuffer.

@@ -78,7 +78,7 @@ struct Embed: ParsableCommand {
             throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
         }
         let bert = try engine.load(model)
-        if sparse { return try embedSparse(bert, reader, skips: skips, plan: plan) }
+        if sparse { return try embedSparse(bert, reader, skips: skips) }
         var stream = EmbeddingStream(embedder: try SentenceEmbedder(bert),
                                      options: embedding.options(normalize: noNormalize ? false : nil))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
@@ -101,7 +101,7 @@ struct Embed: ParsableCommand {
         try writer.sink.close()
 
         skips.summarize(source: reader.sourceName)
-        reportTruncation(summary, limit: effectiveLimit(embedding.maxLength, bert.config))
+        reportTruncation(summary.truncated, of: summary.records, limit: effectiveLimit(embedding.maxLength, bert.config))
         if plan.isStreamed, !plan.quiet {
             writeStandardError(String(format: "bert: embedded %d lines in %.2f s (%.0f lines/s)\n",
                                       summary.records, summary.seconds, summary.recordsPerSecond))
@@ -111,15 +111,15 @@ struct Embed: ParsableCommand {
 
 extension Embed {
     /// `--sparse`: one JSON line of SPLADE weights per input record, a batch at a time.
-    func embedSparse(_ model: LoadedModel, _ reader: TextRecordReader, skips: SkipReport, plan: InputPlan) throws {
+    func embedSparse(_ model: LoadedModel, _ reader: TextRecordReader, skips: SkipReport) throws {
         let embedder = try SparseEmbedder(model)
         let limit = effectiveLimit(embedding.maxLength, model.config)
         let sink = try OutputSink.open(output)
         var index = 0, truncated = 0
         while case let records = try reader.next(upTo: embedding.batchSize), !records.isEmpty {
-            let texts = records.map(\.text)
-            truncated += texts.filter { embedder.tokenizer.encode($0, maxLength: limit).wasTruncated }.count
-            for vector in try embedder.embed(texts, maxLength: limit, batchSize: embedding.batchSize) {
+            let embedded = try embedder.embed(records.map(\.text), maxLength: limit, batchSize: embedding.batchSize)
+            truncated += embedded.truncated.count
+            for vector in embedded.vectors {
                 let entries = zip(vector.indices, vector.values).map { OrderedJSON.object([("index", .int(Int($0))), ("value", .float($1))]) }
                 try sink.write(OrderedJSON.object([("index", .int(index)), ("sparse", .array(entries))]).text + "\n")
                 index += 1
@@ -127,7 +127,7 @@ extension Embed {
         }
         try sink.close()
         skips.summarize(source: reader.sourceName)
-        if truncated > 0 { writeStandardError("bert: \(truncated) of \(index) inputs were longer than \(limit) tokens and were truncated\n") }
+        reportTruncation(truncated, of: index, limit: limit)
     }
 }
 

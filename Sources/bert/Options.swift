@@ -183,9 +183,9 @@ final class SkipReport {
 }
 
 /// The note on inputs cut to the model's limit: the count, on stderr.
-func reportTruncation(_ summary: StreamSummary, limit: Int) {
-    guard summary.truncated > 0 else { return }
-    writeStandardError("bert: \(summary.truncated) of \(summary.records) inputs were longer than \(limit) tokens and were truncated\n")
+func reportTruncation(_ truncated: Int, of records: Int, limit: Int) {
+    guard truncated > 0 else { return }
+    writeStandardError("bert: \(truncated) of \(records) inputs were longer than \(limit) tokens and were truncated\n")
 }
 
 /// Writes a command's whole result to stdout, then closes it (a reader that stopped reading

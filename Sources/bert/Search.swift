@@ -56,7 +56,7 @@ struct Search: ParsableCommand, TopKCommand {
         try writeResult(json ? SearchReport.json(query: query, hits: result.hits).text + "\n" : SearchReport.text(hits: result.hits))
 
         skips.summarize(source: reader.sourceName)
-        reportTruncation(result.summary, limit: effectiveLimit(model.embedding.maxLength, bert.config))
+        reportTruncation(result.summary.truncated, of: result.summary.records, limit: effectiveLimit(model.embedding.maxLength, bert.config))
         if !plan.quiet {
             writeStandardError(String(format: "bert: searched %d lines in %.2f s (%.0f lines/s)\n",
                                       result.summary.records, result.summary.seconds, result.summary.recordsPerSecond))

@@ -35,8 +35,8 @@ final class SparseTests: XCTestCase {
             XCTAssertEqual(embedder.tokenizer.encode(text).ids, expected.ids, "token ids of \"\(text)\"")
         }
         // One batch of all texts, and one text at a time: the same vectors.
-        let batched = try embedder.embed(texts)
-        let single = try texts.map { try embedder.embed([$0], batchSize: 1)[0] }
+        let batched = try embedder.embed(texts).vectors
+        let single = try texts.map { try embedder.embed([$0], batchSize: 1).vectors[0] }
         for (vector, expected) in zip(batched, reference.texts) { Self.assertMatches(vector, expected) }
         XCTAssertEqual(batched, single)
     }

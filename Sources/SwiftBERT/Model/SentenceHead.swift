@@ -85,7 +85,7 @@ func pool(_ output: EncoderOutput, sequence s: Int, mode: Pooling, skipping: Int
 }
 
 /// torch.nn.functional.normalize: divide by max(‖v‖, 1e-12).
-func l2Normalize(_ v: inout [Float]) {
+package func l2Normalize(_ v: inout [Float]) {
     var sumSquares: Float = 0
     for x in v { sumSquares += x * x }
     let inverse = 1 / Swift.max(sumSquares.squareRoot(), 1e-12)

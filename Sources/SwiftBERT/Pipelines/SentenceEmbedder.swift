@@ -72,7 +72,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         let prompt = try prompt(for: options)
         // sentence-transformers puts the prompt before the text, then tokenizes and truncates
         // the whole; the prompt's length counts [CLS] and its tokens (not [SEP]).
-        let promptLength = prompt.map { tokenizer.encode($0, maxLength: limit).ids.count - 1 } ?? 0
+        let promptLength = self.promptLength(prompt, maxLength: limit)
         let encodings = texts.map { tokenizer.encode((prompt ?? "") + $0, maxLength: limit) }
         var vectors = [[Float]](repeating: [], count: texts.count)
         // Similar lengths together keep each pass's attention work balanced across threads.
@@ -84,6 +84,12 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
             for (vector, index) in zip(pooled, chunk) { vectors[index] = vector }
         }
         return Embeddings(vectors: vectors, truncated: encodings.indices.filter { encodings[$0].wasTruncated })
+    }
+
+    /// Tokens `prompt` takes at the start of a framed text, [CLS] included, not [SEP] (what
+    /// include_prompt false leaves out of the pooling); 0 for no prompt.
+    public func promptLength(_ prompt: String?, maxLength: Int) -> Int {
+        prompt.map { tokenizer.encode($0, maxLength: maxLength).ids.count - 1 } ?? 0
     }
 
     /// The model's sentence head with the options' pooling and normalisation.

@@ -55,7 +55,7 @@ package func appendJSONNumber(_ value: Float, to out: inout [UInt8]) {
 }
 
 /// A quoted JSON string; control characters escaped, everything else kept as UTF-8.
-func appendJSONString(_ string: String, to out: inout [UInt8]) {
+package func appendJSONString(_ string: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
     for byte in string.utf8 {
         switch byte {
