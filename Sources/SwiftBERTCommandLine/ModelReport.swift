@@ -36,6 +36,7 @@ package struct ModelReport: Sendable {
         case .roberta: "Roberta"
         case .xlmRoberta: "XLMRoberta"
         case .mobileBERT: "MobileBert"
+        case .mpnet: "MPNet"
         }
         let task = model.config.task.map { $0.kind == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
         architecture = "\(family)\(task ?? (model.config.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"

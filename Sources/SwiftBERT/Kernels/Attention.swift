@@ -57,13 +57,43 @@ let attentionKeyBlock = 256
 
 @inline(__always) func roundUp16(_ x: Int) -> Int { (x + 15) & ~15 }
 
+/// A bias added to the attention scores that depends only on the head and on the distance
+/// key − query (MPNet's relative position bias), stored per head as one row over every
+/// distance, so the bias of a query row and a block of keys is one contiguous slice. Values are
+/// in units of the unscaled score Q·Kᵀ (divided by the softmax scale once, at load), so adding
+/// them before the scale gives softmax(Q·Kᵀ·scale + bias).
+final class RelativeAttentionBias: @unchecked Sendable {
+    /// Longest sequence covered: distances −(span − 1) … span − 1.
+    let span: Int
+    private let table: UnsafeMutablePointer<Float>
+
+    /// `bias(head, distance)` for distance = key − query, in final (scaled) score units.
+    init(heads: Int, span: Int, scale: Float, _ bias: (_ head: Int, _ distance: Int) -> Float) {
+        self.span = span
+        let width = 2 * span - 1
+        table = .allocate(capacity: heads * width)
+        for head in 0..<heads {
+            for d in 0..<width { table[head * width + d] = bias(head, d - (span - 1)) / scale }
+        }
+    }
+    deinit { table.deallocate() }
+
+    /// The bias of query `query` against keys `firstKey`, `firstKey` + 1, … in head `head`.
+    @inline(__always)
+    func row(head: Int, query: Int, firstKey: Int) -> UnsafePointer<Float> {
+        UnsafePointer(table + head * (2 * span - 1) + (firstKey - query + span - 1))
+    }
+}
+
 /// out[T × heads·headDim] (row stride ldo) = softmax(Q·Kᵀ/√headDim)·V per sequence and head, for
 /// packed Q, K and V whose rows are `ld` floats apart (sequence s: `lengths[s]` rows from row
 /// `starts[s]`); the (sequence, head) pairs are split
 /// across `threads`, each with its own scratch. BERT's and MobileBERT's self-attention run this;
-/// `bf16`: the products in BF16 (`BF16Attention`, the `bf16` precision), else FP32.
+/// `bf16`: the products in BF16 (`BF16Attention`, the `bf16` precision), else FP32. `bias`: a
+/// relative position bias added to the scores (MPNet).
 func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
                         heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, bf16: Bool = false,
+                        bias: RelativeAttentionBias? = nil,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
     let scale = 1 / Float(headDim).squareRoot()
     let work = lengths.reduce(0) { $0 + 2 * $1 * $1 * heads * headDim }  // QKᵀ and P·V, all heads
@@ -73,10 +103,10 @@ func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: Uns
         let (n, target) = (lengths[s], out + starts[s] * ldo + head * headDim)
         if bf16 {
             attendHead(BF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       into: target, ldo: ldo, scratch[worker])
+                       bias: bias.map { ($0, head) }, into: target, ldo: ldo, scratch[worker])
         } else {
             attendHead(FP32Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       into: target, ldo: ldo, scratch[worker])
+                       bias: bias.map { ($0, head) }, into: target, ldo: ldo, scratch[worker])
         }
     }
 }
@@ -223,20 +253,20 @@ enum BF16Attention: AttentionArithmetic {
 
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
 /// head, the products in `A`'s arithmetic: q, k, v point at the head's first column of its
-/// first token, rows `ld` floats apart.
+/// first token, rows `ld` floats apart. `bias`: a relative position bias and the head it is read for.
 func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>,
-                                        ld: Int, n: Int, scale: Float, into out: UnsafeMutablePointer<Float>, ldo: Int,
-                                        _ scratch: AttentionScratch) {
-    precondition(n <= scratch.maxLength)
+                                        ld: Int, n: Int, scale: Float, bias: (RelativeAttentionBias, head: Int)? = nil,
+                                        into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
+    precondition(n <= scratch.maxLength && n <= bias?.0.span ?? n)
     A.withPackedKeysAndValues(k: k, v: v, ld: ld, n: n, scratch) { keysT, values in
-        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, keysT: keysT, values: values, into: out, ldo: ldo, scratch)
+        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, keysT: keysT, values: values, into: out, ldo: ldo, scratch)
     }
 }
 
 /// attendHead once Kᵀ and V are packed: query blocks × key blocks with the online softmax.
 @inline(__always)
 private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld: Int, n: Int, scale: Float,
-                                                  keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
+                                                  bias: (RelativeAttentionBias, head: Int)?, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
                                                   into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
     let scores = scratch.scores, o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
@@ -256,6 +286,10 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
             // In powers of 2 (m in units of log2 e), which saves exp its range reduction.
             for r in 0..<rows {
                 let s = scores + r * ldS
+                if let (table, head) = bias {
+                    let b = table.row(head: head, query: q0 + r, firstKey: k0)
+                    for c in 0..<cols { s[c] += b[c] }
+                }
                 let mOld = rowMax[r]
                 let mNew = max(mOld, scoreMaximum(s, count: cols) * scale2)
                 for c in 0..<cols { s[c] = exp2OfNonPositive((-mNew).plusProduct(s[c], scale2)) }

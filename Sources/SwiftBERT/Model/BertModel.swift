@@ -26,6 +26,8 @@ public enum Precision: String, CaseIterable, Sendable {
 public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable {
     let embeddings: BertEmbeddings
     let layers: [BertLayer]
+    /// MPNet's relative position bias, shared by every layer (nil for the other families).
+    let relativePositionBias: RelativePositionBias?
     let maskedLMHead: BertMaskedLMHead?
 
     /// Loads `folder/config.json` and memory-maps `folder/model.safetensors`, checking every
@@ -41,6 +43,9 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         let root = WeightScope(weights, precision: precision)
         embeddings = try BertEmbeddings(root, config)
         layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) { try BertLayer(root[TensorNames.layer($0)], config) }
+        relativePositionBias = try config.relativeAttentionNumBuckets.map {
+            try RelativePositionBias(root[TensorNames.relativeAttentionBias], config, buckets: $0)
+        }
         maskedLMHead = config.hasMaskedLMHead
             ? try BertMaskedLMHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         KernelReport.warnOnceIfSlower()  // a portable build on an AVX-512 CPU says so, once
@@ -63,7 +68,8 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     func context(for sequences: PackedSequences, profile: StageProfile? = nil) -> ForwardContext {
         ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
                        bf16Attention: precision == .bf16, profile: profile, hidden: config.hiddenSize,
-                       wideColumns: max(3 * config.hiddenSize, config.intermediateSize), headDim: config.headDim)
+                       wideColumns: max(3 * config.hiddenSize, config.intermediateSize), headDim: config.headDim,
+                       attentionBias: relativePositionBias?.bias)
     }
 
     /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
@@ -71,7 +77,8 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         // 1. Embeddings: word + position (RoBERTa's from padding_idx + 1) + token type, LayerNorm.
         context.measure(.embeddings) { embeddings(ids: ids, typeIds: typeIds, into: x, context) }
         for layer in layers {
-            // 2. Self-attention: Q, K, V in one fused Linear, softmax(QKᵀ/√d)·V per sequence and head.
+            // 2. Self-attention: Q, K, V in one fused Linear, softmax(QKᵀ/√d [+ MPNet's position
+            //    bias])·V per sequence and head.
             layer.attention.selfAttention(x, into: context.attended, context)
             // 3. Attention output projection, residual, LayerNorm.
             layer.attention.output(context.attended, residual: x, context)

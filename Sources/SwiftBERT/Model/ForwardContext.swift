@@ -36,11 +36,16 @@ final class ForwardContext {
     let projected: UnsafeMutablePointer<Float>
     /// Per worker, the fused attention's blocks for the longest sequence (Kernels/Attention.swift).
     let attentionScratch: [AttentionScratch]
+    /// A bias every layer adds to its attention scores (MPNet's relative positions), as
+    /// transformers passes `position_bias` to each layer.
+    let attentionBias: RelativeAttentionBias?
 
     /// `hidden`, `wideColumns` and `headDim` size the scratch (0 for a context that only runs Linear layers).
     init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, bf16Attention: Bool = false,
-         profile: StageProfile? = nil, hidden: Int = 0, wideColumns: Int = 0, headDim: Int = 0) {
+         profile: StageProfile? = nil, hidden: Int = 0, wideColumns: Int = 0, headDim: Int = 0,
+         attentionBias: RelativeAttentionBias? = nil) {
         (self.sequences, self.threads, self.profile, self.bf16Attention) = (sequences, threads, profile, bf16Attention)
+        self.attentionBias = attentionBias
         let t = sequences.tokenCount
         int8Activations = quantizesActivations ? Int8Activations(m: t, k: max(hidden, wideColumns)) : nil
         wide = .allocate(capacity: t * wideColumns)

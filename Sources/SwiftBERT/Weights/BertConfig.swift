@@ -25,6 +25,9 @@ public enum Architecture: String, Codable, Sendable {
     /// RoBERTa and XLM-RoBERTa: BERT's layers, with positions counted from padding_idx + 1,
     /// no token types, and the lm_head in place of cls.predictions.
     case roberta, xlmRoberta = "xlm-roberta"
+    /// MPNet: BERT's layers with RoBERTa's positions, no token types, and a relative position
+    /// bias in every layer's attention (`relativeAttentionNumBuckets`).
+    case mpnet
 }
 
 /// A classification layer on top of the encoder, as transformers' *For*Classification classes.
@@ -127,6 +130,9 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var paddingIdx: Int? = nil
     /// MobileBERT's own fields (nil for every other family).
     public var mobileBert: MobileBertConfig? = nil
+    /// MPNet's relative_attention_num_buckets: the distance buckets of the position bias shared
+    /// by every layer's attention (nil: no relative bias).
+    public var relativeAttentionNumBuckets: Int? = nil
 
     public init(vocabSize: Int, hiddenSize: Int, numHiddenLayers: Int, numAttentionHeads: Int, intermediateSize: Int,
                 maxPositionEmbeddings: Int, typeVocabSize: Int, layerNormEps: Float, hiddenAct: String,
@@ -145,7 +151,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case maxSequenceLength = "max_seq_length", hasMaskedLMHead = "has_masked_lm_head"
         case hasUntiedDecoder = "has_untied_decoder"
         case hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head
-        case mobileBert = "mobilebert"
+        case mobileBert = "mobilebert", relativeAttentionNumBuckets = "relative_attention_num_buckets"
     }
 
     // One flat config.json, as the converter has always written it: the encoder's fields, the
@@ -168,6 +174,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         architecture = try c.decodeIfPresent(Architecture.self, forKey: .architecture)
         paddingIdx = try c.decodeIfPresent(Int.self, forKey: .paddingIdx)
         mobileBert = try c.decodeIfPresent(MobileBertConfig.self, forKey: .mobileBert)
+        relativeAttentionNumBuckets = try c.decodeIfPresent(Int.self, forKey: .relativeAttentionNumBuckets)
         sentence = try SentenceTransformersConfig(from: decoder)
         task = c.contains(.head) ? try TaskHeadConfig(from: decoder) : nil
     }
@@ -190,6 +197,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(architecture, forKey: .architecture)
         try c.encodeIfPresent(paddingIdx, forKey: .paddingIdx)
         try c.encodeIfPresent(mobileBert, forKey: .mobileBert)
+        try c.encodeIfPresent(relativeAttentionNumBuckets, forKey: .relativeAttentionNumBuckets)
         try sentence.encode(to: encoder)
         try task?.encode(to: encoder)
     }
@@ -200,8 +208,11 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var isRoberta: Bool { architecture == .roberta || architecture == .xlmRoberta }
     /// Whether the tokenizer's token type ids reach the model. RoBERTa's tokenizers give the
     /// model none (model_input_names has no token_type_ids), so every token is type 0 there,
-    /// pairs included.
-    public var usesTokenTypes: Bool { !isRoberta }
+    /// pairs included. MPNet has no token types at all.
+    public var usesTokenTypes: Bool { !isRoberta && architecture != .mpnet }
+    /// Whether the checkpoint has no token-type table: the converter stores one all-zero row,
+    /// which adds nothing, exactly (DistilBERT, MPNet).
+    var lacksTokenTypeTable: Bool { architecture == .distilBERT || architecture == .mpnet }
     /// Longest sequence the position table admits: max_position_embeddings, less the
     /// padding_idx + 1 rows RoBERTa's positions skip (XLM-R: 514 - 2 = 512).
     public var positionLimit: Int { maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0) }
@@ -237,6 +248,9 @@ public struct BertConfig: Codable, Sendable, Equatable {
             throw fail("hidden_act '\(printable(hiddenAct))' is not supported; SwiftBERT implements BERT's exact erf GELU ('gelu'): use a checkpoint trained with it")
         }
         try mobileBert?.validate(self) { fail("\($0): \(fix)") }
+        if let buckets = relativeAttentionNumBuckets, buckets < 2 || buckets > 1024 {
+            throw fail("relative_attention_num_buckets is \(buckets); MPNet uses 32 (2 to 1024 are accepted): \(fix)")
+        }
         guard layerNormEps > 0, layerNormEps.isFinite else { throw fail("layer_norm_eps is \(layerNormEps); it must be a positive number: \(fix)") }
         guard maxSequenceLength <= positionLimit else {
             throw fail("max_seq_length \(maxSequenceLength) exceeds the \(positionLimit) positions of the table (max_position_embeddings \(maxPositionEmbeddings)\(paddingIdx.map { ", from padding_idx + 1 = \($0 + 1)" } ?? "")): \(fix)")

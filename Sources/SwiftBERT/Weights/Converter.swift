@@ -33,6 +33,7 @@ public enum Converter {
             if name.hasSuffix("LayerNorm.beta") { name = String(name.dropLast(4)) + "bias" }
             if config.isDistilBERT { name = distilBERTName(name) }
             if config.isRoberta { name = robertaName(name) }
+            if config.architecture == .mpnet { name = mpnetName(name) }
             // Two tensors under one name would leave the choice to dictionary order.
             if let other = names[name] {
                 throw BertError.invalidWeights(path: weightsPath, reason: "tensors '\(printable(other))' and '\(printable(original))' both read as '\(printable(name))'; the checkpoint mixes two layouts: keep one of them")
@@ -79,8 +80,8 @@ public enum Converter {
         // tensors, below.)
         for module in TensorNames.modules(finalConfig) {
             switch module.kind {
-            case .table where module.name == TensorNames.tokenTypeEmbeddings && config.isDistilBERT:
-                // DistilBERT has no token types: one all-zero type row adds nothing, exactly.
+            case .table where module.name == TensorNames.tokenTypeEmbeddings && config.lacksTokenTypeTable:
+                // DistilBERT and MPNet have no token types: one all-zero type row adds nothing, exactly.
                 out.append(.init(name: module.name + ".weight", shape: [module.rows, module.cols],
                                  floats: [Float](repeating: 0, count: module.rows * module.cols)))
             case .table where module.name == TensorNames.maskedLMDecoder && config.mobileBert != nil:
@@ -155,10 +156,11 @@ public enum Converter {
         }
         let isDistilBERT = named("distilbert", "DistilBert")
         let isMobileBERT = isMobileBERT(modelType: modelType, architectures: architectures)
+        let isMPNet = named("mpnet", "MPNet")
         // XLM-RoBERTa's classes are RoBERTa's under another name (transformers copies them).
         let roberta: Architecture? = named("xlm-roberta", "XLMRoberta") ? .xlmRoberta : named("roberta", "Roberta") ? .roberta : nil
-        guard isDistilBERT || isMobileBERT || roberta != nil || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
-            throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT, DistilBERT, MobileBERT, RoBERTa and XLM-RoBERTa encoders only")
+        guard isDistilBERT || isMobileBERT || isMPNet || roberta != nil || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
+            throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT, DistilBERT, MobileBERT, MPNet, RoBERTa and XLM-RoBERTa encoders (docs/models.md)")
         }
         if roberta != nil, json["is_decoder"]?.bool == true {
             throw BertError.invalidConfig(path: path, reason: "is_decoder is true: a causal RoBERTa decoder, which SwiftBERT does not run; use an encoder checkpoint")
@@ -189,7 +191,7 @@ public enum Converter {
             vocabSize: try int("vocab_size"), hiddenSize: try int(name("hidden_size")),
             numHiddenLayers: try int(name("num_hidden_layers")), numAttentionHeads: try int(name("num_attention_heads")),
             intermediateSize: try int(name("intermediate_size")), maxPositionEmbeddings: maxPositions,
-            typeVocabSize: try isDistilBERT ? 1 : int("type_vocab_size", 2),
+            typeVocabSize: try isDistilBERT || isMPNet ? 1 : int("type_vocab_size", 2),
             layerNormEps: eps,
             hiddenAct: json[name("hidden_act")]?.string ?? "gelu",
             maxSequenceLength: maxPositions,
@@ -201,6 +203,13 @@ public enum Converter {
             config.architecture = roberta
             config.paddingIdx = try int("pad_token_id", 1)
             config.maxSequenceLength = config.positionLimit
+        }
+        if isMPNet {
+            // MPNetEmbeddings counts positions as RoBERTa does, from padding_idx + 1.
+            config.architecture = .mpnet
+            config.paddingIdx = try int("pad_token_id", 1)
+            config.maxSequenceLength = config.positionLimit
+            config.relativeAttentionNumBuckets = try int("relative_attention_num_buckets", 32)
         }
         var withHead = config
         if architectures.contains(where: { $0.hasSuffix("ForSequenceClassification") }) {
@@ -226,6 +235,15 @@ public enum Converter {
         for (from, to) in TensorNames.distilBERTLayerNames { name = name.replacingOccurrences(of: from, with: to) }
         for (from, to) in TensorNames.distilBERTMaskedLMNames where name.hasPrefix(from) { name = to + name.dropFirst(from.count) }
         return name
+    }
+
+    /// MPNet's tensor names (after `mpnet.`) as BERT's: the layer's `attn.q/k/v/o` and its
+    /// attention LayerNorm (`TensorNames.mpnetLayerNames`); the heads are RoBERTa's.
+    static func mpnetName(_ name: String) -> String {
+        var name = name
+        if name.hasPrefix("mpnet.") { name.removeFirst("mpnet.".count) }
+        for (from, to) in TensorNames.mpnetLayerNames { name = name.replacingOccurrences(of: from, with: to) }
+        return robertaName(name)
     }
 
     /// RoBERTa's and XLM-R's tensor names (after `roberta.`, if the checkpoint has it) as the

@@ -8,6 +8,8 @@ enum TensorNames {
     static let positionEmbeddings = "embeddings.position_embeddings"
     static let tokenTypeEmbeddings = "embeddings.token_type_embeddings"
     static let embeddingsLayerNorm = "embeddings.LayerNorm"
+    /// MPNet's relative position bias, shared by every layer: [buckets × heads].
+    static let relativeAttentionBias = "encoder.relative_attention_bias"
 
     /// Encoder layer `index`: its modules are `attention` (`self`, `output`), `intermediate`
     /// and `output`.
@@ -51,6 +53,14 @@ enum TensorNames {
         ("vocab_projector.bias", "cls.predictions.bias"), ("vocab_projector.weight", "cls.predictions.decoder.weight"),
     ]
 
+    /// MPNet's names inside an encoder layer (after `mpnet.`) → BERT's. Its heads are RoBERTa's
+    /// (lm_head, and a classifier of dense + out_proj).
+    static let mpnetLayerNames: [(String, String)] = [
+        (".attention.attn.q.", ".attention.self.query."), (".attention.attn.k.", ".attention.self.key."),
+        (".attention.attn.v.", ".attention.self.value."), (".attention.attn.o.", ".attention.output.dense."),
+        (".attention.LayerNorm.", ".attention.output.LayerNorm."),
+    ]
+
     static func join(_ parts: String...) -> String { parts.joined(separator: ".") }
 
     /// One module's parameters: `NAME.weight` [rows × cols] and, for Linear and LayerNorm,
@@ -75,6 +85,9 @@ enum TensorNames {
             Module(name: tokenTypeEmbeddings, kind: .table, rows: config.typeVocabSize, cols: h),
             Module(name: embeddingsLayerNorm, kind: .layerNorm, rows: 1, cols: h),
         ]
+        if let buckets = config.relativeAttentionNumBuckets {
+            modules.append(Module(name: relativeAttentionBias, kind: .table, rows: buckets, cols: config.numAttentionHeads))
+        }
         for l in 0..<config.numHiddenLayers {
             let p = layer(l)
             modules += [
