@@ -21,7 +21,7 @@ bert=$(swift build -c release "${native[@]}" --show-bin-path)/bert
 [ -x "$bert" ] || { echo "the release build of bert failed" >&2; exit 1; }
 
 tools/fetch_models.sh
-grep -v '^#' weights/manifest.tsv | cut -f1 | while read -r name; do
+grep -v '^#' weights/manifest.tsv | cut -f1 | awk 'NF && !seen[$0]++' | while read -r name; do
     [ -n "$name" ] || continue
     if [ ! -f "weights/$name/model.safetensors" ] || [ "weights/.cache/hf/$name/.complete" -nt "weights/$name/model.safetensors" ]; then
         "$bert" convert "weights/.cache/hf/$name" "weights/$name" >&2
