@@ -37,6 +37,9 @@ package struct ModelReport: Sendable {
         case .xlmRoberta: "XLMRoberta"
         case .mobileBERT: "MobileBert"
         case .mpnet: "MPNet"
+        case .nomicBERT: "NomicBert"
+        case .gte: "Gte"
+        case .modernBERT: "ModernBert"
         }
         let task = model.config.task.map { $0.kind == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
         architecture = "\(family)\(task ?? (model.config.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"

@@ -90,23 +90,26 @@ final class RelativeAttentionBias: @unchecked Sendable {
 /// `starts[s]`); the (sequence, head) pairs are split
 /// across `threads`, each with its own scratch. BERT's and MobileBERT's self-attention run this;
 /// `bf16`: the products in BF16 (`BF16Attention`, the `bf16` precision), else FP32. `bias`: a
-/// relative position bias added to the scores (MPNet).
+/// relative position bias added to the scores (MPNet). `window`: each query sees only the keys
+/// within this distance of it (ModernBERT's sliding-window layers); the key blocks beyond are
+/// skipped, so such a layer costs what its window costs.
 func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
                         heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, bf16: Bool = false,
-                        bias: RelativeAttentionBias? = nil,
+                        bias: RelativeAttentionBias? = nil, window: Int? = nil,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
     let scale = 1 / Float(headDim).squareRoot()
-    let work = lengths.reduce(0) { $0 + 2 * $1 * $1 * heads * headDim }  // QKᵀ and P·V, all heads
+    // QKᵀ and P·V, all heads: each query meets n keys, or 2·window + 1.
+    let work = lengths.reduce(0) { $0 + 2 * $1 * min($1, 2 * (window ?? $1) + 1) * heads * headDim }
     parallelFor(lengths.count * heads, threads: threads, work: work) { task, worker in
         let s = task / heads, head = task % heads
         let row = starts[s] * ld + head * headDim
         let (n, target) = (lengths[s], out + starts[s] * ldo + head * headDim)
         if bf16 {
             attendHead(BF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       bias: bias.map { ($0, head) }, into: target, ldo: ldo, scratch[worker])
+                       bias: bias.map { ($0, head) }, window: window, into: target, ldo: ldo, scratch[worker])
         } else {
             attendHead(FP32Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       bias: bias.map { ($0, head) }, into: target, ldo: ldo, scratch[worker])
+                       bias: bias.map { ($0, head) }, window: window, into: target, ldo: ldo, scratch[worker])
         }
     }
 }
@@ -253,20 +256,23 @@ enum BF16Attention: AttentionArithmetic {
 
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
 /// head, the products in `A`'s arithmetic: q, k, v point at the head's first column of its
-/// first token, rows `ld` floats apart. `bias`: a relative position bias and the head it is read for.
+/// first token, rows `ld` floats apart. `bias`: a relative position bias and the head it is
+/// read for. `window`: keys farther than this from the query are left out.
 func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>,
                                         ld: Int, n: Int, scale: Float, bias: (RelativeAttentionBias, head: Int)? = nil,
-                                        into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
+                                        window: Int? = nil, into out: UnsafeMutablePointer<Float>, ldo: Int,
+                                        _ scratch: AttentionScratch) {
     precondition(n <= scratch.maxLength && n <= bias?.0.span ?? n)
     A.withPackedKeysAndValues(k: k, v: v, ld: ld, n: n, scratch) { keysT, values in
-        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, keysT: keysT, values: values, into: out, ldo: ldo, scratch)
+        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window ?? n,
+                     keysT: keysT, values: values, into: out, ldo: ldo, scratch)
     }
 }
 
 /// attendHead once Kᵀ and V are packed: query blocks × key blocks with the online softmax.
 @inline(__always)
 private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld: Int, n: Int, scale: Float,
-                                                  bias: (RelativeAttentionBias, head: Int)?, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
+                                                  bias: (RelativeAttentionBias, head: Int)?, window: Int, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
                                                   into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
     let scores = scratch.scores, o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
@@ -277,8 +283,12 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
         for r in 0..<rows { rowMax[r] = -.infinity; rowSum[r] = 0 }
         o.update(repeating: 0, count: rows * dPad)
         let (queries, ldq, qSteps) = A.queries(q + q0 * ld, ld: ld, rows: rows, scratch)
-        for k0 in stride(from: 0, to: n, by: attentionKeyBlock) {
-            let cols = min(attentionKeyBlock, n - k0)
+        // The keys some query of the block sees: all, or the block's rows ± window, from a
+        // multiple of 16 (the tiles read Kᵀ in 16-key steps up to nPad; BF16 pairs V's rows).
+        let firstKey = max(0, q0 - window) & ~15, endKey = min(n, q0 + rows + window)
+        let windowed = firstKey > 0 || endKey < n || window < n - 1
+        for k0 in stride(from: firstKey, to: endKey, by: attentionKeyBlock) {
+            let cols = min(attentionKeyBlock, endKey - k0)
             // S[rows × cols] = Q_block · K_blockᵀ.
             attentionGEMM(A.self, a: queries, lda: ldq, b: keysT + k0, ldb: nPad, depth: qSteps,
                           c: scores, ldc: ldS, rows: rows, columns: roundUp16(cols), accumulate: false)
@@ -290,9 +300,21 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
                     let b = table.row(head: head, query: q0 + r, firstKey: k0)
                     for c in 0..<cols { s[c] += b[c] }
                 }
+                // The columns this query sees: [lo, hi) (all of them without a window).
+                let lo = windowed ? min(cols, max(0, q0 + r - window - k0)) : 0
+                let hi = windowed ? max(lo, min(cols, q0 + r + window + 1 - k0)) : cols
+                guard lo < hi else {
+                    // No key of this block is in the query's window: it adds nothing.
+                    s.update(repeating: 0, count: cols)
+                    continue
+                }
                 let mOld = rowMax[r]
-                let mNew = max(mOld, scoreMaximum(s, count: cols) * scale2)
+                let mNew = max(mOld, scoreMaximum(s + lo, count: hi - lo) * scale2)
                 for c in 0..<cols { s[c] = exp2OfNonPositive((-mNew).plusProduct(s[c], scale2)) }
+                if windowed {
+                    for c in 0..<lo { s[c] = 0 }
+                    for c in hi..<cols { s[c] = 0 }
+                }
                 let correction = exp2OfNonPositive(mOld - mNew)  // 0 on the first block (2^-inf)
                 rowSum[r] = rowSum[r] * correction + scoreSum(s, count: cols)
                 rowMax[r] = mNew

@@ -37,8 +37,8 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         let start = DispatchTime.now()
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
         let (config, weights) = (opened.config, opened.weights)
-        guard config.mobileBert == nil else {
-            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a MobileBERT model: load it with loadModel or loadEncoder")
+        guard config.mobileBert == nil, config.rotary == nil else {
+            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.architecture?.rawValue ?? "non-BERT") model: load it with loadModel or loadEncoder")
         }
         let root = WeightScope(weights, precision: precision)
         embeddings = try BertEmbeddings(root, config)

@@ -44,14 +44,16 @@ extension EncoderModel {
     }
 }
 
-/// The encoder a converted folder holds: a `MobileBertModel` for MobileBERT, else a `BertModel`
-/// (BERT, DistilBERT, RoBERTa, XLM-R). The one place that maps a checkpoint to its architecture.
+/// The encoder a converted folder holds: a `MobileBertModel` for MobileBERT, a
+/// `RotaryEncoderModel` for NomicBERT, GTE and ModernBERT, else a `BertModel` (BERT, DistilBERT,
+/// RoBERTa, XLM-R, MPNet). The one place that maps a checkpoint to its architecture.
 public func loadEncoder(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws -> any EncoderModel {
     guard FileManager.default.fileExists(atPath: folder.path) else {
         throw BertError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
     }
     let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
     if config.mobileBert != nil { return try MobileBertModel(folder: folder, threads: threads, precision: precision) }
+    if config.rotary != nil { return try RotaryEncoderModel(folder: folder, threads: threads, precision: precision) }
     return try BertModel(folder: folder, threads: threads, precision: precision)
 }
 

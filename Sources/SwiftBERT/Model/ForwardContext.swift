@@ -34,6 +34,8 @@ final class ForwardContext {
     let attended: UnsafeMutablePointer<Float>
     /// [T × H]: a projection's output before the residual.
     let projected: UnsafeMutablePointer<Float>
+    /// [T × F]: a gated feed-forward network's product act(gate) ⊙ up (rotary encoders only).
+    let gated: UnsafeMutablePointer<Float>?
     /// Per worker, the fused attention's blocks for the longest sequence (Kernels/Attention.swift).
     let attentionScratch: [AttentionScratch]
     /// A bias every layer adds to its attention scores (MPNet's relative positions), as
@@ -43,7 +45,7 @@ final class ForwardContext {
     /// `hidden`, `wideColumns` and `headDim` size the scratch (0 for a context that only runs Linear layers).
     init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, bf16Attention: Bool = false,
          profile: StageProfile? = nil, hidden: Int = 0, wideColumns: Int = 0, headDim: Int = 0,
-         attentionBias: RelativeAttentionBias? = nil) {
+         attentionBias: RelativeAttentionBias? = nil, gatedColumns: Int = 0) {
         (self.sequences, self.threads, self.profile, self.bf16Attention) = (sequences, threads, profile, bf16Attention)
         self.attentionBias = attentionBias
         let t = sequences.tokenCount
@@ -51,6 +53,7 @@ final class ForwardContext {
         wide = .allocate(capacity: t * wideColumns)
         attended = .allocate(capacity: t * hidden)
         projected = .allocate(capacity: t * hidden)
+        gated = gatedColumns > 0 ? .allocate(capacity: t * gatedColumns) : nil
         attentionScratch = headDim == 0 ? [] : (0..<threads).map { _ in
             AttentionScratch(maxLength: sequences.longest, headDim: headDim)
         }
@@ -59,7 +62,7 @@ final class ForwardContext {
     // Three allocations, not one `FloatBuffers`: a single block of several MB was mapped afresh
     // on every pass (MiniLM 1x512: ~1,000 more page faults a pass, 2 % slower).
     deinit {
-        wide.deallocate(); attended.deallocate(); projected.deallocate()
+        wide.deallocate(); attended.deallocate(); projected.deallocate(); gated?.deallocate()
     }
 
     /// Runs body, timing it as `stage` when a profile is attached.

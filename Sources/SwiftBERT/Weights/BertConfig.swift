@@ -28,6 +28,10 @@ public enum Architecture: String, Codable, Sendable {
     /// MPNet: BERT's layers with RoBERTa's positions, no token types, and a relative position
     /// bias in every layer's attention (`relativeAttentionNumBuckets`).
     case mpnet
+    /// The rotary-position encoders (`RotaryEncoderModel`, described by `BertConfig.rotary`):
+    /// NomicBERT (SwiGLU, no biases), GTE (GeGLU) and ModernBERT (pre-LN, GeGLU, alternating
+    /// global and sliding-window layers, no biases).
+    case nomicBERT = "nomic_bert", gte, modernBERT = "modernbert"
 }
 
 /// A classification layer on top of the encoder, as transformers' *For*Classification classes.
@@ -133,6 +137,8 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// MPNet's relative_attention_num_buckets: the distance buckets of the position bias shared
     /// by every layer's attention (nil: no relative bias).
     public var relativeAttentionNumBuckets: Int? = nil
+    /// The rotary-position encoders' own fields (nil for every other family).
+    public var rotary: RotaryEncoderConfig? = nil
 
     public init(vocabSize: Int, hiddenSize: Int, numHiddenLayers: Int, numAttentionHeads: Int, intermediateSize: Int,
                 maxPositionEmbeddings: Int, typeVocabSize: Int, layerNormEps: Float, hiddenAct: String,
@@ -152,6 +158,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case hasUntiedDecoder = "has_untied_decoder"
         case hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head
         case mobileBert = "mobilebert", relativeAttentionNumBuckets = "relative_attention_num_buckets"
+        case rotary
     }
 
     // One flat config.json, as the converter has always written it: the encoder's fields, the
@@ -175,6 +182,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         paddingIdx = try c.decodeIfPresent(Int.self, forKey: .paddingIdx)
         mobileBert = try c.decodeIfPresent(MobileBertConfig.self, forKey: .mobileBert)
         relativeAttentionNumBuckets = try c.decodeIfPresent(Int.self, forKey: .relativeAttentionNumBuckets)
+        rotary = try c.decodeIfPresent(RotaryEncoderConfig.self, forKey: .rotary)
         sentence = try SentenceTransformersConfig(from: decoder)
         task = c.contains(.head) ? try TaskHeadConfig(from: decoder) : nil
     }
@@ -198,6 +206,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(paddingIdx, forKey: .paddingIdx)
         try c.encodeIfPresent(mobileBert, forKey: .mobileBert)
         try c.encodeIfPresent(relativeAttentionNumBuckets, forKey: .relativeAttentionNumBuckets)
+        try c.encodeIfPresent(rotary, forKey: .rotary)
         try sentence.encode(to: encoder)
         try task?.encode(to: encoder)
     }
@@ -208,14 +217,20 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var isRoberta: Bool { architecture == .roberta || architecture == .xlmRoberta }
     /// Whether the tokenizer's token type ids reach the model. RoBERTa's tokenizers give the
     /// model none (model_input_names has no token_type_ids), so every token is type 0 there,
-    /// pairs included. MPNet has no token types at all.
-    public var usesTokenTypes: Bool { !isRoberta && architecture != .mpnet }
+    /// pairs included. DistilBERT, MPNet and ModernBERT have none at all, and a rotary model
+    /// with one type row takes only type 0.
+    public var usesTokenTypes: Bool {
+        !isRoberta && architecture != .mpnet && architecture != .modernBERT && !(rotary != nil && typeVocabSize < 2)
+    }
     /// Whether the checkpoint has no token-type table: the converter stores one all-zero row,
     /// which adds nothing, exactly (DistilBERT, MPNet).
-    var lacksTokenTypeTable: Bool { architecture == .distilBERT || architecture == .mpnet }
-    /// Longest sequence the position table admits: max_position_embeddings, less the
-    /// padding_idx + 1 rows RoBERTa's positions skip (XLM-R: 514 - 2 = 512).
-    public var positionLimit: Int { maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0) }
+    var lacksTokenTypeTable: Bool { architecture == .distilBERT || architecture == .mpnet || architecture == .modernBERT }
+    /// Longest sequence the model takes: the rows of the position table, less the padding_idx + 1
+    /// rows RoBERTa's positions skip (XLM-R: 514 - 2 = 512); with rotary positions,
+    /// max_position_embeddings.
+    public var positionLimit: Int {
+        rotary != nil ? maxPositionEmbeddings : maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0)
+    }
 
     /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
     /// low enough that no product of two sizes overflows and no table is sized before the
@@ -243,11 +258,12 @@ public struct BertConfig: Codable, Sendable, Equatable {
         guard hiddenSize % numAttentionHeads == 0 else {
             throw fail("hidden_size \(hiddenSize) is not divisible by num_attention_heads \(numAttentionHeads): \(fix)")
         }
-        // MobileBERT is trained with ReLU (its own modules run either).
-        guard hiddenAct == "gelu" || (mobileBert != nil && hiddenAct == "relu") else {
+        // MobileBERT is trained with ReLU (its own modules run either); NomicBERT's gate with SiLU.
+        guard hiddenAct == "gelu" || (mobileBert != nil && hiddenAct == "relu") || (rotary != nil && hiddenAct == "silu") else {
             throw fail("hidden_act '\(printable(hiddenAct))' is not supported; SwiftBERT implements BERT's exact erf GELU ('gelu'): use a checkpoint trained with it")
         }
         try mobileBert?.validate(self) { fail("\($0): \(fix)") }
+        try rotary?.validate(self) { fail("\($0): \(fix)") }
         if let buckets = relativeAttentionNumBuckets, buckets < 2 || buckets > 1024 {
             throw fail("relative_attention_num_buckets is \(buckets); MPNet uses 32 (2 to 1024 are accepted): \(fix)")
         }

@@ -34,6 +34,7 @@ public enum Converter {
             if config.isDistilBERT { name = distilBERTName(name) }
             if config.isRoberta { name = robertaName(name) }
             if config.architecture == .mpnet { name = mpnetName(name) }
+            if config.rotary != nil, let family = config.architecture { name = rotaryName(name, family) }
             // Two tensors under one name would leave the choice to dictionary order.
             if let other = names[name] {
                 throw BertError.invalidWeights(path: weightsPath, reason: "tensors '\(printable(other))' and '\(printable(original))' both read as '\(printable(name))'; the checkpoint mixes two layouts: keep one of them")
@@ -66,6 +67,20 @@ public enum Converter {
             out.append(.init(name: name, shape: shape, floats: try tensor(original ?? name, shape)))
             used.insert(original ?? name)
         }
+        // The rotary families leave out biases (NomicBERT all, ModernBERT all, GTE its gate):
+        // a zero bias adds nothing, exactly, and keeps one Linear and one LayerNorm in the engine.
+        func copyBias(_ name: String, _ size: Int) throws {
+            if config.rotary != nil, names[name] == nil {
+                out.append(.init(name: name, shape: [size], floats: [Float](repeating: 0, count: size)))
+            } else {
+                try copy(name, [size])
+            }
+        }
+        /// Rows of several tensors stacked (the fused projections), each half or third [rows × cols].
+        func stacked(_ parts: [String], rows: Int, cols: Int) throws -> [Float] {
+            used.formUnion(parts)
+            return try parts.flatMap { try tensor($0, [rows, cols]) }
+        }
         // A decoder equal to the word embeddings is tied: stored once, as the embeddings.
         let decoderName = TensorNames.join(TensorNames.maskedLMDecoder, "weight")
         if finalConfig.hasMaskedLMHead, config.mobileBert != nil {
@@ -80,8 +95,10 @@ public enum Converter {
         // tensors, below.)
         for module in TensorNames.modules(finalConfig) {
             switch module.kind {
-            case .table where module.name == TensorNames.tokenTypeEmbeddings && config.lacksTokenTypeTable:
-                // DistilBERT and MPNet have no token types: one all-zero type row adds nothing, exactly.
+            case .table where module.name == TensorNames.tokenTypeEmbeddings
+                && (config.lacksTokenTypeTable || (config.rotary != nil && names[module.name + ".weight"] == nil)):
+                // DistilBERT, MPNet, ModernBERT and some GTEs have no token types: one all-zero
+                // type row adds nothing, exactly.
                 out.append(.init(name: module.name + ".weight", shape: [module.rows, module.cols],
                                  floats: [Float](repeating: 0, count: module.rows * module.cols)))
             case .table where module.name == TensorNames.maskedLMDecoder && config.mobileBert != nil:
@@ -97,7 +114,30 @@ public enum Converter {
                 try copy(module.name + ".weight", [module.rows, module.cols])
             case .layerNorm:
                 try copy(module.name + ".weight", [module.cols])
-                try copy(module.name + ".bias", [module.cols])
+                try copyBias(module.name + ".bias", module.cols)
+            case .linear where module.name.hasSuffix("." + TensorNames.qkv) && names[module.name + ".weight"] != nil:
+                // Q, K and V already fused (ModernBERT's Wqkv, nomic's and Alibaba's remote code).
+                try copy(module.name + ".weight", [module.rows, module.cols])
+                try copyBias(module.name + ".bias", module.rows)
+            case .linear where module.name.hasSuffix("." + TensorNames.gateUp):
+                // The activated projection's rows first, then the multiplied one's: ModernBERT's
+                // Wi is so already; GTE's remote up_gate_proj is the other way round; NomicBERT
+                // and transformers 5.x keep gate_proj and up_proj apart.
+                let prefix = String(module.name.dropLast(TensorNames.gateUp.count)), (f, h) = (module.rows / 2, module.cols)
+                let weight: [Float]
+                if names[module.name + ".weight"] != nil {
+                    weight = try stacked([module.name + ".weight"], rows: module.rows, cols: h)
+                } else if names[prefix + "up_gate.weight"] != nil {
+                    let upGate = try stacked([prefix + "up_gate.weight"], rows: module.rows, cols: h)
+                    weight = Array(upGate[(f * h)...] + upGate[..<(f * h)])
+                } else {
+                    weight = try stacked([prefix + "gate.weight", prefix + "up.weight"], rows: f, cols: h)
+                }
+                if names[module.name + ".bias"] != nil || names[prefix + "up_gate.bias"] != nil || names[prefix + "gate.bias"] != nil {
+                    throw BertError.notABertCheckpoint(path: weightsPath, reason: "the gated feed-forward network has biases, which SwiftBERT's rotary encoders do not take; use a checkpoint without them")
+                }
+                out.append(.init(name: module.name + ".weight", shape: [module.rows, h], floats: weight))
+                out.append(.init(name: module.name + ".bias", shape: [module.rows], floats: [Float](repeating: 0, count: module.rows)))
             case .linear where module.name.hasSuffix("." + TensorNames.qkv):
                 // One GEMM for Q, K and V: the three projections stacked by output channel.
                 let prefix = String(module.name.dropLast(TensorNames.qkv.count))
@@ -105,20 +145,26 @@ public enum Converter {
                 var weight: [Float] = [], bias: [Float] = []
                 for part in [TensorNames.query, TensorNames.key, TensorNames.value] {
                     weight += try tensor(prefix + part + ".weight", [h, h])
-                    bias += try tensor(prefix + part + ".bias", [h])
+                    // NomicBERT's projections have no bias.
+                    bias += config.rotary != nil && names[prefix + part + ".bias"] == nil
+                        ? [Float](repeating: 0, count: h) : try tensor(prefix + part + ".bias", [h])
                     used.formUnion([prefix + part + ".weight", prefix + part + ".bias"])
                 }
                 out.append(.init(name: module.name + ".weight", shape: [module.rows, h], floats: weight))
                 out.append(.init(name: module.name + ".bias", shape: [module.rows], floats: bias))
             case .linear:
                 try copy(module.name + ".weight", [module.rows, module.cols])
-                try copy(module.name + ".bias", [module.rows])
+                try copyBias(module.name + ".bias", module.rows)
             }
         }
         if finalConfig.hasMaskedLMHead {
             // The output bias is saved as cls.predictions.bias, or (older checkpoints) as decoder.bias.
             let legacy = TensorNames.join(TensorNames.maskedLMDecoder, "bias")
-            try copy(TensorNames.maskedLMBias, [config.vocabSize], from: names[TensorNames.maskedLMBias] != nil ? nil : legacy)
+            if config.rotary != nil, names[TensorNames.maskedLMBias] == nil, names[legacy] == nil {
+                try copyBias(TensorNames.maskedLMBias, config.vocabSize)  // ModernBERT without decoder_bias
+            } else {
+                try copy(TensorNames.maskedLMBias, [config.vocabSize], from: names[TensorNames.maskedLMBias] != nil ? nil : legacy)
+            }
         }
         out += try SentenceTransformersFolder.read(source, into: &finalConfig)
 
@@ -157,6 +203,14 @@ public enum Converter {
         let isDistilBERT = named("distilbert", "DistilBert")
         let isMobileBERT = isMobileBERT(modelType: modelType, architectures: architectures)
         let isMPNet = named("mpnet", "MPNet")
+        if let family = rotaryFamily(modelType: modelType, architectures: architectures) {
+            if architectures.contains(where: { $0.contains("ForSequenceClassification") || $0.contains("ForTokenClassification") }) {
+                throw BertError.notABertCheckpoint(path: folder, reason: "\(printable(architectures.joined(separator: ", "))): classification heads on \(family.rawValue) are not supported yet (the encoder, its sentence embeddings and ModernBERT's masked-LM head are); convert the base model")
+            }
+            let config = try rotaryConfig(family, json, path: path)
+            try config.validate(path: path)
+            return config
+        }
         // XLM-RoBERTa's classes are RoBERTa's under another name (transformers copies them).
         let roberta: Architecture? = named("xlm-roberta", "XLMRoberta") ? .xlmRoberta : named("roberta", "Roberta") ? .roberta : nil
         guard isDistilBERT || isMobileBERT || isMPNet || roberta != nil || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {

@@ -78,6 +78,7 @@ enum TensorNames {
     /// classifier of a task head, and sentence-transformers' Dense modules.
     static func modules(_ config: BertConfig) -> [Module] {
         if let mobile = config.mobileBert { return mobileBertModules(config, mobile) }
+        if let rotary = config.rotary { return rotaryModules(config, rotary) }
         let h = config.hiddenSize, ffn = config.intermediateSize
         var modules: [Module] = [
             Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),

@@ -1,0 +1,261 @@
+import Foundation
+
+/// The rotary-position encoders: NomicBERT (nomic-embed-text), GTE (gte-*-v1.5,
+/// gte-multilingual) and ModernBERT (and gte-modernbert, modernbert-embed), loaded from a
+/// converted folder whose config carries `rotary`. What they share, and what sets them apart
+/// from BERT:
+/// - positions are rotations of Q and K (`RotaryEmbedding`), so inputs run to
+///   max_position_embeddings (8,192 for GTE and ModernBERT) with no position table;
+/// - the feed-forward network is gated (`GatedFeedForward`: SwiGLU or GeGLU);
+/// - NomicBERT and GTE normalise after each residual sum, as BERT; ModernBERT before each
+///   block, with a final LayerNorm, and every third layer attends globally while the others
+///   see a sliding window of local_attention / 2 tokens on each side.
+/// Immutable after loading: one instance can serve many threads at once.
+public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked Sendable {
+    let wordEmbeddings: WeightMatrix
+    let tokenTypeEmbeddings: UnsafePointer<Float>
+    let embeddingsNorm: LayerNorm
+    let layers: [RotaryEncoderLayer]
+    let finalNorm: LayerNorm?
+    let maskedLMHead: BertMaskedLMHead?
+    let placement: RotaryEncoderConfig.NormPlacement
+
+    public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
+        let start = DispatchTime.now()
+        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let config = opened.config
+        guard let rotary = config.rotary else {
+            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) has no rotary positions: load it with loadModel or loadEncoder")
+        }
+        let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
+        wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
+        tokenTypeEmbeddings = try opened.weights.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
+        embeddingsNorm = try root[TensorNames.embeddingsLayerNorm].layerNorm(size: h, eps: config.layerNormEps)
+        // One cos/sin table per RoPE base (ModernBERT's global and local layers differ).
+        var tables: [Double: RotaryEmbedding] = [:]
+        for l in 0..<config.numHiddenLayers where tables[rotary.theta(layer: l)] == nil {
+            tables[rotary.theta(layer: l)] = RotaryEmbedding(theta: rotary.theta(layer: l), headDim: config.headDim, positions: config.positionLimit)
+        }
+        layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) {
+            try RotaryEncoderLayer(root[TensorNames.layer($0)], config, index: $0, rotary: tables[rotary.theta(layer: $0)]!)
+        }
+        placement = rotary.normPlacement
+        finalNorm = rotary.normPlacement == .pre ? try root[TensorNames.finalNorm].layerNorm(size: h, eps: config.layerNormEps) : nil
+        maskedLMHead = config.hasMaskedLMHead ? try BertMaskedLMHead(root, config, wordEmbeddings: wordEmbeddings) : nil
+        KernelReport.warnOnceIfSlower()
+        super.init(opened, loadStarted: start)
+    }
+
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
+        let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
+        let h = config.hiddenSize
+        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
+        let context = ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
+                                     bf16Attention: precision == .bf16, profile: profile, hidden: h,
+                                     wideColumns: max(3 * h, 2 * config.intermediateSize), headDim: config.headDim,
+                                     gatedColumns: config.intermediateSize)
+        forward(ids: ids, typeIds: types, hidden: hidden, context)
+        return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: h)
+    }
+
+    /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
+    func forward(ids: [Int32], typeIds: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let h = config.hiddenSize, m = context.sequences.tokenCount
+        // 1. Embeddings: word (+ token type), LayerNorm; no positions (they are rotations of Q and K).
+        context.measure(.embeddings) {
+            for t in 0..<m {
+                let row = x + t * h, type = tokenTypeEmbeddings + Int(typeIds[t]) * h
+                wordEmbeddings.row(Int(ids[t]), k: h, into: row)
+                for c in 0..<h { row[c] += type[c] }
+            }
+            embeddingsNorm(x, residual: nil, m: m, threads: context.threads)
+        }
+        for layer in layers {
+            switch placement {
+            case .post:
+                // 2. Attention, residual, LayerNorm; 3. gated feed-forward, residual, LayerNorm.
+                layer.attention(x, into: context.projected, context)
+                context.measure(.layerNorm) { layer.attentionNorm!(x, residual: context.projected, m: m, threads: context.threads) }
+                layer.feedForward(x, into: context.projected, context)
+                context.measure(.layerNorm) { layer.mlpNorm(x, residual: context.projected, m: m, threads: context.threads) }
+            case .pre:
+                // 2. x += Attention(LayerNorm(x)) (layer 0: of x itself); 3. x += FFN(LayerNorm(x)).
+                // The normalised copy goes to `attended`, which attention overwrites only once
+                // its projections have read it.
+                let normed = context.attended
+                normed.update(from: x, count: m * h)
+                if let norm = layer.attentionNorm { context.measure(.layerNorm) { norm(normed, residual: nil, m: m, threads: context.threads) } }
+                layer.attention(normed, into: context.projected, context)
+                addResidual(x, context.projected, rows: m, cols: h, threads: context.threads)
+                normed.update(from: x, count: m * h)
+                context.measure(.layerNorm) { layer.mlpNorm(normed, residual: nil, m: m, threads: context.threads) }
+                layer.feedForward(normed, into: context.projected, context)
+                addResidual(x, context.projected, rows: m, cols: h, threads: context.threads)
+            }
+        }
+        if let finalNorm { context.measure(.layerNorm) { finalNorm(x, residual: nil, m: m, threads: context.threads) } }
+    }
+
+    public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
+        guard let head = maskedLMHead else { throw missingMaskedLMHead }
+        return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
+    }
+}
+
+/// x += y over [rows × cols], rows split across threads (the pre-LN residual).
+private func addResidual(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Float>, rows: Int, cols: Int, threads: Int) {
+    parallelRows(rows, columns: cols, threads: threads) { range in
+        let (a, b) = (x + range.lowerBound * cols, y + range.lowerBound * cols)
+        for i in 0..<range.count * cols { a[i] += b[i] }
+    }
+}
+
+/// One layer: rotary self-attention and the gated feed-forward network, with their two
+/// LayerNorms (after each residual sum, or before each block: the model decides).
+struct RotaryEncoderLayer {
+    let attention: RotarySelfAttention
+    /// nil: ModernBERT's layer 0, whose attention reads the embeddings as they are.
+    let attentionNorm: LayerNorm?
+    let feedForward: GatedFeedForward
+    let mlpNorm: LayerNorm
+
+    init(_ scope: WeightScope, _ config: BertConfig, index: Int, rotary: RotaryEmbedding) throws {
+        let h = config.hiddenSize, names = TensorNames.self
+        attention = try RotarySelfAttention(scope[names.attention], config, rotary: rotary, window: config.rotary?.window(layer: index))
+        attentionNorm = config.rotary?.normPlacement == .pre && index == 0
+            ? nil : try scope[names.attentionNorm].layerNorm(size: h, eps: config.layerNormEps)
+        feedForward = try GatedFeedForward(scope[names.mlp], config)
+        mlpNorm = try scope[names.mlpNorm].layerNorm(size: h, eps: config.layerNormEps)
+    }
+}
+
+/// Self-attention with rotary positions: Q, K, V in one Linear, Q and K rotated by their
+/// token's position, softmax(QKᵀ/√d)·V (within the window on sliding layers), then the output
+/// projection.
+struct RotarySelfAttention {
+    let qkv: Linear
+    let output: Linear
+    let rotary: RotaryEmbedding
+    let heads: Int
+    let headDim: Int
+    /// Keys within this distance of each query (nil: all).
+    let window: Int?
+
+    init(_ scope: WeightScope, _ config: BertConfig, rotary: RotaryEmbedding, window: Int?) throws {
+        let h = config.hiddenSize, names = TensorNames.self
+        qkv = try scope[names.selfAttention][names.qkv].linear(k: h, n: 3 * h)
+        output = try scope[names.output][names.dense].linear(k: h, n: h)
+        (self.rotary, self.window, heads, headDim) = (rotary, window, config.numAttentionHeads, config.headDim)
+    }
+
+    /// out[T × H] = Wo · Attention(x).
+    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let sequences = context.sequences, h = heads * headDim
+        let projections = context.wide  // [T × 3H]: Q | K | V per token
+        context.measure(.qkv) {
+            qkv(x, m: sequences.tokenCount, into: projections, context)
+            rotary.rotate(projections, ld: 3 * h, heads: 2 * heads, headDim: headDim, sequences: sequences, threads: context.threads)
+        }
+        context.measure(.attention) {
+            multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
+                               heads: heads, headDim: headDim, starts: sequences.starts, lengths: sequences.lengths,
+                               threads: context.threads, bf16: context.bf16Attention, window: window,
+                               scratch: context.attentionScratch, into: context.attended, ldo: h)
+        }
+        context.measure(.attentionOutput) { output(context.attended, m: sequences.tokenCount, into: out, context) }
+    }
+}
+
+/// The gated feed-forward network: down(act(gate(x)) ⊙ up(x)), with gate and up in one Linear
+/// (`gate_up`: the activated rows first). SwiGLU (NomicBERT, act = SiLU) or GeGLU (GTE and
+/// ModernBERT, exact GELU).
+struct GatedFeedForward {
+    let gateUp: Linear
+    let down: Linear
+    let silu: Bool
+    let width: Int
+
+    init(_ scope: WeightScope, _ config: BertConfig) throws {
+        let (h, f) = (config.hiddenSize, config.intermediateSize)
+        gateUp = try scope[TensorNames.gateUp].linear(k: h, n: 2 * f)
+        down = try scope[TensorNames.down].linear(k: f, n: h)
+        (silu, width) = (config.hiddenAct == "silu", f)
+    }
+
+    /// out[T × H] = FFN(x).
+    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let m = context.sequences.tokenCount, f = width
+        let both = context.wide, gated = context.gated!
+        context.measure(.feedForwardIn) {
+            gateUp(x, m: m, into: both, context)
+            let silu = silu
+            parallelRows(m, columns: 2 * f, threads: context.threads) { rows in
+                for r in rows {
+                    let (g, u, y) = (both + r * 2 * f, both + r * 2 * f + f, gated + r * f)
+                    if silu {
+                        for c in 0..<f { let v = g[c]; y[c] = v / (1 + exp(-v)) * u[c] }
+                    } else {
+                        gelu(g, count: f)
+                        for c in 0..<f { y[c] = g[c] * u[c] }
+                    }
+                }
+            }
+        }
+        context.measure(.feedForwardOut) { down(gated, m: m, into: out, context) }
+    }
+}
+
+/// Rotary position embedding (transformers' RotaryEmbedding and apply_rotary_pos_emb, the
+/// rotate_half layout): channel i of a head and channel i + d/2 turn by the angle
+/// position · θ^(−2i/d). cos and sin are tabulated at load for every position, in float32 as
+/// transformers computes them (the angle is rounded to float32 before its cosine, which matters
+/// at thousands of tokens).
+final class RotaryEmbedding: @unchecked Sendable {
+    let half: Int
+    let positions: Int
+    private let cosines: UnsafeMutablePointer<Float>
+    private let sines: UnsafeMutablePointer<Float>
+
+    init(theta: Double, headDim: Int, positions: Int) {
+        half = headDim / 2
+        self.positions = positions
+        cosines = .allocate(capacity: positions * half)
+        sines = .allocate(capacity: positions * half)
+        let base = Float(theta)
+        let inverseFrequencies = (0..<half).map { i -> Float in
+            let exponent = Float(2 * i) / Float(headDim)
+            return 1 / Float(pow(Double(base), Double(exponent)))
+        }
+        for p in 0..<positions {
+            for i in 0..<half {
+                let angle = Float(p) * inverseFrequencies[i]
+                cosines[p * half + i] = Float(cos(Double(angle)))
+                sines[p * half + i] = Float(sin(Double(angle)))
+            }
+        }
+    }
+    deinit { cosines.deallocate(); sines.deallocate() }
+
+    /// Rotates `heads` consecutive heads of each token in place (Q's and K's: they are adjacent
+    /// in the fused projection), rows `ld` apart; a token's position counts from its sequence's start.
+    func rotate(_ x: UnsafeMutablePointer<Float>, ld: Int, heads: Int, headDim: Int, sequences: PackedSequences, threads: Int) {
+        let half = half, cosines = cosines, sines = sines
+        var positionOf = [Int](repeating: 0, count: sequences.tokenCount)
+        for (s, start) in sequences.starts.enumerated() { for p in 0..<sequences.lengths[s] { positionOf[start + p] = p } }
+        positionOf.withUnsafeBufferPointer { positionOf in
+            parallelRows(sequences.tokenCount, columns: heads * headDim, threads: threads) { rows in
+                for t in rows {
+                    let (c, s) = (cosines + positionOf[t] * half, sines + positionOf[t] * half)
+                    for head in 0..<heads {
+                        let a = x + t * ld + head * headDim, b = a + half
+                        for i in 0..<half {
+                            let (x1, x2) = (a[i], b[i])
+                            a[i] = x1 * c[i] - x2 * s[i]
+                            b[i] = x2 * c[i] + x1 * s[i]
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
