@@ -38,7 +38,7 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
         let (config, weights) = (opened.config, opened.weights)
         guard config.mobileBert == nil, config.rotary == nil else {
-            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.architecture?.rawValue ?? "non-BERT") model: load it with loadModel or loadEncoder")
+            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.mobileBert != nil ? "MobileBERT" : config.architecture?.displayName ?? "non-BERT") model: load it with loadModel or loadEncoder")
         }
         let root = WeightScope(weights, precision: precision)
         embeddings = try BertEmbeddings(root, config)

@@ -32,6 +32,21 @@ public enum Architecture: String, Codable, Sendable {
     /// NomicBERT (SwiGLU, no biases), GTE (GeGLU) and ModernBERT (pre-LN, GeGLU, alternating
     /// global and sliding-window layers, no biases).
     case nomicBERT = "nomic_bert", gte, modernBERT = "modernbert"
+
+    /// The family's name as its authors write it.
+    public var displayName: String {
+        switch self {
+        case .bert: "BERT"
+        case .distilBERT: "DistilBERT"
+        case .mobileBERT: "MobileBERT"
+        case .roberta: "RoBERTa"
+        case .xlmRoberta: "XLM-RoBERTa"
+        case .mpnet: "MPNet"
+        case .nomicBERT: "NomicBERT"
+        case .gte: "GTE"
+        case .modernBERT: "ModernBERT"
+        }
+    }
 }
 
 /// A classification layer on top of the encoder, as transformers' *For*Classification classes.
