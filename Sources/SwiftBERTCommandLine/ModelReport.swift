@@ -94,7 +94,7 @@ package struct ModelReport: Sendable {
             ("attention heads", "\(config.numAttentionHeads) (head size \(config.headDim))"),
             ("intermediate size", "\(config.intermediateSize)"),
             ("vocabulary", "\(config.vocabSize) tokens"),
-            ("max tokens", "\(config.maxSequenceLength) (position table \(config.maxPositionEmbeddings))"),
+            ("max tokens", "\(config.maxSequenceLength) (\(config.rotary != nil ? "rotary positions to" : "position table") \(config.maxPositionEmbeddings))"),
             ("parameters", "\(parameters.formatted(separator: ",")) (\(millions) M)"),
             ("pooling", config.sentence.pooling.rawValue),
             ("precisions", missing.isEmpty ? available : "\(available) (\(missing.joined(separator: "; ")))"),

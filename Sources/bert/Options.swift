@@ -32,6 +32,11 @@ struct EngineOptions: ParsableArguments {
 }
 
 /// Sentence-embedding settings shared by embed, similarity and search.
+/// TEI's truncation_direction, spelt as a command-line value.
+enum TruncationDirection: String, ExpressibleByArgument, CaseIterable {
+    case right, left
+}
+
 struct EmbeddingOptions: ParsableArguments {
     @Option(help: "Pooling of token vectors: cls, mean, max, mean_sqrt_len_tokens, weightedmean or lasttoken (default: the model's own).")
     var pooling: Pooling?
@@ -48,6 +53,12 @@ struct EmbeddingOptions: ParsableArguments {
     @Option(help: "Inputs per forward pass.")
     var batchSize = 32
 
+    @Flag(inversion: .prefixedNo, help: "Cut inputs longer than the limit (--no-truncate: refuse them, as TEI's truncate=false).")
+    var truncate = true
+
+    @Option(help: ArgumentHelp("Which end of a long input is cut: right (its end, the default) or left (its start), as TEI's truncation_direction.", valueName: "right|left"))
+    var truncationDirection: TruncationDirection = .right
+
     func validate() throws {
         if let maxLength, maxLength < 2 { throw ValidationError("--max-length must be at least 2 ([CLS] and [SEP])") }
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
@@ -56,7 +67,7 @@ struct EmbeddingOptions: ParsableArguments {
     /// `normalize` nil: as the model says (its Normalize module).
     func options(normalize: Bool? = nil) -> SentenceEmbedder.Options {
         SentenceEmbedder.Options(pooling: pooling, normalize: normalize, maxLength: maxLength, batchSize: batchSize,
-                                 promptName: promptName, prompt: prompt)
+                                 promptName: promptName, prompt: prompt, truncates: truncate, truncatesLeft: truncationDirection == .left)
     }
 }
 
@@ -215,6 +226,12 @@ extension ProgressBar {
 struct BatchSizeOption: ParsableArguments {
     @Option(help: "Inputs per forward pass.")
     var batchSize = 32
+
+    @Flag(inversion: .prefixedNo, help: "Cut inputs longer than the limit (--no-truncate: refuse them, as TEI's truncate=false).")
+    var truncate = true
+
+    @Option(help: ArgumentHelp("Which end of a long input is cut: right (its end, the default) or left (its start), as TEI's truncation_direction.", valueName: "right|left"))
+    var truncationDirection: TruncationDirection = .right
 
     func validate() throws {
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }

@@ -416,3 +416,27 @@ final class CLIFailureTests: CLITestCase {
         assertFailure(try bert("no-such-command"), status: 64, mentions: ["no-such-command"])
     }
 }
+
+/// TEI's truncation semantics on the command line: --truncation-direction and --no-truncate.
+final class CLITruncationTests: CLITestCase {
+    // Every word is one token of MiniLM's vocabulary, so [CLS] + the last five + [SEP] is 7 tokens.
+    let tail = "cat sat on the mat"
+    var long: String { String(repeating: "the ", count: 50) + tail }
+
+    func testLeftTruncationKeepsTheEnd() throws {
+        let left = try bert("embed", "--max-length", "7", "--truncation-direction", "left", long)
+        XCTAssertEqual(left.status, 0, left.stderr)
+        XCTAssertTrue(left.stderr.contains("1 of 1 inputs were longer than 7 tokens"), left.stderr)
+        assertClose(try parseJSONLines(left.stdout), try libraryVectors([tail]))
+        let right = try bert("embed", "--max-length", "7", long)
+        XCTAssertEqual(right.status, 0, right.stderr)
+        assertClose(try parseJSONLines(right.stdout), try libraryVectors(["the the the the the"]))
+    }
+
+    func testNoTruncateRefusesALongInput() throws {
+        assertFailure(try bert("embed", "--max-length", "7", "--no-truncate", long), status: 65, mentions: ["longer than 7 tokens"])
+        let short = try bert("embed", "--max-length", "7", "--no-truncate", tail)
+        XCTAssertEqual(short.status, 0, short.stderr)
+        assertClose(try parseJSONLines(short.stdout), try libraryVectors([tail]))
+    }
+}

@@ -22,10 +22,15 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         public var promptName: String?
         /// A prompt given as text; wins over `promptName`. "" means no prompt, not even the default one.
         public var prompt: String?
+        /// TEI's `truncate`: false refuses a text longer than the limit (a typed error naming
+        /// it) instead of cutting it.
+        public var truncates: Bool
+        /// TEI's `truncation_direction` "Left": a long text loses its start, not its end.
+        public var truncatesLeft: Bool
         public init(pooling: Pooling? = nil, normalize: Bool? = nil, maxLength: Int? = nil, batchSize: Int = 32,
-                    promptName: String? = nil, prompt: String? = nil) {
+                    promptName: String? = nil, prompt: String? = nil, truncates: Bool = true, truncatesLeft: Bool = false) {
             self.pooling = pooling; self.normalize = normalize; self.maxLength = maxLength; self.batchSize = batchSize
-            self.promptName = promptName; self.prompt = prompt
+            self.promptName = promptName; self.prompt = prompt; self.truncates = truncates; self.truncatesLeft = truncatesLeft
         }
     }
 
@@ -73,7 +78,10 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         // sentence-transformers puts the prompt before the text, then tokenizes and truncates
         // the whole; the prompt's length counts [CLS] and its tokens (not [SEP]).
         let promptLength = self.promptLength(prompt, maxLength: limit)
-        let encodings = texts.map { tokenizer.encode((prompt ?? "") + $0, maxLength: limit) }
+        let encodings = texts.map { tokenizer.encode((prompt ?? "") + $0, maxLength: limit, truncatesLeft: options.truncatesLeft) }
+        if !options.truncates, let long = encodings.firstIndex(where: \.wasTruncated) {
+            throw BertError.invalidInput(reason: "input \(long) is longer than \(limit) tokens, the limit; shorten it or allow truncation")
+        }
         var vectors = [[Float]](repeating: [], count: texts.count)
         // Similar lengths together keep each pass's attention work balanced across threads.
         let order = encodings.indices.sorted { encodings[$0].ids.count < encodings[$1].ids.count }
