@@ -241,26 +241,54 @@ public final class BertTokenizer: @unchecked Sendable {
     private func tokens(of text: String) -> TokenSink { tokens(of: text, matching: allAddedTokens) }
 
     /// Stops once `limit` tokens are made (their order and values as without a limit). With a
-    /// limit, a text that chunks safely is normalised and split `chunkLength` scalars at a time,
-    /// each chunk ending before a space between ASCII letters or digits.
+    /// limit, a text that chunks safely is read, normalised and split `chunkLength` scalars at
+    /// a time, each chunk ending before a space between ASCII letters or digits, so a huge text
+    /// costs only the chunks before the truncation point.
     private func tokens(of text: String, matching added: AddedTokenMatchers, limit: Int = .max,
                         chunkLength: Int = 1 << 13) -> TokenSink {
+        let chunks = limit < .max && chunksSafely
+        // The text's scalars, converted as far as tokenising has got (all at once without chunks).
         var input: [UInt32] = []
-        input.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars { input.append(scalar.value) }
-        var sink = TokenSink(tokenStrings: tokenStrings, capacity: min(input.count / 3 + 4, limit))
+        var rest = text.unicodeScalars.makeIterator()
+        var complete = false
+        func fill(to count: Int) {
+            while !complete && input.count < count {
+                if let scalar = rest.next() { input.append(scalar.value) } else { complete = true }
+            }
+        }
+        func plain(_ value: UInt32) -> Bool {
+            (0x30...0x39).contains(value) || (0x41...0x5A).contains(value) || (0x61...0x7A).contains(value)
+        }
+        /// The first space at or after `start + chunkLength` with an ASCII letter or digit on
+        /// both sides (the end of the text when there is none).
+        func chunkEnd(from start: Int) -> Int {
+            var i = max(start + chunkLength, start + 1)
+            while true {
+                fill(to: i + 2)
+                guard i + 1 < input.count else { return input.count }
+                if input[i] == 0x20 && plain(input[i - 1]) && plain(input[i + 1]) { return i }
+                i += 1
+            }
+        }
+        if !chunks {
+            input.reserveCapacity(text.utf8.count)
+            fill(to: .max)
+        }
+        var sink = TokenSink(tokenStrings: tokenStrings, capacity: min(text.utf8.count / 3 + 4, limit))
         var normalized = NormalizedText()
         var scratch = NormalizerScratch()
         var pieces: [TextPiece] = []
         var subPieces: [TextPiece] = []
         var wordScratch = PreTokenizerScratch()
-        let chunks = limit < .max && chunksSafely
-        input.withUnsafeBufferPointer { input in
-            var segmentStart = 0
-            // The last piece of the previous chunk was text running into this chunk.
-            var continuesText = false
-            while segmentStart < input.count && sink.count < limit {
-                let segmentEnd = chunks ? Self.chunkEnd(input, from: segmentStart, length: chunkLength) : input.count
+        var segmentStart = 0
+        // The last piece of the previous chunk was text running into this chunk.
+        var continuesText = false
+        while sink.count < limit {
+            fill(to: segmentStart + 1)
+            guard segmentStart < input.count else { break }
+            let segmentEnd = chunks ? chunkEnd(from: segmentStart) : input.count
+            let endsText = complete && segmentEnd == input.count
+            input.withUnsafeBufferPointer { input in
                 pieces.removeAll(keepingCapacity: true)
                 added.raw.split(input, segmentStart..<segmentEnd, into: &pieces)
                 for piece in pieces where sink.count < limit {
@@ -277,32 +305,18 @@ public final class BertTokenizer: @unchecked Sendable {
                             // A piece cut by a chunk is stripped and prepended only at its true ends.
                             let edges = NormalizerStep.PieceEdges(
                                 start: !(continuesText && piece.range.lowerBound == segmentStart),
-                                end: piece.range.upperBound != segmentEnd || segmentEnd == input.count)
+                                end: piece.range.upperBound != segmentEnd || endsText)
                             for step in steps { step.apply(&normalized, pieceStart: piece.range.lowerBound, edges: edges) }
                         }
                     }
                     appendTokens(of: normalized, matching: added.normalized, into: &sink, subPieces: &subPieces,
                                  words: &wordScratch, limit: limit)
                 }
-                continuesText = pieces.last.map { $0.addedTokenId == nil && $0.range.upperBound == segmentEnd } ?? false
-                segmentStart = segmentEnd
             }
+            continuesText = pieces.last.map { $0.addedTokenId == nil && $0.range.upperBound == segmentEnd } ?? false
+            segmentStart = segmentEnd
         }
         return sink
-    }
-
-    /// Where a chunk starting at `start` ends: at the first space at or after `start + length`
-    /// with an ASCII letter or digit on both sides (the whole rest when there is none).
-    private static func chunkEnd(_ input: UnsafeBufferPointer<UInt32>, from start: Int, length: Int) -> Int {
-        func plain(_ value: UInt32) -> Bool {
-            (0x30...0x39).contains(value) || (0x41...0x5A).contains(value) || (0x61...0x7A).contains(value)
-        }
-        var i = max(start + length, start + 1)
-        while i + 1 < input.count {
-            if input[i] == 0x20 && plain(input[i - 1]) && plain(input[i + 1]) { return i }
-            i += 1
-        }
-        return input.count
     }
 
     /// Normalized added tokens, then words, then word pieces.
