@@ -388,9 +388,9 @@ extension TokenizerConfiguration {
                     stripAccents: json["strip_accents"]?.bool ?? lowercase,
                     lowercase: lowercase)))
             case "NFC", "NFKC", "NFKD", "ByteLevel":
-                throw fail("normalizer \(printable(whole)) is not supported: SwiftBERT does not implement \(json.typeName ?? "") with HF's alignments (it does BertNormalizer, Precompiled, NFD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence); use a tokenizer.json whose normalizer is one of those")
+                throw fail("normalizer \(printable(whole)) is not supported: SwiftBERT does not implement \(json.typeName ?? "") with HF's alignments (it does BertNormalizer, Precompiled, NFD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
             case let other?:
-                throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, NFD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence; use a tokenizer.json whose normalizer is one of those")
+                throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, NFD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
             }
         }
         try add(json)
