@@ -174,6 +174,30 @@ final class TokenizerTypesTests: XCTestCase {
         XCTAssertEqual(tokenizer.tokenize("Hello  world").first?.hasPrefix("▁"), true)
     }
 
+    /// HF's Whitespace (Oniguruma's \\w and \\s), Punctuation and Digits on every code point.
+    func testScalarClassesOnEveryCodePoint() throws {
+        struct Classes: Decodable {
+            let whitespace_word, whitespace_space, punctuation, numeric: [[UInt32]]
+        }
+        let classes = try JSONDecoder().decode(Classes.self, from: Data(contentsOf: Self.fixtures("tokenizer-types/unicode-classes.json")))
+        func set(_ ranges: [[UInt32]]) -> Set<UInt32> { Set(ranges.flatMap { $0[0]...$0[1] }) }
+        let word = set(classes.whitespace_word), space = set(classes.whitespace_space)
+        let punctuation = set(classes.punctuation), numeric = set(classes.numeric)
+        var differences: [String: [String]] = [:]
+        func hex(_ value: UInt32) -> String { "U+" + String(value, radix: 16, uppercase: true) }
+        for value in UInt32(0)...0x10FFFF where !(0xD800...0xDFFF).contains(value) {
+            let expected: PreTokenizer.WordClass = word.contains(value) ? .word : space.contains(value) ? .space : .other
+            if PreTokenizer.WordClass(value) != expected { differences["Whitespace", default: []].append(hex(value)) }
+            if PatternSplit.ScalarTest.punctuation.matches(value) != punctuation.contains(value) {
+                differences["Punctuation", default: []].append(hex(value))
+            }
+            if PatternSplit.ScalarTest.numeric.matches(value) != numeric.contains(value) {
+                differences["Digits", default: []].append(hex(value))
+            }
+        }
+        XCTAssertEqual(differences.count, 0, differences.map { "\($0.key): \($0.value.count) code points differ from HF, first \($0.value.prefix(12))" }.joined(separator: "\n"))
+    }
+
     func testUnsupportedTypesAreNamed() throws {
         func load(_ sections: String) -> String {
             let json = #"{"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3}}, "#

@@ -98,9 +98,13 @@ indirect enum PreTokenizer: Sendable {
                 return
             }
             if UnicodeData.traits(value).contains(.whitespace) { self = .space; return }
-            guard let scalar = Unicode.Scalar(value) else { self = .other; return }
-            // Onig's \w: Alphabetic, marks, decimal digits, connector punctuation.
-            if scalar.properties.isAlphabetic { self = .word; return }
+            // Onig's tables (tokenizers 0.23.3) are Unicode 16.0: later characters are unassigned to it.
+            guard let scalar = Unicode.Scalar(value), let age = scalar.properties.age, age.major <= 16 else {
+                self = .other
+                return
+            }
+            // Onig's \w: Alphabetic, marks, decimal digits, connector punctuation, Join_Control.
+            if scalar.properties.isAlphabetic || scalar.properties.isJoinControl { self = .word; return }
             switch scalar.properties.generalCategory {
             case .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber, .connectorPunctuation: self = .word
             default: self = .other
