@@ -156,11 +156,11 @@ final class MultilingualTokenizerTests: XCTestCase {
     func testUnsupportedStagesAreTypedErrors() throws {
         let base = Self.url("roberta-bpe/tokenizer.json")
         let cases: [(String, String, String)] = [
-            ("pre_tokenizer", #"{"type":"Whitespace"}"#, "pre-tokenizer"),
+            ("pre_tokenizer", #"{"type":"UnicodeScripts"}"#, "pre-tokenizer"),
             ("normalizer", #"{"type":"NFKC"}"#, "NFKC"),
             ("normalizer", #"{"type":"Replace","pattern":{"Regex":"\\s+"},"content":" "}"#, "Replace"),
-            ("post_processor", #"{"type":"Sequence","processors":[]}"#, "post-processor"),
-            ("decoder", #"{"type":"CTC"}"#, "decoder"),
+            ("post_processor", #"{"type":"Sequence","processors":[{"type":"BertProcessing","sep":["</s>",2],"cls":["<s>",0]},{"type":"BertProcessing","sep":["</s>",2],"cls":["<s>",0]}]}"#, "post-processor"),
+            ("decoder", #"{"type":"Replace","pattern":{"Regex":"a+"},"content":""}"#, "decoder"),
             ("model_fields", #"{"dropout":0.1}"#, "dropout"),
             ("model_fields", #"{"continuing_subword_prefix":"@@"}"#, "continuing_subword_prefix"),
             ("model_fields", #"{"type":"WordLevel"}"#, "WordLevel"),

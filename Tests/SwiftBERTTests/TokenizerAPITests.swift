@@ -74,11 +74,11 @@ final class TokenizerAPITests: XCTestCase {
             (["model": .object(["type": .string("WordLevel"), "vocab": .object([:]), "unk_token": .string("[UNK]")])], "WordLevel"),
             (["model": .object(["vocab": .object([:]), "merges": .array([])])], "BPE"),
             (["normalizer": .object(["type": .string("Sequence"), "normalizers": .array([
-                .object(["type": .string("NFD")]), .object(["type": .string("Lowercase")])])])], "Sequence[NFD, Lowercase]"),
+                .object(["type": .string("NFKD")]), .object(["type": .string("Lowercase")])])])], "Sequence[NFKD, Lowercase]"),
             (["normalizer": .object(["type": .string("NFKC")])], "NFKC"),
-            (["pre_tokenizer": .object(["type": .string("Whitespace")])], "Whitespace"),
+            (["pre_tokenizer": .object(["type": .string("UnicodeScripts")])], "UnicodeScripts"),
             (["post_processor": .object(["type": .string("RobertaProcessing")])], "RobertaProcessing"),
-            (["decoder": .object(["type": .string("CTC")])], "CTC"),
+            (["decoder": .object(["type": .string("Replace"), "pattern": .object(["Regex": .string("a+")]), "content": .string("")])], "Replace"),
         ]
         let base = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf:
             TokenizerFixtures.modelFolder("all-MiniLM-L6-v2").appendingPathComponent("tokenizer.json")))

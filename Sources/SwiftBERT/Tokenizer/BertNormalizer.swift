@@ -1,7 +1,7 @@
 /// Where a normalized scalar came from: a range of code points in the original text.
 /// HF keeps one such range per normalized byte; every step maps one original scalar to
-/// zero or more output scalars, so a range is always one code point, or empty for a
-/// space inserted at the very start of a segment.
+/// zero or more output scalars, so a range is always one code point (empty only where a
+/// normalizer step inserts before the first scalar of an empty piece).
 struct SourceSpan: Equatable {
     var start: Int
     var end: Int
@@ -32,6 +32,8 @@ struct BertNormalizer: Sendable {
     var handleChineseChars = true
     var stripAccents = true
     var lowercase = true
+    /// NFD alone (the NFD normalizer): strip_accents' decomposition, its nonspacing marks kept.
+    var keepsMarks = false
 
     /// Normalizes `input[range]`; spans are indices into `input`.
     func normalize(_ input: UnsafeBufferPointer<UInt32>, _ range: Range<Int>,
@@ -62,7 +64,6 @@ struct BertNormalizer: Sendable {
             }
         }
         if lowercase, scalar >= 0x41, scalar <= 0x5A { scalar += 0x20 }
-        state.previousSpan = span
         state.lastConsumed = span
         out.append(scalar, span)
     }
@@ -71,16 +72,12 @@ struct BertNormalizer: Sendable {
     private struct Pass {
         let normalizer: BertNormalizer
         var buffers = NormalizerScratch()
-        /// Span of the previous scalar that survived clean_text: HF gives it to the space
-        /// inserted before a CJK ideograph. Empty at the segment start.
-        var previousSpan: SourceSpan
         /// NFD: span of the last consumed input scalar (continuations share it).
         var lastConsumed: SourceSpan
 
         init(normalizer: BertNormalizer, segmentStart: Int) {
             self.normalizer = normalizer
-            previousSpan = SourceSpan(start: segmentStart, end: segmentStart)
-            lastConsumed = previousSpan
+            lastConsumed = SourceSpan(start: segmentStart, end: segmentStart)
         }
 
         /// clean_text, then handle_chinese_chars.
@@ -92,13 +89,14 @@ struct BertNormalizer: Sendable {
                 if traits.contains(.cleanWhitespace) { scalar = 0x20 }
             }
             if normalizer.handleChineseChars && traits.contains(.chinese) {
-                decompose(0x20, previousSpan, out: &out)
+                // HF's transform: both spaces take the ideograph's span (seen once a
+                // pre-tokenizer keeps spaces, e.g. Split or Metaspace after BertNormalizer).
+                decompose(0x20, span, out: &out)
                 decompose(scalar, span, out: &out)
                 decompose(0x20, span, out: &out)
             } else {
                 decompose(scalar, span, out: &out)
             }
-            previousSpan = span
         }
 
         /// strip_accents' NFD with HF's alignment rules: an output scalar tagged "change 0"
@@ -164,7 +162,7 @@ struct BertNormalizer: Sendable {
                     buffers.pendingSpanHead = 0
                 }
             }
-            if scalar >= 0x80 && UnicodeData.traits(scalar).contains(.nonspacingMark) { return }
+            if scalar >= 0x80 && !normalizer.keepsMarks && UnicodeData.traits(scalar).contains(.nonspacingMark) { return }
             lower(scalar, lastConsumed, &out)
         }
 

@@ -38,6 +38,9 @@ public final class BertTokenizer: @unchecked Sendable {
     private let padTypeId: Int32
     private let padToken: String
     private let padsLeft: Bool
+    /// A long text may be tokenised a chunk at a time, cut before plain spaces, when it has to
+    /// stop at a truncation point: every stage gives the same tokens on the chunks as on the whole.
+    private let chunksSafely: Bool
 
     // MARK: - Loading
 
@@ -140,6 +143,15 @@ public final class BertTokenizer: @unchecked Sendable {
         padTypeId = c.padTypeId
         padToken = c.padToken ?? (padId >= 0 && Int(padId) < strings.count ? strings[Int(padId)] : "[PAD]")
         padsLeft = c.padsLeft
+        chunksSafely = c.preTokenizer.splitsAtPlainSpace
+            && (c.normalizer.map { normalizer in
+                guard case let .steps(steps) = normalizer else { return true }
+                return steps.allSatisfy(\.isChunkSafe)
+            } ?? true)
+            && c.addedTokens.allSatisfy { token in
+                !token.rstrip && !token.content.unicodeScalars.contains(" ")
+                    && !(token.normalized && Self.normalize(token.content, with: c.normalizer).contains(0x20))
+            }
         UnicodeData.prepare()
     }
 
@@ -152,13 +164,26 @@ public final class BertTokenizer: @unchecked Sendable {
     /// `truncatesLeft` keeps the end of the text instead of its start (nil: as tokenizer.json says).
     public func encode(_ text: String, pair: String? = nil, maxLength: Int? = nil, addSpecialTokens: Bool = true,
                        truncatesLeft: Bool? = nil) -> Encoding {
-        var first = tokens(of: text)
+        encode(text, pair: pair, maxLength: maxLength, addSpecialTokens: addSpecialTokens, truncatesLeft: truncatesLeft,
+               stopsEarly: true)
+    }
+
+    /// `stopsEarly`: one text cut on the right stops tokenising one token past what fits, so a
+    /// huge text costs what its kept start costs; the result is the same as without (tests compare).
+    func encode(_ text: String, pair: String? = nil, maxLength: Int? = nil, addSpecialTokens: Bool = true,
+                truncatesLeft: Bool? = nil, stopsEarly: Bool, chunkLength: Int = 1 << 13) -> Encoding {
+        let specials = addSpecialTokens ? template.specialTokenCount(isPair: pair != nil) : 0
+        let fromLeft = truncatesLeft ?? truncatesFromLeft
+        var limit = Int.max
+        if stopsEarly, pair == nil, !fromLeft, let maxLength, maxLength >= specials {
+            limit = maxLength - specials + 1  // one more than fits: enough to know it was truncated
+        }
+        var first = tokens(of: text, matching: allAddedTokens, limit: limit, chunkLength: chunkLength)
         var second = pair.map(tokens(of:))
         var truncated = false
-        let specials = addSpecialTokens ? template.specialTokenCount(isPair: pair != nil) : 0
         // As HF: a maxLength with no room for the special tokens truncates nothing.
         if let maxLength, maxLength >= specials {
-            truncated = truncateLongestFirst(&first, &second, maxLength: maxLength - specials, fromLeft: truncatesLeft ?? truncatesFromLeft)
+            truncated = truncateLongestFirst(&first, &second, maxLength: maxLength - specials, fromLeft: fromLeft)
         }
         if let trim = trimsByteLevelOffsets {
             trimByteLevelOffsets(&first, addPrefixSpace: trim.addPrefixSpace)
@@ -215,51 +240,99 @@ public final class BertTokenizer: @unchecked Sendable {
     /// Added tokens, then normalizer, pre-tokenizer and WordPiece: HF's pipeline for one text.
     private func tokens(of text: String) -> TokenSink { tokens(of: text, matching: allAddedTokens) }
 
-    private func tokens(of text: String, matching added: AddedTokenMatchers) -> TokenSink {
+    /// Stops once `limit` tokens are made (their order and values as without a limit). With a
+    /// limit, a text that chunks safely is read, normalised and split `chunkLength` scalars at
+    /// a time, each chunk ending before a space between ASCII letters or digits, so a huge text
+    /// costs only the chunks before the truncation point.
+    private func tokens(of text: String, matching added: AddedTokenMatchers, limit: Int = .max,
+                        chunkLength: Int = 1 << 13) -> TokenSink {
+        let chunks = limit < .max && chunksSafely
+        // The text's scalars, converted as far as tokenising has got (all at once without chunks).
         var input: [UInt32] = []
-        input.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars { input.append(scalar.value) }
-        var sink = TokenSink(tokenStrings: tokenStrings, capacity: input.count / 3 + 4)
+        var rest = text.unicodeScalars.makeIterator()
+        var complete = false
+        func fill(to count: Int) {
+            while !complete && input.count < count {
+                if let scalar = rest.next() { input.append(scalar.value) } else { complete = true }
+            }
+        }
+        func plain(_ value: UInt32) -> Bool {
+            (0x30...0x39).contains(value) || (0x41...0x5A).contains(value) || (0x61...0x7A).contains(value)
+        }
+        /// The first space at or after `start + chunkLength` with an ASCII letter or digit on
+        /// both sides (the end of the text when there is none).
+        func chunkEnd(from start: Int) -> Int {
+            var i = max(start + chunkLength, start + 1)
+            while true {
+                fill(to: i + 2)
+                guard i + 1 < input.count else { return input.count }
+                if input[i] == 0x20 && plain(input[i - 1]) && plain(input[i + 1]) { return i }
+                i += 1
+            }
+        }
+        if !chunks {
+            input.reserveCapacity(text.utf8.count)
+            fill(to: .max)
+        }
+        var sink = TokenSink(tokenStrings: tokenStrings, capacity: min(text.utf8.count / 3 + 4, limit))
         var normalized = NormalizedText()
         var scratch = NormalizerScratch()
         var pieces: [TextPiece] = []
         var subPieces: [TextPiece] = []
         var wordScratch = PreTokenizerScratch()
-        input.withUnsafeBufferPointer { input in
-            added.raw.split(input, 0..<input.count, into: &pieces)
-            for piece in pieces {
-                if let id = piece.addedTokenId {
-                    sink.append(id, token: Self.string(input, piece.range), piece.range)
-                    continue
-                }
-                normalized.removeAll()
-                if case let .bert(bert)? = normalizer {
-                    bert.normalize(input, piece.range, into: &normalized, scratch: &scratch)
-                } else {
-                    for i in piece.range { normalized.append(input[i], SourceSpan(start: i, end: i + 1)) }
-                    if case let .steps(steps)? = normalizer {
-                        for step in steps { step.apply(&normalized, pieceStart: piece.range.lowerBound) }
+        var segmentStart = 0
+        // The last piece of the previous chunk was text running into this chunk.
+        var continuesText = false
+        while sink.count < limit {
+            fill(to: segmentStart + 1)
+            guard segmentStart < input.count else { break }
+            let segmentEnd = chunks ? chunkEnd(from: segmentStart) : input.count
+            let endsText = complete && segmentEnd == input.count
+            input.withUnsafeBufferPointer { input in
+                pieces.removeAll(keepingCapacity: true)
+                added.raw.split(input, segmentStart..<segmentEnd, into: &pieces)
+                for piece in pieces where sink.count < limit {
+                    if let id = piece.addedTokenId {
+                        sink.append(id, token: Self.string(input, piece.range), piece.range)
+                        continue
                     }
+                    normalized.removeAll()
+                    if case let .bert(bert)? = normalizer {
+                        bert.normalize(input, piece.range, into: &normalized, scratch: &scratch)
+                    } else {
+                        for i in piece.range { normalized.append(input[i], SourceSpan(start: i, end: i + 1)) }
+                        if case let .steps(steps)? = normalizer {
+                            // A piece cut by a chunk is stripped and prepended only at its true ends.
+                            let edges = NormalizerStep.PieceEdges(
+                                start: !(continuesText && piece.range.lowerBound == segmentStart),
+                                end: piece.range.upperBound != segmentEnd || endsText)
+                            for step in steps { step.apply(&normalized, pieceStart: piece.range.lowerBound, edges: edges) }
+                        }
+                    }
+                    appendTokens(of: normalized, matching: added.normalized, into: &sink, subPieces: &subPieces,
+                                 words: &wordScratch, limit: limit)
                 }
-                appendTokens(of: normalized, matching: added.normalized, into: &sink, subPieces: &subPieces, words: &wordScratch)
             }
+            continuesText = pieces.last.map { $0.addedTokenId == nil && $0.range.upperBound == segmentEnd } ?? false
+            segmentStart = segmentEnd
         }
         return sink
     }
 
     /// Normalized added tokens, then words, then word pieces.
     private func appendTokens(of text: NormalizedText, matching normalizedMatcher: AddedTokenMatcher, into sink: inout TokenSink,
-                              subPieces: inout [TextPiece], words: inout PreTokenizerScratch) {
+                              subPieces: inout [TextPiece], words: inout PreTokenizerScratch, limit: Int = .max) {
         text.scalars.withUnsafeBufferPointer { scalars in
             subPieces.removeAll(keepingCapacity: true)
             normalizedMatcher.split(scalars, 0..<scalars.count, into: &subPieces)
             for piece in subPieces {
+                guard sink.count < limit else { return }
                 if let id = piece.addedTokenId {
                     let span = text.spans[piece.range.lowerBound].start..<text.spans[piece.range.upperBound - 1].end
                     sink.append(id, token: Self.string(scalars, piece.range), span)
                 } else {
                     preTokenizer.forEachWord(text, piece.range, scratch: &words) { wordText, word in
-                        model.tokenize(wordText, word, into: &sink)
+                        if sink.count < limit { model.tokenize(wordText, word, into: &sink) }
                     }
                 }
             }

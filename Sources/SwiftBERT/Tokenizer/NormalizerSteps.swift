@@ -14,16 +14,29 @@ enum NormalizerStep: Sendable {
     case replace(ReplacePattern, content: [UInt32])
     case lowercase
     case prepend([UInt32])
+    /// Canonical decomposition with HF's alignments (BertNormalizer's, marks kept).
+    case nfd
+    /// HF's StripAccents: drops every combining mark (Mn, Mc, Me), without decomposing.
+    case stripAccents
+    /// BertNormalizer inside a Sequence.
+    case bert(BertNormalizer)
+
+    /// Whether the piece given to `apply` starts and ends where HF's piece does (false where a
+    /// long text was cut into chunks): Strip and Prepend act only at true ends.
+    struct PieceEdges {
+        var start = true
+        var end = true
+    }
 
     /// Applies the step to `text` (one piece of the input, starting at original offset `pieceStart`).
-    func apply(_ text: inout NormalizedText, pieceStart: Int) {
+    func apply(_ text: inout NormalizedText, pieceStart: Int, edges: PieceEdges = PieceEdges()) {
         switch self {
         case let .precompiled(charsmap):
             charsmap.normalize(&text, pieceStart: pieceStart)
         case let .strip(left, right):
             var start = 0, end = text.scalars.count
-            if left { while start < end && Self.isWhitespace(text.scalars[start]) { start += 1 } }
-            if right { while end > start && Self.isWhitespace(text.scalars[end - 1]) { end -= 1 } }
+            if left && edges.start { while start < end && Self.isWhitespace(text.scalars[start]) { start += 1 } }
+            if right && edges.end { while end > start && Self.isWhitespace(text.scalars[end - 1]) { end -= 1 } }
             if start > 0 || end < text.scalars.count {
                 text.scalars = Array(text.scalars[start..<end])
                 text.spans = Array(text.spans[start..<end])
@@ -59,9 +72,64 @@ enum NormalizerStep: Sendable {
             text.transform(changes, initialOffset: 0, pieceStart: pieceStart)
         case let .prepend(prefix):
             // HF prepends only to a non-empty string; the prefix takes the first char's alignment.
-            guard let first = text.spans.first, !prefix.isEmpty else { return }
+            guard edges.start, let first = text.spans.first, !prefix.isEmpty else { return }
             text.scalars.insert(contentsOf: prefix, at: 0)
             text.spans.insert(contentsOf: repeatElement(first, count: prefix.count), at: 0)
+        case .nfd:
+            guard text.scalars.contains(where: { $0 >= 0x80 }) else { return }
+            Self.bert(BertNormalizer(cleanText: false, handleChineseChars: false, stripAccents: true,
+                                     lowercase: false, keepsMarks: true), &text, pieceStart: pieceStart)
+        case let .bert(normalizer):
+            Self.bert(normalizer, &text, pieceStart: pieceStart)
+        case .stripAccents:
+            var kept = 0
+            for i in text.scalars.indices where !Self.isCombiningMark(text.scalars[i]) {
+                text.scalars[kept] = text.scalars[i]
+                text.spans[kept] = text.spans[i]
+                kept += 1
+            }
+            text.scalars.removeLast(text.scalars.count - kept)
+            text.spans.removeLast(text.spans.count - kept)
+        }
+    }
+
+    /// Runs BertNormalizer's pass over `text`, whose spans it keeps.
+    private static func bert(_ normalizer: BertNormalizer, _ text: inout NormalizedText, pieceStart: Int) {
+        var out = NormalizedText()
+        var scratch = NormalizerScratch()
+        text.scalars.withUnsafeBufferPointer { normalizer.normalize($0, 0..<$0.count, into: &out, scratch: &scratch) }
+        // Its spans are indices into `text`: back to the original's.
+        let empty = SourceSpan(start: text.spans.first?.start ?? pieceStart, end: text.spans.first?.start ?? pieceStart)
+        for k in out.spans.indices {
+            let span = out.spans[k]
+            out.spans[k] = span.start == span.end || span.start >= text.spans.count ? empty : text.spans[span.start]
+        }
+        text = out
+    }
+
+    /// Whether a long text cut into chunks before plain spaces (a space between ASCII letters or
+    /// digits) gives the same normalized chunks as the whole: true unless a Replace can touch
+    /// such a space or letter, or change what the pre-tokenizer sees at the cut.
+    var isChunkSafe: Bool {
+        guard case let .replace(pattern, content) = self else { return true }
+        func plain(_ c: UInt32) -> Bool {
+            (0x30...0x39).contains(c) || (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c)
+        }
+        switch pattern {
+        case let .literal(literal):
+            guard literal.count == 1 else { return false }
+            return !plain(literal[0]) && (literal[0] != 0x20 || content == [0x20])
+        case let .run(c, minimum, _):
+            return !plain(c) && (c != 0x20 || minimum >= 2 || content == [0x20])
+        }
+    }
+
+    /// unicode-normalization's is_combining_mark (General_Category M), which HF's StripAccents drops.
+    static func isCombiningMark(_ value: UInt32) -> Bool {
+        guard value >= 0x300, let scalar = Unicode.Scalar(value) else { return false }
+        switch scalar.properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark: return true
+        default: return false
         }
     }
 

@@ -9,6 +9,16 @@ indirect enum TokenDecoder: Sendable {
     case byteLevel
     /// Runs of <0xNN> tokens back to their UTF-8 text (U+FFFD per byte when invalid).
     case byteFallback
+    /// Each token's occurrences of a string replaced (HF's Replace decoder, a literal pattern).
+    case replace(pattern: String, content: String)
+    /// Up to `start` leading and `stop` trailing `content` characters off each token.
+    case strip(content: Unicode.Scalar, start: Int, stop: Int)
+    /// All tokens into one.
+    case fuse
+    /// The end-of-word suffix becomes a space (nothing after the last token).
+    case bpe(suffix: String)
+    /// CTC: repeats collapsed, the pad token dropped, with cleanup the word delimiter → space.
+    case ctc(padToken: String, wordDelimiter: String, cleanup: Bool)
     case sequence([TokenDecoder])
 
     init?(json: JSONValue, _ fail: (String) -> BertError) throws {
@@ -28,8 +38,25 @@ indirect enum TokenDecoder: Sendable {
             self = .byteFallback
         case "Sequence":
             self = .sequence(try (json["decoders"]?.array ?? []).compactMap { try TokenDecoder(json: $0, fail) })
+        case "Replace":
+            guard let pattern = json["pattern"]?["String"]?.string else {
+                throw fail("Replace decoder with pattern \(printable(String(describing: json["pattern"] ?? .null))) is not supported (a literal string is); use a tokenizer.json without it")
+            }
+            self = .replace(pattern: pattern, content: json["content"]?.string ?? "")
+        case "Strip":
+            guard let content = json["content"]?.string, content.unicodeScalars.count == 1, let scalar = content.unicodeScalars.first else {
+                throw fail("Strip decoder content \(printable(json["content"]?.string ?? "null")) is not one character; the file is damaged")
+            }
+            self = .strip(content: scalar, start: max(0, json["start"]?.int ?? 0), stop: max(0, json["stop"]?.int ?? 0))
+        case "Fuse":
+            self = .fuse
+        case "BPEDecoder":
+            self = .bpe(suffix: json["suffix"]?.string ?? "</w>")
+        case "CTC":
+            self = .ctc(padToken: json["pad_token"]?.string ?? "<pad>", wordDelimiter: json["word_delimiter_token"]?.string ?? "|",
+                        cleanup: json["cleanup"]?.bool ?? true)
         case let other?:
-            throw fail("decoder \(printable(other)) is not supported (WordPiece, Metaspace, ByteLevel, ByteFallback and Sequence are); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
+            throw fail("decoder \(printable(other)) is not supported (WordPiece, Metaspace, ByteLevel, ByteFallback, Replace, Strip, Fuse, BPEDecoder, CTC and Sequence are); use a tokenizer.json without it")
         }
     }
 
@@ -87,6 +114,36 @@ indirect enum TokenDecoder: Sendable {
                 }
             }
             flush()
+            return out
+        case let .replace(pattern, content):
+            return pattern.isEmpty ? tokens : tokens.map { $0.replacingAll(pattern, with: content) }
+        case let .strip(content, start, stop):
+            return tokens.map { token in
+                let scalars = Array(token.unicodeScalars)
+                var head = 0
+                while head < min(start, scalars.count) && scalars[head] == content { head += 1 }
+                var tail = scalars.count
+                while scalars.count - tail < stop && tail > head && scalars[tail - 1] == content { tail -= 1 }
+                return String(String.UnicodeScalarView(scalars[head..<tail]))
+            }
+        case .fuse:
+            return [tokens.joined()]
+        case let .bpe(suffix):
+            return tokens.enumerated().map { i, token in
+                suffix.isEmpty ? token : token.replacingAll(suffix, with: i == tokens.count - 1 ? "" : " ")
+            }
+        case let .ctc(padToken, wordDelimiter, cleanup):
+            var out: [String] = []
+            var previous: String?
+            for token in tokens where token != previous {
+                previous = token
+                var text = padToken.isEmpty ? token : token.replacingAll(padToken, with: "")
+                if cleanup {
+                    text = WordPieceDecoder.cleanUp(text)
+                    if !wordDelimiter.isEmpty { text = text.replacingAll(wordDelimiter, with: " ") }
+                }
+                if !text.isEmpty { out.append(text) }
+            }
             return out
         case let .sequence(decoders):
             return decoders.reduce(tokens) { $1.chain($0) }

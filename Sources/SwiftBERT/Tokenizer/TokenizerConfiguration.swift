@@ -148,16 +148,32 @@ extension TokenizerConfiguration {
         normalizer = try Self.normalizer(file.normalizer ?? .null, fail)
         preTokenizer = try Self.preTokenizer(file.pre_tokenizer ?? .null, fail)
         addedTokens = Self.assignIds(file.added_tokens ?? [], vocabulary: vocabulary)
-        let postProcessor = file.post_processor ?? .null
-        template = try PostProcessingTemplate(json: postProcessor, idOf: { [vocabulary, addedTokens] token in
+        // A Sequence of post-processors: one may frame (Template, Bert, Roberta), ByteLevel ones
+        // trim offsets; framing adds only special tokens, whose offsets trimming leaves alone.
+        var processors = [file.post_processor ?? .null]
+        if processors[0].typeName == "Sequence" {
+            processors = processors[0]["processors"]?.array ?? []
+            if let nested = processors.first(where: { $0.typeName == "Sequence" }) ?? processors.first(where: {
+                !["TemplateProcessing", "BertProcessing", "RobertaProcessing", "ByteLevel"].contains($0.typeName ?? "")
+            }) {
+                throw fail("post-processor \(printable(nested.typeName ?? "null")) inside a Sequence is not supported (TemplateProcessing, BertProcessing, RobertaProcessing and ByteLevel are); use a tokenizer.json without it")
+            }
+        }
+        let framing = processors.filter { $0.typeName != "ByteLevel" && $0.typeName != nil }
+        guard framing.count <= 1 else {
+            throw fail("post-processor Sequence with \(framing.count) framing steps (\(framing.compactMap(\.typeName).joined(separator: ", "))) is not supported: SwiftBERT frames a text once; use a tokenizer.json with one")
+        }
+        template = try PostProcessingTemplate(json: framing.first ?? processors.first ?? .null, idOf: { [vocabulary, addedTokens] token in
             addedTokens.first { $0.content == token }?.id ?? vocabulary[token]
         }, fail)
-        switch postProcessor.typeName {
-        case "RobertaProcessing", "ByteLevel":
-            if postProcessor["trim_offsets"]?.bool ?? true {
-                trimsByteLevelOffsets = ByteLevelOffsetTrim(addPrefixSpace: postProcessor["add_prefix_space"]?.bool ?? true)
+        for postProcessor in processors {
+            switch postProcessor.typeName {
+            case "RobertaProcessing", "ByteLevel":
+                if postProcessor["trim_offsets"]?.bool ?? true {
+                    trimsByteLevelOffsets = ByteLevelOffsetTrim(addPrefixSpace: postProcessor["add_prefix_space"]?.bool ?? true)
+                }
+            default: break
             }
-        default: break
         }
         decoder = try TokenDecoder(json: file.decoder ?? .null, fail)
         if let truncation = file.truncation, !truncation.isNull {
@@ -243,9 +259,55 @@ extension TokenizerConfiguration {
         case "ByteLevel":
             return .byteLevel(ByteLevel(addPrefixSpace: json["add_prefix_space"]?.bool ?? true,
                                         useRegex: json["use_regex"]?.bool ?? true))
+        case "Sequence":
+            guard let items = json["pretokenizers"]?.array else {
+                throw fail("pre-tokenizer Sequence has no \"pretokenizers\" list; the file is damaged: give the model's own tokenizer.json")
+            }
+            return .sequence(try items.map { try preTokenizer($0, fail) })
+        case "WhitespaceSplit":
+            return .split(PatternSplit(pattern: .scalar(.whitespace), behavior: .removed))
+        case "Whitespace":
+            return .whitespace
+        case "Punctuation":
+            return .split(PatternSplit(pattern: .scalar(.punctuation), behavior: try behavior(json, default: .isolated, fail)))
+        case "Digits":
+            // HF: each digit alone, or runs of digits kept together.
+            let individual = json["individual_digits"]?.bool ?? false
+            return .split(PatternSplit(pattern: .scalar(.numeric), behavior: individual ? .isolated : .contiguous))
+        case "CharDelimiterSplit":
+            guard let delimiter = json["delimiter"]?.string, delimiter.unicodeScalars.count == 1,
+                  let scalar = delimiter.unicodeScalars.first else {
+                throw fail("CharDelimiterSplit delimiter \(printable(json["delimiter"]?.string ?? "null")) is not one character; the file is damaged: give the model's own tokenizer.json")
+            }
+            return .split(PatternSplit(pattern: .scalar(.character(scalar.value)), behavior: .removed))
+        case "Split":
+            let pattern: PatternSplit.Pattern
+            if let literal = json["pattern"]?["String"]?.string {
+                let scalars = literal.unicodeScalars.map(\.value)
+                pattern = scalars.count == 1 ? .scalar(.character(scalars[0])) : .literal(scalars)
+            } else if let source = json["pattern"]?["Regex"]?.string {
+                guard let regex = PatternSplit.regex(source) else {
+                    throw fail("Split pre-tokenizer regex \(printable(source)) is not supported (Swift's Regex does not read it as Oniguruma does); use a tokenizer.json whose Split pattern is a string or a plain regex")
+                }
+                pattern = .regex(regex, source: source)
+            } else {
+                throw fail("Split pre-tokenizer without a String or Regex pattern; the file is damaged: give the model's own tokenizer.json")
+            }
+            return .split(PatternSplit(pattern: pattern, behavior: try behavior(json, default: .removed, fail),
+                                       invert: json["invert"]?.bool ?? false))
         case let other?:
-            throw fail("pre-tokenizer \(printable(other)) is not supported (BertPreTokenizer, Metaspace and ByteLevel are); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
+            throw fail("pre-tokenizer \(printable(other)) is not supported (BertPreTokenizer, Metaspace, ByteLevel, WhitespaceSplit, Whitespace, Punctuation, Digits, CharDelimiterSplit, Split and Sequence are); use a tokenizer.json without it")
         }
+    }
+
+    /// A Split or Punctuation "behavior".
+    private static func behavior(_ json: JSONValue, default fallback: PatternSplit.Behavior,
+                                 _ fail: (String) -> BertError) throws -> PatternSplit.Behavior {
+        guard let name = json["behavior"]?.string else { return fallback }
+        guard let behavior = PatternSplit.Behavior(json: name) else {
+            throw fail("split behavior \(printable(name)) is unknown (Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous); the file is damaged")
+        }
+        return behavior
     }
 
     /// HF ignores the ids written in "added_tokens": a token already in the vocabulary keeps
@@ -313,8 +375,22 @@ extension TokenizerConfiguration {
                 steps.append(.lowercase)
             case "Prepend":
                 steps.append(.prepend((json["prepend"]?.string ?? "").unicodeScalars.map(\.value)))
+            case "NFD":
+                steps.append(.nfd)
+            case "StripAccents":
+                steps.append(.stripAccents)
+            case "BertNormalizer":
+                // Inside a Sequence: its own fused pass, as a step over the piece.
+                let lowercase = json["lowercase"]?.bool ?? true
+                steps.append(.bert(BertNormalizer(
+                    cleanText: json["clean_text"]?.bool ?? true,
+                    handleChineseChars: json["handle_chinese_chars"]?.bool ?? true,
+                    stripAccents: json["strip_accents"]?.bool ?? lowercase,
+                    lowercase: lowercase)))
+            case "NFC", "NFKC", "NFKD", "ByteLevel":
+                throw fail("normalizer \(printable(whole)) is not supported: SwiftBERT does not implement \(json.typeName ?? "") with HF's alignments (it does BertNormalizer, Precompiled, NFD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
             case let other?:
-                throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
+                throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, NFD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
             }
         }
         try add(json)

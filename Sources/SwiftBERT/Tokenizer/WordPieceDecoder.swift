@@ -38,7 +38,7 @@ struct WordPieceDecoder: Sendable {
     }
 }
 
-private extension String {
+extension String {
     /// Replaces every non-overlapping occurrence, left to right, comparing Unicode scalars
     /// (as Rust's str::replace compares bytes), not Swift Characters.
     func replacingAll(_ pattern: String, with replacement: String) -> String {
