@@ -30,13 +30,13 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
         head = try MaskedLMHead(model, maskId: tokenizer.maskId)
         self.model = model
         self.tokenizer = tokenizer
-        decodesCandidates = model.config.isRoberta
+        decodesCandidates = tokenizer.marksWordStarts
         wholeWord = (0..<tokenizer.vocabularySize).map { id in
-            wordStartSpelling(Int32(id), tokenizer, marksWordStarts: model.config.isRoberta) != nil
+            wordStartSpelling(Int32(id), tokenizer, marksWordStarts: tokenizer.marksWordStarts) != nil
         }
     }
 
-    /// RoBERTa's and XLM-R's candidates are shown decoded, as transformers' fill-mask pipeline
+    /// Candidates of tokenizers that mark word starts (RoBERTa's, XLM-R's, ModernBERT's) are shown decoded, as transformers' fill-mask pipeline
     /// shows them (token_str): "Ġfox" as " fox", "▁fox" as "fox"; BERT's as the vocabulary has them.
     private let decodesCandidates: Bool
 

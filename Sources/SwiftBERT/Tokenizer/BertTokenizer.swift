@@ -17,6 +17,13 @@ public final class BertTokenizer: @unchecked Sendable {
     public let configuredMaxLength: Int?
 
     private let model: TokenModel
+
+    /// Whether word-initial tokens carry a mark (Ġ in byte-level BPE, ▁ in Unigram), as RoBERTa's,
+    /// XLM-R's and ModernBERT's do; false for WordPiece, which marks continuations (##) instead.
+    public var marksWordStarts: Bool {
+        if case .wordPiece = model { return false }
+        return true
+    }
     private let normalizer: TextNormalizer?
     private let preTokenizer: PreTokenizer
     /// RobertaProcessing's trim_offsets: nil when offsets are not trimmed.

@@ -113,7 +113,7 @@ public final class WordSuggester: @unchecked Sendable {
             throw BertError.invalidInput(reason: "contextTokens must be between 1 and \(model.config.positionLimit - 3)")
         }
         (self.model, self.tokenizer, self.options) = (model, tokenizer, options)
-        marksWordStarts = model.config.isRoberta
+        marksWordStarts = tokenizer.marksWordStarts
         vocabularyWords = Self.vocabularyWords(tokenizer, limit: model.config.vocabSize, marksWordStarts: marksWordStarts)
         index = WordIndex(words: vocabularyWords)
         if !userWords.isEmpty { addUserWords(userWords) }
