@@ -48,9 +48,16 @@ public struct RotaryEncoderConfig: Codable, Sendable, Equatable {
         layerTypes?[index] == .sliding ? localRopeTheta ?? ropeTheta : ropeTheta
     }
 
+    static let maximumPositions = 1 << 17
+
     func validate(_ config: BertConfig, fail: (String) -> BertError) throws {
         guard ropeTheta > 0, ropeTheta.isFinite, (localRopeTheta ?? 1) > 0, (localRopeTheta ?? 1).isFinite else {
             throw fail("rope_theta must be a positive number")
+        }
+        // The cos/sin tables are built at load for every position: a damaged config must not
+        // ask for gigabytes of them (16 times the longest rotary encoder's 8,192 is allowed).
+        guard config.maxPositionEmbeddings <= Self.maximumPositions else {
+            throw fail("max_position_embeddings \(config.maxPositionEmbeddings) is above \(Self.maximumPositions), the most SwiftBERT's rotary encoders take")
         }
         guard config.headDim % 2 == 0 else { throw fail("rotary positions need an even head size, not \(config.headDim)") }
         if let layerTypes, layerTypes.count != config.numHiddenLayers {
