@@ -146,4 +146,49 @@ final class RotaryEncoderTests: XCTestCase {
             }
         }
     }
+
+    // MARK: ModernBERT's classifiers
+
+    struct Classifiers: Decodable {
+        struct Rerank: Decodable { let input_ids: [[Int32]]; let logits: [[Float]] }
+        struct Tokens: Decodable { let input_ids: [[Int32]]; let logits: [[[Float]]]; let labels: [String] }
+        let rerank: Rerank
+        let tokens: Tokens
+        enum CodingKeys: String, CodingKey { case rerank = "modernbert-rerank", tokens = "modernbert-ner" }
+    }
+
+    func classifiers() throws -> Classifiers {
+        try JSONDecoder().decode(Classifiers.self, from: Data(contentsOf: Self.fixtures.appendingPathComponent("classifiers.json")))
+    }
+
+    /// A cross-encoder (ModernBertForSequenceClassification, one label, mean pooling): the query
+    /// and document pairs tokenised as transformers does, their scores within 1e-4.
+    func testModernBertCrossEncoderMatchesTransformers() throws {
+        let reference = try classifiers().rerank
+        let folder = try Self.conversions.folder("modernbert-rerank")
+        let loaded = try loadModel(folder: folder, threads: 2)
+        XCTAssertEqual(loaded.encoder.config.task?.classifierPooling, .mean)
+        XCTAssertTrue(loaded.encoder.heads.contains(.sequenceClassification))
+        let head = try SequenceClassificationHead(loaded.encoder)
+        let scores = head(try loaded.encoder.encode(reference.input_ids), HeadBatch(threads: 2))
+        XCTAssertEqual(scores.count, 8)
+        for (i, (got, expected)) in zip(scores, reference.logits).enumerated() {
+            XCTAssertEqual(got.count, 1)
+            XCTAssertLessThanOrEqual(maxAbsDifference(got, expected), 1e-4, "pair \(i)")
+        }
+    }
+
+    /// ModernBertForTokenClassification: every token through the prediction head, then the classifier.
+    func testModernBertTokenClassifierMatchesTransformers() throws {
+        let reference = try classifiers().tokens
+        let encoder = try loadEncoder(folder: try Self.conversions.folder("modernbert-ner"), threads: 2)
+        let head = try TokenClassificationHead(encoder)
+        XCTAssertEqual(head.labels, reference.labels)
+        let logits = head(try encoder.encode(reference.input_ids), HeadBatch(threads: 2))
+        XCTAssertEqual(logits.count, 4)
+        for (s, (got, expected)) in zip(logits, reference.logits).enumerated() {
+            XCTAssertEqual(got.count, expected.count)
+            XCTAssertLessThanOrEqual(maxAbsDifference(got.flatMap { $0 }, expected.flatMap { $0 }), 1e-4, "text \(s)")
+        }
+    }
 }

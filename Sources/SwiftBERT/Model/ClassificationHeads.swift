@@ -29,42 +29,99 @@ struct BertPooler: Sendable {
     }
 }
 
+/// transformers' ModernBertPredictionHead before a classifier: dense, GELU, LayerNorm (no
+/// biases in ModernBERT: the converter stores zeros). Read-only after load, as `Linear`.
+struct ModernBertPredictionHead: @unchecked Sendable {
+    let dense: Linear
+    let layerNorm: LayerNorm
+
+    init(_ root: WeightScope, _ config: BertConfig) throws {
+        let h = config.hiddenSize, scope = root[TensorNames.classifierTransform]
+        dense = try scope[TensorNames.dense].linear(k: h, n: h)
+        layerNorm = try scope[TensorNames.layerNorm].layerNorm(size: h, eps: config.layerNormEps)
+    }
+
+    /// [m × H] rows through the head, into fresh rows.
+    func callAsFunction(_ x: UnsafePointer<Float>, m: Int, threads: Int) -> [Float] {
+        var y = [Float](repeating: 0, count: m * dense.n)
+        y.withUnsafeMutableBufferPointer {
+            dense(x, m: m, into: $0.baseAddress!, .forHead(rows: m, threads: threads))
+            gelu($0.baseAddress!, count: m * dense.n)
+            layerNorm($0.baseAddress!, residual: nil, m: m, threads: threads)
+        }
+        return y
+    }
+}
+
 /// transformers' BertForSequenceClassification head: the pooler, then the classifier (dropout
 /// is inactive at inference). DistilBertForSequenceClassification: pre_classifier, then the
-/// classifier. A cross-encoder is this head with one label. Its output is one row of logits per
-/// sequence, in `labels` order.
+/// classifier. ModernBertForSequenceClassification: the first token or the mean of all
+/// (classifier_pooling), its prediction head, then the classifier. A cross-encoder is this head
+/// with one label. Its output is one row of logits per sequence, in `labels` order.
 public struct SequenceClassificationHead: Head {
-    let pooler: BertPooler
+    /// What the classifier reads.
+    enum Pooler {
+        case bert(BertPooler)
+        case modernBERT(ModernBertPredictionHead, Pooling)
+    }
+    let pooler: Pooler
     let classifier: Linear
     /// Class names in id order (id2label).
     public let labels: [String]
 
     public init(_ encoder: any EncoderModel) throws {
         (labels, classifier) = try encoder.classifier(.sequenceClassification, HeadKind.sequenceClassification, "*ForSequenceClassification")
-        pooler = try BertPooler(encoder.headScope, encoder.config)
+        if let pooling = encoder.config.task?.classifierPooling {
+            pooler = .modernBERT(try ModernBertPredictionHead(encoder.headScope, encoder.config), pooling)
+        } else {
+            pooler = .bert(try BertPooler(encoder.headScope, encoder.config))
+        }
     }
 
     public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[Float]] {
-        let pooled = pooler(output, threads: batch.threads)
+        let pooled: [Float]
+        switch pooler {
+        case let .bert(pooler): pooled = pooler(output, threads: batch.threads)
+        case let .modernBERT(head, pooling):
+            let h = output.hiddenSize
+            var vectors = [Float](repeating: 0, count: output.count * h)
+            for s in 0..<output.count {
+                let rows = pooling == .mean ? output.lengths[s] : 1
+                for position in 0..<rows {
+                    output.withRow(sequence: s, position: position) { row in for c in 0..<h { vectors[s * h + c] += row[c] } }
+                }
+                for c in 0..<h { vectors[s * h + c] /= Float(rows) }
+            }
+            pooled = vectors.withUnsafeBufferPointer { head($0.baseAddress!, m: output.count, threads: batch.threads) }
+        }
         return pooled.withUnsafeBufferPointer { classifier.rows($0.baseAddress!, m: output.count, threads: batch.threads) }
     }
 }
 
-/// transformers' BertForTokenClassification head: the classifier on every token's hidden state.
-/// Its output is [position][label] logits per sequence.
+/// transformers' BertForTokenClassification head: the classifier on every token's hidden state
+/// (ModernBertForTokenClassification: through its prediction head first). Its output is
+/// [position][label] logits per sequence.
 public struct TokenClassificationHead: Head {
+    let transform: ModernBertPredictionHead?
     let classifier: Linear
     /// Class names in id order (id2label).
     public let labels: [String]
 
     public init(_ encoder: any EncoderModel) throws {
         (labels, classifier) = try encoder.classifier(.tokenClassification, HeadKind.tokenClassification, "*ForTokenClassification")
+        transform = encoder.config.task?.classifierPooling != nil ? try ModernBertPredictionHead(encoder.headScope, encoder.config) : nil
     }
 
     public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[[Float]]] {
-        let threads = batch.threads
+        let threads = batch.threads, m = output.lengths.reduce(0, +)
         // The packed hidden states are one [T × H] matrix: one product for the whole batch.
-        var rows = classifier.rows(output.storage, m: output.lengths.reduce(0, +), threads: threads)[...]
+        var rows: ArraySlice<[Float]>
+        if let transform {
+            let transformed = transform(output.storage, m: m, threads: threads)
+            rows = transformed.withUnsafeBufferPointer { classifier.rows($0.baseAddress!, m: m, threads: threads) }[...]
+        } else {
+            rows = classifier.rows(output.storage, m: m, threads: threads)[...]
+        }
         return output.lengths.map { length in
             defer { rows = rows.dropFirst(length) }
             return Array(rows.prefix(length))

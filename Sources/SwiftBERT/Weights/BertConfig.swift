@@ -106,11 +106,14 @@ public struct TaskHeadConfig: Codable, Sendable, Equatable {
     public var labels: [String]? = nil
     /// Hugging Face's problem_type: "multi_label_classification" scores with sigmoid, not softmax.
     public var problemType: String? = nil
+    /// ModernBERT's classifier_pooling: a sequence classifier reads the first token (cls) or the
+    /// mean of all tokens, through its prediction head (dense, GELU, LayerNorm). nil: BERT's pooler.
+    public var classifierPooling: Pooling? = nil
 
     public init(kind: TaskHead) { self.kind = kind }
 
     enum CodingKeys: String, CodingKey {
-        case kind = "head", labels, problemType = "problem_type"
+        case kind = "head", labels, problemType = "problem_type", classifierPooling = "classifier_pooling"
     }
 }
 

@@ -34,7 +34,7 @@ public enum Converter {
             if config.isDistilBERT { name = distilBERTName(name) }
             if config.isRoberta { name = robertaName(name) }
             if config.architecture == .mpnet { name = mpnetName(name) }
-            if config.rotary != nil, let family = config.architecture { name = rotaryName(name, family) }
+            if config.rotary != nil, let family = config.architecture { name = rotaryName(name, family, classifies: config.task != nil) }
             // Two tensors under one name would leave the choice to dictionary order.
             if let other = names[name] {
                 throw BertError.invalidWeights(path: weightsPath, reason: "tensors '\(printable(other))' and '\(printable(original))' both read as '\(printable(name))'; the checkpoint mixes two layouts: keep one of them")
@@ -57,7 +57,7 @@ public enum Converter {
         try checkTaskHead(config, hasClassifier: names[TensorNames.join(TensorNames.classifier, "weight")] != nil)
         // BERT's pooler comes before a sequence classifier; a plain encoder's is kept too (h×h,
         // small) for `bert train-classifier`, whose features are its output.
-        if !config.isDistilBERT, config.task?.kind == .sequenceClassification
+        if !config.isDistilBERT, config.rotary == nil, config.task?.kind == .sequenceClassification
             || (config.task?.kind == nil && names[TensorNames.join(TensorNames.pooler, "weight")] != nil) {
             finalConfig.hasPooler = true
         }
@@ -204,10 +204,19 @@ public enum Converter {
         let isMobileBERT = isMobileBERT(modelType: modelType, architectures: architectures)
         let isMPNet = named("mpnet", "MPNet")
         if let family = rotaryFamily(modelType: modelType, architectures: architectures) {
-            if architectures.contains(where: { $0.contains("ForSequenceClassification") || $0.contains("ForTokenClassification") }) {
-                throw BertError.notABertCheckpoint(path: folder, reason: "\(printable(architectures.joined(separator: ", "))): classification heads on \(family.rawValue) are not supported yet (the encoder, its sentence embeddings and ModernBERT's masked-LM head are); convert the base model")
+            let classifies = architectures.contains(where: { $0.contains("ForSequenceClassification") || $0.contains("ForTokenClassification") })
+            if classifies, family != .modernBERT {
+                throw BertError.notABertCheckpoint(path: folder, reason: "\(printable(architectures.joined(separator: ", "))): classification heads on \(family.displayName) are not supported yet (the encoder and its sentence embeddings are); convert the base model")
             }
-            let config = try rotaryConfig(family, json, path: path)
+            var config = try rotaryConfig(family, json, path: path)
+            let pooling = config.task?.classifierPooling
+            config.task = nil
+            if classifies {
+                config.task = TaskHeadConfig(kind: architectures.contains(where: { $0.contains("ForTokenClassification") }) ? .tokenClassification : .sequenceClassification)
+                config.task?.classifierPooling = pooling ?? .cls
+                config.task?.labels = try readLabels(json, path: path)
+                config.task?.problemType = json["problem_type"]?.string
+            }
             try config.validate(path: path)
             return config
         }

@@ -13,6 +13,8 @@ extension TensorNames {
     static let gateUp = "gate_up", down = "down"
     /// ModernBERT's LayerNorm after the last layer.
     static let finalNorm = "final_norm"
+    /// ModernBERT's prediction head before a classifier (`head.dense`, GELU, `head.norm`).
+    static let classifierTransform = "classifier_transform"
 
     static func rotaryModules(_ config: BertConfig, _ rotary: RotaryEncoderConfig) -> [Module] {
         let h = config.hiddenSize, ffn = config.intermediateSize
@@ -42,6 +44,13 @@ extension TensorNames {
                 Module(name: join(maskedLMTransform, layerNorm), kind: .layerNorm, rows: 1, cols: h),
             ]
             if config.hasUntiedDecoder { modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.vocabSize, cols: h)) }
+        }
+        if let labels = config.task?.labels {
+            modules += [
+                Module(name: join(classifierTransform, dense), kind: .linear, rows: h, cols: h),
+                Module(name: join(classifierTransform, layerNorm), kind: .layerNorm, rows: 1, cols: h),
+                Module(name: classifier, kind: .linear, rows: labels.count, cols: h),
+            ]
         }
         for (index, layer) in (config.sentence.denseLayers ?? []).enumerated() {
             modules.append(Module(name: sentenceDense(index), kind: .linear, rows: layer.outFeatures, cols: layer.inFeatures))
@@ -162,6 +171,16 @@ extension Converter {
                 rotary.layerTypes = (0..<config.numHiddenLayers).map { $0 % every == 0 ? .full : .sliding }
             }
             config.rotary = rotary
+            if let pooling = json["classifier_pooling"]?.string {
+                guard let known = Pooling(rawValue: pooling), known == .cls || known == .mean else {
+                    throw fail("classifier_pooling '\(printable(pooling))' is not supported (cls and mean are)")
+                }
+                config.task = TaskHeadConfig(kind: .sequenceClassification)  // kind set by the caller
+                config.task?.classifierPooling = known
+            }
+            if let activation = json["classifier_activation"]?.string, activation != "gelu" {
+                throw fail("classifier_activation '\(printable(activation))' is not supported (gelu is)")
+            }
         } else {
             let theta = try ropeParameters(json["rope_parameters"]) ?? number("rope_theta", "rotary_emb_base", fallback: family == .gte ? 160_000 : 10_000)
             config.rotary = RotaryEncoderConfig(ropeTheta: theta, normPlacement: .post)
@@ -170,7 +189,7 @@ extension Converter {
     }
 
     /// A rotary checkpoint's tensor name as `TensorNames.rotaryModules` has it.
-    static func rotaryName(_ name: String, _ family: Architecture) -> String {
+    static func rotaryName(_ name: String, _ family: Architecture, classifies: Bool = false) -> String {
         var name = name
         for prefix in ["nomic_bert.", "bert.", "new.", "gte.", "model."] where name.hasPrefix(prefix) {
             name.removeFirst(prefix.count)
@@ -180,6 +199,10 @@ extension Converter {
         for from in ["encoder.layers.", "layers."] where name.hasPrefix(from) {
             name = "encoder.layer." + name.dropFirst(from.count)
             break
+        }
+        // A ModernBERT classifier's `head` is the prediction head before its classifier.
+        if classifies, name.hasPrefix("head.") {
+            return TensorNames.classifierTransform + "." + (name.hasPrefix("head.norm.") ? "LayerNorm." + name.dropFirst("head.norm.".count) : name.dropFirst("head.".count))
         }
         for (from, to) in TensorNames.rotaryLayerNames[family] ?? [] where name.contains(from) {
             name = name.replacingOccurrences(of: from, with: to)
