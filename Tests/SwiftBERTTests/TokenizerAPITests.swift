@@ -74,8 +74,8 @@ final class TokenizerAPITests: XCTestCase {
             (["model": .object(["type": .string("WordLevel"), "vocab": .object([:]), "unk_token": .string("[UNK]")])], "WordLevel"),
             (["model": .object(["vocab": .object([:]), "merges": .array([])])], "BPE"),
             (["normalizer": .object(["type": .string("Sequence"), "normalizers": .array([
-                .object(["type": .string("NFKD")]), .object(["type": .string("Lowercase")])])])], "Sequence[NFKD, Lowercase]"),
-            (["normalizer": .object(["type": .string("NFKC")])], "NFKC"),
+                .object(["type": .string("NFKD")]), .object(["type": .string("ByteLevel")])])])], "Sequence[NFKD, ByteLevel]"),
+            (["normalizer": .object(["type": .string("ByteLevel")])], "ByteLevel"),
             (["pre_tokenizer": .object(["type": .string("UnicodeScripts")])], "UnicodeScripts"),
             (["post_processor": .object(["type": .string("RobertaProcessing")])], "RobertaProcessing"),
             (["decoder": .object(["type": .string("Replace"), "pattern": .object(["Regex": .string("a+")]), "content": .string("")])], "Replace"),

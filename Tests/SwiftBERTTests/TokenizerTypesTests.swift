@@ -10,7 +10,6 @@ final class TokenizerTypesTests: XCTestCase {
     /// Variants whose type SwiftBERT refuses: loading must fail naming it.
     static let refused: [String: String] = [
         "wp_unicode_scripts": "UnicodeScripts",
-        "wp_nfc": "NFC", "wp_nfkc_lower": "NFKC", "wp_nfkd": "NFKD", "xlmr_nfkc": "NFKC", "bpe_norm_bytelevel": "NFC",
     ]
 
     struct Variant {
@@ -211,7 +210,8 @@ final class TokenizerTypesTests: XCTestCase {
         XCTAssertTrue(load(#""pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Nope"}]}"#).contains("Nope"))
         XCTAssertTrue(load(#""pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(?<=a)b"}, "behavior": "Isolated", "invert": false}"#).contains("(?<=a)b"))
         XCTAssertTrue(load(#""pre_tokenizer": {"type": "Split", "pattern": {"String": "-"}, "behavior": "Sideways", "invert": false}"#).contains("Sideways"))
-        XCTAssertTrue(load(#""normalizer": {"type": "NFKC"}"#).contains("NFKC"))
+        XCTAssertTrue(load(#""normalizer": {"type": "ByteLevel"}"#).contains("ByteLevel"))
+        for form in ["NFC", "NFKC", "NFKD"] { XCTAssertEqual(load(#""normalizer": {"type": "\#(form)"}"#), "loaded", form) }
         XCTAssertTrue(load(#""decoder": {"type": "Nope"}"#).contains("Nope"))
         XCTAssertEqual(load(#""pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}]}"#), "loaded")
     }

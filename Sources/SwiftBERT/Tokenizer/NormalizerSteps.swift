@@ -16,6 +16,8 @@ enum NormalizerStep: Sendable {
     case prepend([UInt32])
     /// Canonical decomposition with HF's alignments (BertNormalizer's, marks kept).
     case nfd
+    /// NFC, NFKC or NFKD with HF's alignments (`UnicodeNormalization`).
+    case unicode(UnicodeNormalization.Form)
     /// HF's StripAccents: drops every combining mark (Mn, Mc, Me), without decomposing.
     case stripAccents
     /// BertNormalizer inside a Sequence.
@@ -79,6 +81,9 @@ enum NormalizerStep: Sendable {
             guard text.scalars.contains(where: { $0 >= 0x80 }) else { return }
             Self.bert(BertNormalizer(cleanText: false, handleChineseChars: false, stripAccents: true,
                                      lowercase: false, keepsMarks: true), &text, pieceStart: pieceStart)
+        case let .unicode(form):
+            guard text.scalars.contains(where: { $0 >= UnicodeNormalization.unchangedBelow }) else { return }
+            text.transform(UnicodeNormalization.changes(text.scalars, form: form), initialOffset: 0, pieceStart: pieceStart)
         case let .bert(normalizer):
             Self.bert(normalizer, &text, pieceStart: pieceStart)
         case .stripAccents:
@@ -124,9 +129,13 @@ enum NormalizerStep: Sendable {
         }
     }
 
-    /// unicode-normalization's is_combining_mark (General_Category M), which HF's StripAccents drops.
+    /// unicode-normalization's is_combining_mark (General_Category M), which HF's StripAccents drops;
+    /// its tables are Unicode 9.0: marks assigned later are kept, and so is U+111C9 (Po until 11.0);
+    /// U+1CF2 and U+1CF3 (Mc until 10.0) are dropped.
     static func isCombiningMark(_ value: UInt32) -> Bool {
-        guard value >= 0x300, let scalar = Unicode.Scalar(value) else { return false }
+        if value == 0x1CF2 || value == 0x1CF3 { return true }
+        guard value >= 0x300, value != 0x111C9, let scalar = Unicode.Scalar(value),
+              let age = scalar.properties.age, age.major <= 9 else { return false }
         switch scalar.properties.generalCategory {
         case .nonspacingMark, .spacingMark, .enclosingMark: return true
         default: return false

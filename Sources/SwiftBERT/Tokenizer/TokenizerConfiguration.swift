@@ -377,6 +377,12 @@ extension TokenizerConfiguration {
                 steps.append(.prepend((json["prepend"]?.string ?? "").unicodeScalars.map(\.value)))
             case "NFD":
                 steps.append(.nfd)
+            case "NFC":
+                steps.append(.unicode(.nfc))
+            case "NFKC":
+                steps.append(.unicode(.nfkc))
+            case "NFKD":
+                steps.append(.unicode(.nfkd))
             case "StripAccents":
                 steps.append(.stripAccents)
             case "BertNormalizer":
@@ -387,10 +393,10 @@ extension TokenizerConfiguration {
                     handleChineseChars: json["handle_chinese_chars"]?.bool ?? true,
                     stripAccents: json["strip_accents"]?.bool ?? lowercase,
                     lowercase: lowercase)))
-            case "NFC", "NFKC", "NFKD", "ByteLevel":
-                throw fail("normalizer \(printable(whole)) is not supported: SwiftBERT does not implement \(json.typeName ?? "") with HF's alignments (it does BertNormalizer, Precompiled, NFD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
+            case "ByteLevel":
+                throw fail("normalizer \(printable(whole)) is not supported: SwiftBERT does not implement \(json.typeName ?? "") with HF's alignments (it does BertNormalizer, Precompiled, NFC, NFD, NFKC, NFKD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
             case let other?:
-                throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, NFD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
+                throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, NFC, NFD, NFKC, NFKD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
             }
         }
         try add(json)
