@@ -185,8 +185,8 @@ final class HostileInputTests: CLITestCase {
                 json["model"] = ["type": "WordLevel", "vocab": ["a": 0], "unk_token": "a"]
             } }, expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["tokenizer.json", "WordLevel", "WordPiece"], advice: "give a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")),
             Row(input: "tokenizer.json: unsupported normalizer", build: { try $0.tokenizerJSON { json in
-                json["normalizer"] = ["type": "Sequence", "normalizers": [["type": "NFKD"], ["type": "Lowercase"]]]
-            } }, expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["Sequence[NFKD, Lowercase]"], advice: "use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")),
+                json["normalizer"] = ["type": "Sequence", "normalizers": [["type": "NFKD"], ["type": "ByteLevel"]]]
+            } }, expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["Sequence[NFKD, ByteLevel]"], advice: "use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")),
             Row(input: "tokenizer.json: not JSON", build: { try $0.replace("tokenizer.json", with: Data("{\"model\": [".utf8)) },
                 expect: .init(kind: "invalidTokenizer", status: 65, mentions: ["tokenizer.json", "not valid JSON"], advice: "give the model's own")),
             Row(input: "tokenizer.json: invalid UTF-8", build: { folder in

@@ -394,7 +394,7 @@ extension TokenizerConfiguration {
                     stripAccents: json["strip_accents"]?.bool ?? lowercase,
                     lowercase: lowercase)))
             case "ByteLevel":
-                throw fail("normalizer \(printable(whole)) is not supported: SwiftBERT does not implement \(json.typeName ?? "") with HF's alignments (it does BertNormalizer, Precompiled, NFC, NFD, NFKC, NFKD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence); use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
+                throw fail("normalizer \(printable(whole)) is not supported: \(json.typeName ?? "") is not one of BertNormalizer, Precompiled, NFC, NFD, NFKC, NFKD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json")
             case let other?:
                 throw fail("normalizer \(printable(whole)) is not supported: \(printable(other)) is not one of BertNormalizer, Precompiled, NFC, NFD, NFKC, NFKD, StripAccents, Replace, Strip, Lowercase, Prepend, Sequence; use a BERT, XLM-RoBERTa or RoBERTa tokenizer.json, or one whose normalizer is among those")
             }
