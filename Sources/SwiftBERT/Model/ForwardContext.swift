@@ -28,6 +28,13 @@ final class ForwardContext {
     let bf16Attention: Bool
     /// BF16 activations of the current Linear layer, made on the first BF16 Linear.
     private(set) lazy var bf16Activations = BF16Activations()
+    /// Each packed token's position within its sequence (rotary encoders), made on first use:
+    /// once per forward pass, for every layer.
+    private(set) lazy var positions: [Int] = {
+        var positions = [Int](repeating: 0, count: sequences.tokenCount)
+        for (s, start) in sequences.starts.enumerated() { for p in 0..<sequences.lengths[s] { positions[start + p] = p } }
+        return positions
+    }()
     /// [T × wideColumns]: the fused QKV projections, then the feed-forward activations.
     let wide: UnsafeMutablePointer<Float>
     /// [T × H]: attention output before its projection.

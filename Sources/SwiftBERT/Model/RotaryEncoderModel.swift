@@ -154,7 +154,7 @@ struct RotarySelfAttention {
         let projections = context.wide  // [T × 3H]: Q | K | V per token
         context.measure(.qkv) {
             qkv(x, m: sequences.tokenCount, into: projections, context)
-            rotary.rotate(projections, ld: 3 * h, heads: 2 * heads, headDim: headDim, sequences: sequences, threads: context.threads)
+            rotary.rotate(projections, ld: 3 * h, heads: 2 * heads, headDim: headDim, positions: context.positions, threads: context.threads)
         }
         context.measure(.attention) {
             multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
@@ -237,13 +237,11 @@ final class RotaryEmbedding: @unchecked Sendable {
     deinit { cosines.deallocate(); sines.deallocate() }
 
     /// Rotates `heads` consecutive heads of each token in place (Q's and K's: they are adjacent
-    /// in the fused projection), rows `ld` apart; a token's position counts from its sequence's start.
-    func rotate(_ x: UnsafeMutablePointer<Float>, ld: Int, heads: Int, headDim: Int, sequences: PackedSequences, threads: Int) {
+    /// in the fused projection), rows `ld` apart; `positions` holds each token's position in its sequence.
+    func rotate(_ x: UnsafeMutablePointer<Float>, ld: Int, heads: Int, headDim: Int, positions: [Int], threads: Int) {
         let half = half, cosines = cosines, sines = sines
-        var positionOf = [Int](repeating: 0, count: sequences.tokenCount)
-        for (s, start) in sequences.starts.enumerated() { for p in 0..<sequences.lengths[s] { positionOf[start + p] = p } }
-        positionOf.withUnsafeBufferPointer { positionOf in
-            parallelRows(sequences.tokenCount, columns: heads * headDim, threads: threads) { rows in
+        positions.withUnsafeBufferPointer { positionOf in
+            parallelRows(positionOf.count, columns: heads * headDim, threads: threads) { rows in
                 for t in rows {
                     let (c, s) = (cosines + positionOf[t] * half, sines + positionOf[t] * half)
                     for head in 0..<heads {

@@ -209,11 +209,10 @@ public enum Converter {
                 throw BertError.notABertCheckpoint(path: folder, reason: "\(printable(architectures.joined(separator: ", "))): classification heads on \(family.displayName) are not supported yet (the encoder and its sentence embeddings are); convert the base model")
             }
             var config = try rotaryConfig(family, json, path: path)
-            let pooling = config.task?.classifierPooling
-            config.task = nil
+            let pooling = family == .modernBERT ? try classifierPooling(json, path: path) : .cls
             if classifies {
                 config.task = TaskHeadConfig(kind: architectures.contains(where: { $0.contains("ForTokenClassification") }) ? .tokenClassification : .sequenceClassification)
-                config.task?.classifierPooling = pooling ?? .cls
+                config.task?.classifierPooling = pooling
                 config.task?.labels = try readLabels(json, path: path)
                 config.task?.problemType = json["problem_type"]?.string
             }

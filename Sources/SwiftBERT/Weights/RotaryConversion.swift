@@ -58,26 +58,24 @@ extension TensorNames {
         return modules
     }
 
+    /// transformers 5.x's names inside a NomicBERT or GTE layer: the two classes share them.
+    static let transformersLayerNames: [(String, String)] = [
+        (".self_attn.q_proj.", ".attention.self.query."), (".self_attn.k_proj.", ".attention.self.key."),
+        (".self_attn.v_proj.", ".attention.self.value."), (".self_attn.o_proj.", ".attention.output.dense."),
+        (".post_attention_layernorm.", ".attention_norm."), (".post_mlp_layernorm.", ".mlp_norm."),
+        (".mlp.gate_proj.", ".mlp.gate."), (".mlp.up_proj.", ".mlp.up."), (".mlp.down_proj.", ".mlp.down."),
+    ]
+
     /// Each layout's names → the names above, as substitutions in order (after the model's
     /// prefix is dropped). `layers.N.` becomes `encoder.layer.N.` first.
     static let rotaryLayerNames: [Architecture: [(String, String)]] = [
-        .nomicBERT: [
-            // transformers 5.x
-            (".self_attn.q_proj.", ".attention.self.query."), (".self_attn.k_proj.", ".attention.self.key."),
-            (".self_attn.v_proj.", ".attention.self.value."), (".self_attn.o_proj.", ".attention.output.dense."),
-            (".post_attention_layernorm.", ".attention_norm."), (".post_mlp_layernorm.", ".mlp_norm."),
-            (".mlp.gate_proj.", ".mlp.gate."), (".mlp.up_proj.", ".mlp.up."), (".mlp.down_proj.", ".mlp.down."),
+        .nomicBERT: transformersLayerNames + [
             // nomic-ai's remote code
             ("emb_ln.", "embeddings.LayerNorm."), (".attn.Wqkv.", ".attention.self.qkv."),
             (".attn.out_proj.", ".attention.output.dense."), (".mlp.fc11.", ".mlp.up."), (".mlp.fc12.", ".mlp.gate."),
             (".mlp.fc2.", ".mlp.down."), (".norm1.", ".attention_norm."), (".norm2.", ".mlp_norm."),
         ],
-        .gte: [
-            // transformers 5.x
-            (".self_attn.q_proj.", ".attention.self.query."), (".self_attn.k_proj.", ".attention.self.key."),
-            (".self_attn.v_proj.", ".attention.self.value."), (".self_attn.o_proj.", ".attention.output.dense."),
-            (".post_attention_layernorm.", ".attention_norm."), (".post_mlp_layernorm.", ".mlp_norm."),
-            (".mlp.gate_proj.", ".mlp.gate."), (".mlp.up_proj.", ".mlp.up."), (".mlp.down_proj.", ".mlp.down."),
+        .gte: transformersLayerNames + [
             // Alibaba-NLP's `new` remote code
             (".attention.qkv_proj.", ".attention.self.qkv."), (".attention.o_proj.", ".attention.output.dense."),
             (".attn_ln.", ".attention_norm."), (".mlp_ln.", ".mlp_norm."), (".mlp.up_gate_proj.", ".mlp.up_gate."),
@@ -171,13 +169,6 @@ extension Converter {
                 rotary.layerTypes = (0..<config.numHiddenLayers).map { $0 % every == 0 ? .full : .sliding }
             }
             config.rotary = rotary
-            if let pooling = json["classifier_pooling"]?.string {
-                guard let known = Pooling(rawValue: pooling), known == .cls || known == .mean else {
-                    throw fail("classifier_pooling '\(printable(pooling))' is not supported (cls and mean are)")
-                }
-                config.task = TaskHeadConfig(kind: .sequenceClassification)  // kind set by the caller
-                config.task?.classifierPooling = known
-            }
             if let activation = json["classifier_activation"]?.string, activation != "gelu" {
                 throw fail("classifier_activation '\(printable(activation))' is not supported (gelu is)")
             }
@@ -186,6 +177,15 @@ extension Converter {
             config.rotary = RotaryEncoderConfig(ropeTheta: theta, normPlacement: .post)
         }
         return config
+    }
+
+    /// ModernBERT's classifier_pooling (cls when absent, as transformers' default).
+    static func classifierPooling(_ json: [String: JSONValue], path: String) throws -> Pooling {
+        guard let name = json["classifier_pooling"]?.string else { return .cls }
+        guard let pooling = Pooling(rawValue: name), pooling == .cls || pooling == .mean else {
+            throw BertError.invalidConfig(path: path, reason: "classifier_pooling '\(printable(name))' is not supported (cls and mean are)")
+        }
+        return pooling
     }
 
     /// A rotary checkpoint's tensor name as `TensorNames.rotaryModules` has it.
