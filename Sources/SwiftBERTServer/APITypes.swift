@@ -222,10 +222,21 @@ struct TEIRequest<Inputs: Decodable & Sendable>: Decodable, Sendable {
     var model: String?
 }
 
-/// /embed_sparse and /embed_all.
+/// /embed_sparse, /embed_multi_vector and /embed_all.
 typealias TEITokenRequest = TEIRequest<TextInputs>
 /// /similarity.
 typealias SimilarityRequest = TEIRequest<SimilarityInputs>
+
+/// /embed_outputs: the options of /embed_sparse, with the outputs to give and the dense
+/// vector's normalisation.
+struct OutputsRequest: Decodable, Sendable {
+    var inputs: TextInputs
+    /// "dense", "sparse", "multi_vector": one forward pass gives all that are named.
+    var outputs: [String]
+    var normalize, truncate: Bool?
+    var truncation_direction, prompt_name: String?
+    var model: String?
+}
 
 /// `inputs` of /similarity.
 struct SimilarityInputs: Decodable, Sendable {
@@ -299,6 +310,13 @@ extension TextInputs: DocumentedInputs {
 }
 extension SimilarityInputs: DocumentedInputs {
     static var schema: Schema { .object([("source_sentence", .string, true), ("sentences", .array(.string), true)]) }
+}
+extension OutputsRequest: Documented {
+    static var schema: Schema {
+        .object([("inputs", textsSchema, true), ("outputs", .array(.string), true), ("normalize", .boolean, false),
+                 ("truncate", .boolean, false), ("truncation_direction", .string, false), ("prompt_name", .string, false),
+                 ("model", .string, false)])
+    }
 }
 extension TEIRequest: Documented where Inputs: DocumentedInputs {
     static var schema: Schema {
@@ -384,6 +402,15 @@ final class JSONWriter {
 
     func floats(_ values: [Float]) {
         array { for v in values { number(v) } }
+    }
+
+    /// A sparse vector as TEI's /embed_sparse writes it: [{"index": id, "value": w}, ...].
+    func sparse(_ vector: SparseVector) {
+        array {
+            for (index, value) in zip(vector.indices, vector.values) {
+                object { key("index"); number(Int(index)); key("value"); number(value) }
+            }
+        }
     }
 }
 #endif

@@ -262,26 +262,84 @@ struct Endpoints: Sendable {
         }
     }
 
-    /// POST /embed_sparse (TEI): [[{"index", "value"}]], SPLADE weights over the vocabulary.
+    /// POST /embed_sparse (TEI): [[{"index", "value"}]], lexical weights over the vocabulary
+    /// (SPLADE, or BGE-M3's sparse head).
     func embedSparse(_ body: [UInt8]) async throws -> [UInt8] {
         let (model, sequences) = try await tokenRequest(body)
-        guard let sparse = model.sparse else {
-            throw APIError.invalid("\(model.name) has no sparse head: /embed_sparse needs a masked-LM (SPLADE) checkpoint such as splade-tiny", param: "model", status: 422)
-        }
-        let vectors = try await run(sequences, head: sparse, on: model)
+        let vectors = try await run(sequences, head: try sparseHead(model), on: model)
         return try await offload {
             let json = JSONWriter(capacity: vectors.reduce(0) { $0 + $1.indices.count * 32 } + 16)
+            json.array { for vector in vectors { json.sparse(vector) } }
+            return json.bytes
+        }
+    }
+
+    /// POST /embed_multi_vector: [[[Float]]], BGE-M3's ColBERT vectors, one per token after [CLS].
+    func embedMultiVector(_ body: [UInt8]) async throws -> [UInt8] {
+        let (model, sequences) = try await tokenRequest(body)
+        let vectors = try await run(sequences, head: try multiVectorHead(model), on: model)
+        return try await offload {
+            let json = JSONWriter(capacity: vectors.reduce(0) { $0 + $1.count } * (model.multiVector?.dimension ?? 0) * 13 + 16)
+            json.array { for text in vectors { json.array { for vector in text { json.floats(vector) } } } }
+            return json.bytes
+        }
+    }
+
+    /// POST /embed_outputs: the dense, sparse and multi-vector outputs a request names, all from
+    /// one forward pass: [{"dense": [...], "sparse": [{"index", "value"}], "multi_vector": [[...]]}].
+    func embedOutputs(_ body: [UInt8]) async throws -> [UInt8] {
+        let (request, model, sequences, promptLength) = try await offload { [self] () throws -> (OutputsRequest, ServedModel, [[Int32]], Int) in
+            let request = try decodeBody(OutputsRequest.self, from: body)
+            let model = try self.model(request.model)
+            let prompt = try prompt(request.prompt_name, model: model)
+            let encodings = try encode(request.inputs.texts.map { ($0, nil) }, model: model, truncate: request.truncate ?? false,
+                                       fromLeft: try truncatesLeft(request.truncation_direction), prompt: prompt)
+            return (request, model, encodings.map(\.ids), self.promptLength(prompt, model: model))
+        }
+        var outputs: RetrievalOutputs = []
+        for name in request.outputs {
+            switch name {
+            case "dense": outputs.insert(.dense)
+            case "sparse": outputs.insert(.sparse)
+            case "multi_vector": outputs.insert(.multiVector)
+            default: throw APIError.invalid("outputs: '\(printable(name))' is not one of dense, sparse, multi_vector", param: "outputs")
+            }
+        }
+        guard !outputs.isEmpty else { throw APIError.invalid("outputs is empty; name one or more of dense, sparse, multi_vector", param: "outputs") }
+        var dense = model.embedder.head
+        dense.normalize = request.normalize ?? dense.normalize
+        let head = RetrievalHead(dense: dense, sparse: outputs.contains(.sparse) ? try sparseHead(model) : nil,
+                                 multiVector: outputs.contains(.multiVector) ? try multiVectorHead(model) : nil, outputs: outputs)
+        let results = try await run(sequences, head: head, promptLength: promptLength, on: model)
+        return try await offload {
+            let json = JSONWriter(capacity: sequences.reduce(0) { $0 + $1.count } * (model.multiVector?.dimension ?? 0) * 13 + results.count * model.dimension * 13 + 16)
             json.array {
-                for vector in vectors {
-                    json.array {
-                        for (index, value) in zip(vector.indices, vector.values) {
-                            json.object { json.key("index"); json.number(Int(index)); json.key("value"); json.number(value) }
-                        }
+                for result in results {
+                    json.object {
+                        if let vector = result.dense { json.key("dense"); json.floats(vector) }
+                        if let vector = result.sparse { json.key("sparse"); json.sparse(vector) }
+                        if let vectors = result.multiVector { json.key("multi_vector"); json.array { for v in vectors { json.floats(v) } } }
                     }
                 }
             }
             return json.bytes
         }
+    }
+
+    /// The model's sparse head, or 422 saying which checkpoint has one.
+    private func sparseHead(_ model: ServedModel) throws -> SparseHead {
+        guard let sparse = model.sparse else {
+            throw APIError.invalid("\(model.name) has no sparse head: sparse output needs a masked-LM (SPLADE) checkpoint such as splade-tiny, or BGE-M3 converted with its sparse_linear.pt", param: "model", status: 422)
+        }
+        return sparse
+    }
+
+    /// The model's ColBERT head, or 422 saying which checkpoint has one.
+    private func multiVectorHead(_ model: ServedModel) throws -> MultiVectorHead {
+        guard let head = model.multiVector else {
+            throw APIError.invalid("\(model.name) has no multi-vector head: it needs BGE-M3 converted with its colbert_linear.pt", param: "model", status: 422)
+        }
+        return head
     }
 
     /// POST /embed_all (TEI): [[[Float]]], every token's last hidden state.

@@ -33,8 +33,13 @@ struct Route: Sendable {
               shape: .tei, request: TEIEmbedRequest.self, response: .oneOf([.ref("/embed"), .ref("/predict"), .ref("/rerank")])) { try await $0.root($1) },
         Route(method: .post, path: "/embed", summary: "TEI: sentence vectors, one per input (text or this model's token ids).",
               shape: .tei, request: TEIEmbedRequest.self, response: .array(.array(.number))) { try await $0.teiEmbed($1) },
-        Route(method: .post, path: "/embed_sparse", summary: "TEI: SPLADE weights over the vocabulary, one sparse vector per input.",
-              shape: .tei, request: TEITokenRequest.self, response: .array(.array(.object([("index", .integer, true), ("value", .number, true)])))) { try await $0.embedSparse($1) },
+        Route(method: .post, path: "/embed_sparse", summary: "TEI: lexical weights over the vocabulary (SPLADE, or BGE-M3's sparse head), one sparse vector per input.",
+              shape: .tei, request: TEITokenRequest.self, response: .array(sparseVector)) { try await $0.embedSparse($1) },
+        Route(method: .post, path: "/embed_multi_vector", summary: "BGE-M3's ColBERT vectors: one L2-normalised vector per token after [CLS], per input.",
+              shape: .tei, request: TEITokenRequest.self, response: .array(.array(.array(.number)))) { try await $0.embedMultiVector($1) },
+        Route(method: .post, path: "/embed_outputs", summary: "Dense, sparse and multi-vector outputs, those named in `outputs`, from one forward pass.",
+              shape: .tei, request: OutputsRequest.self,
+              response: .array(.object([("dense", .array(.number), false), ("sparse", sparseVector, false), ("multi_vector", .array(.array(.number)), false)]))) { try await $0.embedOutputs($1) },
         Route(method: .post, path: "/embed_all", summary: "TEI: every token's last hidden state, per input.",
               shape: .tei, request: TEITokenRequest.self, response: .array(.array(.array(.number)))) { try await $0.embedAll($1) },
         Route(method: .post, path: "/similarity", summary: "TEI: cosine similarity of the source sentence with each sentence.",
@@ -54,6 +59,9 @@ struct Route: Sendable {
         Route(method: .get, path: "/info", summary: "TEI: the model, its heads and the server's limits.", shape: .tei, request: nil,
               response: .object([("model_id", .string, true), ("model_type", .object([]), true), ("max_input_length", .integer, true), ("models", .array(.object([])), true)])) { endpoints, _ in try endpoints.info() },
     ]
+
+    /// A sparse vector's JSON: its non-zero entries, ids ascending.
+    static let sparseVector = Schema.array(.object([("index", .integer, true), ("value", .number, true)]))
 
     /// Paths served outside the table (no API key, no request body): probes, metrics, the documents.
     static let plain: [(method: String, path: String, summary: String)] = [

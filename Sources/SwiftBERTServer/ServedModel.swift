@@ -54,7 +54,9 @@ final class ServedModel: Sendable {
     /// sentence-transformers' modules and prompts: every encoder embeds.
     let embedder: SentenceEmbedder
     let fillMask: FillMask?
-    let sparse: SpladeHead?
+    /// SPLADE or BGE-M3's lexical weights (/embed_sparse), BGE-M3's ColBERT vectors (/embed_multi_vector).
+    var sparse: SparseHead? { embedder.sparse }
+    var multiVector: MultiVectorHead? { embedder.multiVector }
     let classifier: TextClassifier?
 
     init(name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
@@ -66,7 +68,6 @@ final class ServedModel: Sendable {
         embedder = try SentenceEmbedder(loaded)
         let heads = loaded.heads
         fillMask = heads.contains(.maskedLM) ? try FillMask(loaded) : nil
-        sparse = heads.contains(.sparseEmbedding) ? try SpladeHead(loaded.encoder) : nil
         classifier = heads.contains(.sequenceClassification) ? try TextClassifier(loaded) : nil
         batcher = Batcher(model: loaded.encoder, name: name, limits: .init(
             maxBatchTokens: configuration.maxBatchTokens, maxWait: configuration.maxWait,

@@ -17,9 +17,16 @@ struct Embed: ParsableCommand {
             Formats: jsonl (default) {"index": i, "embedding": [...]} per line; json, an array of the \
             same objects; npy, an (N, D) float32 array for numpy.load; tsv, one vector per line.
 
-            --sparse gives SPLADE's lexical weights instead, for a masked-LM model such as splade-tiny: \
-            {"index": i, "sparse": [{"index": token_id, "value": w}, ...]} per line (jsonl only), \
-            w = max over the text's tokens of log(1 + relu(masked-LM logit)), ids ascending.
+            --sparse gives lexical weights instead: {"index": i, "sparse": [{"index": token_id, "value": w}, ...]} \
+            per line (jsonl only), ids ascending. For a masked-LM model such as splade-tiny (SPLADE), \
+            w = max over the text's tokens of log(1 + relu(masked-LM logit)); for BGE-M3 converted with \
+            its sparse_linear.pt, w = max over the tokens of each id of relu(sparse_linear(h)), without \
+            the special tokens (FlagEmbedding's lexical weights).
+
+            --multi-vector gives BGE-M3's ColBERT vectors (a model converted with colbert_linear.pt): \
+            {"index": i, "vectors": [[...], ...]}, one L2-normalised vector per token after [CLS]. \
+            --sparse and --multi-vector together, with --dense for the sentence vector too, give all \
+            of them in one record from one forward pass.
 
             Ctrl-C (SIGINT) or SIGTERM stops at the next batch and leaves a valid output holding the \
             first records of the input, each complete (exit status 130 or 143); the same command \
@@ -32,6 +39,7 @@ struct Embed: ParsableCommand {
               bert embed --input corpus.txt --format npy --output corpus.npy --resume
               jq -c '{text: .body}' posts.json | bert embed --input-format jsonl
               bert embed --model splade-tiny --sparse "The cat sat on the mat."
+              bert embed --model bge-m3 --dense --sparse --multi-vector --input docs.txt
             """)
 
     @OptionGroup var input: InputOptions
@@ -48,8 +56,14 @@ struct Embed: ParsableCommand {
     @Flag(help: "Keep vectors as pooled, without L2 normalisation.")
     var noNormalize = false
 
-    @Flag(help: "SPLADE sparse weights over the vocabulary instead of a dense vector (a masked-LM model, such as splade-tiny; jsonl).")
+    @Flag(help: "Lexical weights over the vocabulary instead of a dense vector: SPLADE (a masked-LM model such as splade-tiny) or BGE-M3's sparse head (jsonl).")
     var sparse = false
+
+    @Flag(help: "BGE-M3's ColBERT vectors, one per token after [CLS], instead of a dense vector (jsonl).")
+    var multiVector = false
+
+    @Flag(help: "With --sparse or --multi-vector: the sentence vector too, in the same record (\"embedding\").")
+    var dense = false
 
     @Flag(help: "Continue an interrupted run: keep the complete records already in --output and embed the rest of the same input (a missing output starts afresh).")
     var resume = false
@@ -59,8 +73,9 @@ struct Embed: ParsableCommand {
 
     func validate() throws {
         if resume, output == "-" { throw ValidationError("--resume needs --output FILE: the output of the run to continue") }
-        if sparse, format != .jsonl { throw ValidationError("--sparse writes jsonl only") }
-        if sparse, resume { throw ValidationError("--sparse does not --resume; embed the rest of the input on its own") }
+        if sparse || multiVector, format != .jsonl { throw ValidationError("--sparse and --multi-vector write jsonl only") }
+        if sparse || multiVector, resume { throw ValidationError("--sparse and --multi-vector do not --resume; embed the rest of the input on its own") }
+        if dense, !sparse, !multiVector { throw ValidationError("--dense adds the sentence vector to --sparse or --multi-vector records; without them, leave it out") }
     }
 
     func run() throws {
@@ -78,7 +93,7 @@ struct Embed: ParsableCommand {
             throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
         }
         let bert = try engine.load(model)
-        if sparse { return try embedSparse(bert, reader, skips: skips) }
+        if sparse || multiVector { return try embedOutputs(bert, reader, skips: skips) }
         var stream = EmbeddingStream(embedder: try SentenceEmbedder(bert),
                                      options: embedding.options(normalize: noNormalize ? false : nil))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
@@ -110,24 +125,34 @@ struct Embed: ParsableCommand {
 }
 
 extension Embed {
-    /// `--sparse`: one JSON line of SPLADE weights per input record, a batch at a time.
-    func embedSparse(_ model: LoadedModel, _ reader: TextRecordReader, skips: SkipReport) throws {
-        let embedder = try SparseEmbedder(model)
-        let limit = effectiveLimit(embedding.maxLength, model.config)
+    /// `--sparse`, `--multi-vector` (and `--dense`): one JSON line per input record with every
+    /// output asked for, all from one forward pass, a batch at a time.
+    func embedOutputs(_ model: LoadedModel, _ reader: TextRecordReader, skips: SkipReport) throws {
+        let embedder = try SentenceEmbedder(model)
+        let outputs = RetrievalOutputs().union(dense ? .dense : []).union(sparse ? .sparse : []).union(multiVector ? .multiVector : [])
+        // Fail before any output for a model without the heads asked for.
+        if sparse { _ = try embedder.sparseHead() }
+        if multiVector { _ = try embedder.multiVectorHead() }
+        let options = embedding.options(normalize: noNormalize ? false : nil)
         let sink = try OutputSink.open(output)
         var index = 0, truncated = 0
         while case let records = try reader.next(upTo: embedding.batchSize), !records.isEmpty {
-            let embedded = try embedder.embed(records.map(\.text), maxLength: limit, batchSize: embedding.batchSize)
+            let embedded = try embedder.embed(records.map(\.text), outputs: outputs, options: options)
             truncated += embedded.truncated.count
-            for vector in embedded.vectors {
-                let entries = zip(vector.indices, vector.values).map { OrderedJSON.object([("index", .int(Int($0))), ("value", .float($1))]) }
-                try sink.write(OrderedJSON.object([("index", .int(index)), ("sparse", .array(entries))]).text + "\n")
+            for result in embedded.embeddings {
+                var fields: [(String, OrderedJSON)] = [("index", .int(index))]
+                if let vector = result.dense { fields.append(("embedding", .array(vector.map { .float($0) }))) }
+                if let vector = result.sparse {
+                    fields.append(("sparse", .array(zip(vector.indices, vector.values).map { .object([("index", .int(Int($0))), ("value", .float($1))]) })))
+                }
+                if let vectors = result.multiVector { fields.append(("vectors", .array(vectors.map { .array($0.map { .float($0) }) }))) }
+                try sink.write(OrderedJSON.object(fields).text + "\n")
                 index += 1
             }
         }
         try sink.close()
         skips.summarize(source: reader.sourceName)
-        reportTruncation(truncated, of: index, limit: limit)
+        reportTruncation(truncated, of: index, limit: effectiveLimit(embedding.maxLength, model.config))
     }
 }
 

@@ -30,8 +30,11 @@ public enum HeadKind: String, Sendable, CaseIterable {
     case sentenceEmbedding = "embed"
     /// The masked-LM head: vocabulary logits at each mask.
     case maskedLM = "fill"
-    /// SPLADE: max over tokens of log(1 + relu(masked-LM logits)), one sparse vector per text.
+    /// Lexical weights, one sparse vector per text: SPLADE's max over tokens of
+    /// log(1 + relu(masked-LM logits)), or BGE-M3's sparse_linear (`SparseHead`).
     case sparseEmbedding = "embed_sparse"
+    /// BGE-M3's ColBERT vectors, one per token after [CLS] (`MultiVectorHead`).
+    case multiVector = "embed_multi_vector"
     /// Sequence classification (a cross-encoder is one with a single label).
     case sequenceClassification = "predict"
     /// One label set per token (NER).
@@ -46,7 +49,9 @@ extension EncoderModel {
         HeadKind.allCases.filter { kind in
             switch kind {
             case .sentenceEmbedding, .tokenEmbeddings: return true
-            case .maskedLM, .sparseEmbedding: return config.hasMaskedLMHead
+            case .maskedLM: return config.hasMaskedLMHead
+            case .sparseEmbedding: return config.hasMaskedLMHead || config.hasLexicalWeights == true
+            case .multiVector: return config.colbertDimension != nil
             case .sequenceClassification: return config.task?.kind == .sequenceClassification && config.task?.labels != nil
             case .tokenClassification: return config.task?.kind == .tokenClassification && config.task?.labels != nil
             }
@@ -64,7 +69,8 @@ extension HeadKind: CustomStringConvertible {
         switch self {
         case .sentenceEmbedding: return "sentence-embedding"
         case .maskedLM: return "masked-LM"
-        case .sparseEmbedding: return "sparse (SPLADE)"
+        case .sparseEmbedding: return "sparse"
+        case .multiVector: return "multi-vector"
         case .sequenceClassification: return "sequence-classification"
         case .tokenClassification: return "token-classification"
         case .tokenEmbeddings: return "token-embedding"

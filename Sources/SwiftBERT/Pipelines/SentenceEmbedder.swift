@@ -45,10 +45,17 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     /// sentence-transformers' Pooling, Dense and Normalize modules, as the model folder says.
     public let head: SentenceHead
 
+    /// The checkpoint's sparse head (SPLADE or BGE-M3's lexical weights); nil: it has none.
+    public let sparse: SparseHead?
+    /// The checkpoint's ColBERT head (BGE-M3); nil: it has none.
+    public let multiVector: MultiVectorHead?
+
     public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
         self.model = model
         self.tokenizer = tokenizer
         head = try SentenceHead(model)
+        sparse = model.heads.contains(.sparseEmbedding) ? try SparseHead(model, tokenizer: tokenizer) : nil
+        multiVector = model.heads.contains(.multiVector) ? try MultiVectorHead(model) : nil
     }
 
     /// The prompt the options select, as sentence-transformers picks it: `prompt`, else the
@@ -73,6 +80,41 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     }
 
     public func embed(_ texts: [String], options: Options = Options()) throws -> Embeddings {
+        let (vectors, truncated) = try run(texts, options: options, head: head(for: options))
+        return Embeddings(vectors: vectors, truncated: truncated)
+    }
+
+    /// Dense, sparse and multi-vector outputs (`outputs`), all from one forward pass per batch;
+    /// the dense vector as `embed` gives it. Throws when the model lacks a head asked for.
+    public func embed(_ texts: [String], outputs: RetrievalOutputs, options: Options = Options()) throws -> RetrievalEmbeddings {
+        let head = RetrievalHead(dense: head(for: options), sparse: try outputs.contains(.sparse) ? sparseHead() : nil,
+                                 multiVector: try outputs.contains(.multiVector) ? multiVectorHead() : nil, outputs: outputs)
+        let (embeddings, truncated) = try run(texts, options: options, head: head)
+        return RetrievalEmbeddings(embeddings: embeddings, truncated: truncated)
+    }
+
+    /// `RetrievalHead`'s outputs in input order, and which inputs were cut to the maximum length.
+    public struct RetrievalEmbeddings: Sendable {
+        public let embeddings: [RetrievalEmbedding]
+        public let truncated: [Int]
+    }
+
+    /// The model's sparse head (SPLADE or BGE-M3's lexical weights); throws, saying what to
+    /// use, for a model without one.
+    public func sparseHead() throws -> SparseHead {
+        if let sparse { return sparse }
+        return try SparseHead(model, tokenizer: tokenizer)  // throws the error that names the remedy
+    }
+
+    /// The model's ColBERT head (BGE-M3); throws, saying what to use, for a model without one.
+    public func multiVectorHead() throws -> MultiVectorHead {
+        if let multiVector { return multiVector }
+        return try MultiVectorHead(model)
+    }
+
+    /// Texts through the encoder a batch at a time, then `head`: one output per text, in input
+    /// order, and the indices of the texts cut to the maximum length.
+    func run<H: Head>(_ texts: [String], options: Options, head: H) throws -> ([H.Output], truncated: [Int]) {
         let limit = try maxLength(options.maxLength)
         let prompt = try prompt(for: options)
         // sentence-transformers puts the prompt before the text, then tokenizes and truncates
@@ -82,16 +124,16 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         if !options.truncates, let long = encodings.firstIndex(where: \.wasTruncated) {
             throw BertError.invalidInput(reason: "input \(long) is longer than \(limit) tokens, the limit; shorten it or allow truncation")
         }
-        var vectors = [[Float]](repeating: [], count: texts.count)
+        var outputs = [H.Output?](repeating: nil, count: texts.count)
         // Similar lengths together keep each pass's attention work balanced across threads.
         let order = encodings.indices.sorted { encodings[$0].ids.count < encodings[$1].ids.count }
         for start in stride(from: 0, to: order.count, by: max(1, options.batchSize)) {
             let chunk = Array(order[start..<min(start + max(1, options.batchSize), order.count)])
             let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
-            let pooled = head(for: options)(output, HeadBatch(threads: model.threads, promptLength: promptLength))
-            for (vector, index) in zip(pooled, chunk) { vectors[index] = vector }
+            let results = try head(output, HeadBatch(threads: model.threads, promptLength: promptLength))
+            for (result, index) in zip(results, chunk) { outputs[index] = result }
         }
-        return Embeddings(vectors: vectors, truncated: encodings.indices.filter { encodings[$0].wasTruncated })
+        return (outputs.map { $0! }, encodings.indices.filter { encodings[$0].wasTruncated })
     }
 
     /// Tokens `prompt` takes at the start of a framed text, [CLS] included, not [SEP] (what

@@ -157,6 +157,12 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var relativeAttentionNumBuckets: Int? = nil
     /// The rotary-position encoders' own fields (nil for every other family).
     public var rotary: RotaryEncoderConfig? = nil
+    /// BGE-M3's sparse head (`sparse_linear.pt` beside the checkpoint): token weights
+    /// relu(sparse_linear(h)), pooled into lexical weights (`LexicalWeightsHead`). nil: none.
+    public var hasLexicalWeights: Bool? = nil
+    /// Width of BGE-M3's ColBERT head (`colbert_linear.pt`): one vector per token after [CLS]
+    /// (`MultiVectorHead`). nil: no multi-vector head.
+    public var colbertDimension: Int? = nil
 
     public init(vocabSize: Int, hiddenSize: Int, numHiddenLayers: Int, numAttentionHeads: Int, intermediateSize: Int,
                 maxPositionEmbeddings: Int, typeVocabSize: Int, layerNormEps: Float, hiddenAct: String,
@@ -176,7 +182,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case hasUntiedDecoder = "has_untied_decoder"
         case hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head
         case mobileBert = "mobilebert", relativeAttentionNumBuckets = "relative_attention_num_buckets"
-        case rotary
+        case rotary, hasLexicalWeights = "has_sparse_linear", colbertDimension = "colbert_dim"
     }
 
     // One flat config.json, as the converter has always written it: the encoder's fields, the
@@ -201,6 +207,8 @@ public struct BertConfig: Codable, Sendable, Equatable {
         mobileBert = try c.decodeIfPresent(MobileBertConfig.self, forKey: .mobileBert)
         relativeAttentionNumBuckets = try c.decodeIfPresent(Int.self, forKey: .relativeAttentionNumBuckets)
         rotary = try c.decodeIfPresent(RotaryEncoderConfig.self, forKey: .rotary)
+        hasLexicalWeights = try c.decodeIfPresent(Bool.self, forKey: .hasLexicalWeights)
+        colbertDimension = try c.decodeIfPresent(Int.self, forKey: .colbertDimension)
         sentence = try SentenceTransformersConfig(from: decoder)
         task = c.contains(.head) ? try TaskHeadConfig(from: decoder) : nil
     }
@@ -225,6 +233,8 @@ public struct BertConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(mobileBert, forKey: .mobileBert)
         try c.encodeIfPresent(relativeAttentionNumBuckets, forKey: .relativeAttentionNumBuckets)
         try c.encodeIfPresent(rotary, forKey: .rotary)
+        try c.encodeIfPresent(hasLexicalWeights, forKey: .hasLexicalWeights)
+        try c.encodeIfPresent(colbertDimension, forKey: .colbertDimension)
         try sentence.encode(to: encoder)
         try task?.encode(to: encoder)
     }
@@ -284,6 +294,9 @@ public struct BertConfig: Codable, Sendable, Equatable {
         try rotary?.validate(self) { fail("\($0): \(fix)") }
         if let buckets = relativeAttentionNumBuckets, buckets < 2 || buckets > 1024 {
             throw fail("relative_attention_num_buckets is \(buckets); MPNet uses 32 (2 to 1024 are accepted): \(fix)")
+        }
+        if let width = colbertDimension, width <= 0 || width > Self.maximumSize {
+            throw fail("colbert_dim is \(width); it must be a positive integer: \(fix)")
         }
         guard layerNormEps > 0, layerNormEps.isFinite else { throw fail("layer_norm_eps is \(layerNormEps); it must be a positive number: \(fix)") }
         guard maxSequenceLength <= positionLimit else {

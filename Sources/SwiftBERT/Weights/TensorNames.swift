@@ -36,6 +36,8 @@ enum TensorNames {
     static let classifier = "classifier"
     /// sentence-transformers' Dense module `index`, counted in modules.json order (2_Dense, ...).
     static func sentenceDense(_ index: Int) -> String { "sentence_transformers.dense.\(index)" }
+    /// BGE-M3's heads, from `sparse_linear.pt` and `colbert_linear.pt` (FlagEmbedding's names).
+    static let sparseLinear = "sparse_linear", colbertLinear = "colbert_linear"
 
     /// DistilBERT's checkpoint names (after `distilbert.`) → the names above: the same
     /// computation as BERT's under other names. Substrings inside an encoder layer's name, then
