@@ -83,12 +83,14 @@ package final class Benchmark {
             }
             for shape in plan.shapes {
                 let batch = inputs(shape, text: text, tokenizer: tokenizer, vocabulary: config.vocabSize)
-                let measured = try measureCell(models, batch: batch, shape: shape, threads: threads)
+                let measured = try measureCell(models, batch: batch, shape: shape, threads: threads,
+                                               heads: plan.timesHeads ? try outputHeads(models[0], tokenizer: tokenizer) : [])
                 cells += measured
                 progress("\(name) \(shape), \(threads) thread\(threads == 1 ? "" : "s"): "
                          + measured.map { cell in
                              String(format: "%@ %.2f ms", cell.precision.rawValue, cell.medianMilliseconds)
                                  + (cell.speedUp.map { String(format: " (%.2fx)", $0) } ?? "")
+                                 + (cell.headMilliseconds ?? []).map { String(format: " + %@ %.3f ms", $0.name, $0.milliseconds) }.joined()
                          }.joined(separator: ", ") + ", \(measured.first?.rounds ?? 0) rounds")
             }
         }
@@ -158,9 +160,10 @@ package final class Benchmark {
 
     /// Rounds of one pass per precision, in turn, until the plan's time or repetitions are spent.
     private func measureCell(_ models: [any EncoderModel], batch: [[Int32]], shape: BenchmarkPlan.Shape,
-                             threads: Int) throws -> [BenchmarkReport.Cell] {
+                             threads: Int, heads: [OutputHead]) throws -> [BenchmarkReport.Cell] {
         var wall = [[Double]](repeating: [], count: models.count)
         var cpu = wall
+        var headSeconds = [[[Double]]](repeating: [[Double]](repeating: [], count: heads.count), count: models.count)
         var stages = [[StageProfile.Stage: [Double]]](repeating: [:], count: models.count)
         let start = monotonicSeconds()
         var rounds = 0
@@ -168,9 +171,14 @@ package final class Benchmark {
             for (i, model) in models.enumerated() {
                 let profile = plan.profile ? StageProfile() : nil
                 let (wall0, cpu0) = (monotonicSeconds(), processCPUSeconds())
-                _ = try model.encode(batch, typeIds: nil, profile: profile)
+                let output = try model.encode(batch, typeIds: nil, profile: profile)
                 wall[i].append(monotonicSeconds() - wall0)
                 cpu[i].append(processCPUSeconds() - cpu0)
+                for (h, head) in heads.enumerated() {
+                    let head0 = monotonicSeconds()
+                    try head.run(output, HeadBatch(threads: threads))
+                    headSeconds[i][h].append(monotonicSeconds() - head0)
+                }
                 for (stage, seconds) in profile?.seconds ?? [:] { stages[i][stage, default: []].append(seconds) }
             }
             rounds += 1
@@ -183,8 +191,31 @@ package final class Benchmark {
                 medianMilliseconds: medians[i] * 1e3, p90Milliseconds: percentile(wall[i], 0.9) * 1e3,
                 cpuMedianMilliseconds: percentile(cpu[i], 0.5) * 1e3,
                 speedUp: models[i].precision == .fp32 ? nil : reference.map { $0 / medians[i] },
-                profileMilliseconds: plan.profile ? stages[i].mapValues { percentile($0, 0.5) * 1e3 } : nil)
+                profileMilliseconds: plan.profile ? stages[i].mapValues { percentile($0, 0.5) * 1e3 } : nil,
+                headMilliseconds: heads.isEmpty ? nil : zip(heads, headSeconds[i]).map { ($0.name, percentile($1, 0.5) * 1e3) })
         }
+    }
+
+    /// A head timed after the forward pass: its name and a call over the pass's output.
+    struct OutputHead {
+        let name: String
+        let run: (EncoderOutput, HeadBatch) throws -> Void
+    }
+
+    /// The output heads `model` has: dense pooling always; sparse and multi-vector when its
+    /// checkpoint has them. Heads run in FP32 whatever the encoder's precision, so one set serves all.
+    private func outputHeads(_ model: any EncoderModel, tokenizer: BertTokenizer) throws -> [OutputHead] {
+        let dense = try SentenceHead(model)
+        var heads = [OutputHead(name: "dense") { _ = dense($0, $1) }]
+        if model.heads.contains(.sparseEmbedding) {
+            let sparse = try SparseHead(model, tokenizer: tokenizer)
+            heads.append(OutputHead(name: "sparse") { _ = try sparse($0, $1) })
+        }
+        if model.heads.contains(.multiVector) {
+            let multiVector = try MultiVectorHead(model)
+            heads.append(OutputHead(name: "multi-vector") { _ = try multiVector($0, $1) })
+        }
+        return heads
     }
 
     private func needsAnotherRound(after rounds: Int, elapsed: Double) -> Bool {

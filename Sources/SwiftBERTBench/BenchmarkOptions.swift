@@ -31,6 +31,9 @@ package struct BenchmarkOptions: ParsableArguments, Sendable {
     @Flag(help: "Per-stage profile of the timed passes (embeddings, QKV, attention, ..., LayerNorm).")
     package var profile = false
 
+    @Flag(help: "Also time each output head the model has (dense pooling, sparse, multi-vector) on every pass's hidden states.")
+    package var heads = false
+
     @Option(help: ArgumentHelp("Sentences for accuracy, one per line. (default: the repository's 300-sentence fixture)", valueName: "file"))
     package var sentences: String?
 
@@ -78,6 +81,7 @@ package struct BenchmarkOptions: ParsableArguments, Sendable {
         plan.repetitions = repetitions
         if let seconds { plan.seconds = seconds }
         plan.profile = profile
+        plan.timesHeads = heads
         plan.sentencesFile = sentences
         plan.accuracySentences = accuracySentences
         plan.measuresMemory = !noMemory

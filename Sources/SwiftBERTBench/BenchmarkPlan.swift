@@ -35,6 +35,8 @@ package struct BenchmarkPlan: Sendable, Equatable {
     package var minimumRepetitions = 3
     /// Attach a `StageProfile` to every timed pass and report where the time goes.
     package var profile = false
+    /// Time the model's output heads (`RetrievalHead`'s parts) after every timed forward pass.
+    package var timesHeads = false
     /// Real sentences for the accuracy figures (and the token ids of the timed inputs); nil:
     /// the repository's Tests/SwiftBERTTests/Fixtures/sentences.txt when it can be found.
     package var sentencesFile: String?

@@ -52,6 +52,8 @@ package struct BenchmarkReport: Sendable {
         package let speedUp: Double?
         /// Median milliseconds per pass in each stage, with --profile.
         package let profileMilliseconds: [StageProfile.Stage: Double]?
+        /// With --heads: each output head's median milliseconds per pass, after the forward pass.
+        package var headMilliseconds: [(name: String, milliseconds: Double)]? = nil
 
         package var tokensPerSecond: Double { Double(shape.tokens) / (medianMilliseconds / 1e3) }
 
@@ -106,6 +108,9 @@ package struct BenchmarkReport: Sendable {
             })))
             fields.append(("linear_gops", cell.linearRate(model.config).map { rounded($0, places: 1) } ?? .null))
         }
+        if let heads = cell.headMilliseconds {
+            fields.append(("heads_ms", .object(heads.map { ($0.name, rounded($0.milliseconds)) })))
+        }
         fields += [("openblas_core", .string(environment.openBLASCore)),
                    ("openblas_coretype", environment.openBLASCoreType.map { .string($0) } ?? .null)]
         return .object(fields)
@@ -124,6 +129,7 @@ package struct BenchmarkReport: Sendable {
             out += "\n" + summary(model)
             out += "\n" + timings(model)
             if plan.profile { out += profiles(model) }
+            if plan.timesHeads { out += headTimes(model) }
             if !model.notes.isEmpty { out += "\n" + model.notes.map { "Note: \($0)\n" }.joined() }
         }
         return out
@@ -218,6 +224,19 @@ package struct BenchmarkReport: Sendable {
                 + rates.joined(separator: ", ") + "\n"
         }
         return out
+    }
+
+    /// Per cell: the forward pass and each output head after it, median ms per pass, with the
+    /// head's cost as a share of the forward pass.
+    private func headTimes(_ model: Model) -> String {
+        guard let names = model.cells.first?.headMilliseconds?.map(\.name) else { return "" }
+        var table = TextTable(["shape", "threads", "precision", "forward ms"] + names.map { "\($0) ms (of forward)" },
+                              alignments: "lrlr" + String(repeating: "r", count: names.count))
+        for cell in model.cells {
+            table.add(["\(cell.shape)", "\(cell.threads)", cell.precision.rawValue, milliseconds(cell.medianMilliseconds)]
+                      + (cell.headMilliseconds ?? []).map { String(format: "%@ (%.1f%%)", milliseconds($0.milliseconds), 100 * $0.milliseconds / cell.medianMilliseconds) })
+        }
+        return "\nOutput heads, \(model.label): median ms per pass after the forward pass (heads run in FP32)\n\n" + table.text
     }
 
     private func ratio(_ a: Double?, _ b: Double?) -> String {

@@ -167,6 +167,7 @@ public enum Converter {
             }
         }
         out += try SentenceTransformersFolder.read(source, into: &finalConfig)
+        out += try readRetrievalHeads(source, into: &finalConfig)
 
         let dropped = names.keys.filter { !used.contains($0) }.sorted().map { names[$0]! }
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
