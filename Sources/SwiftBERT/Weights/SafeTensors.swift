@@ -40,38 +40,17 @@ final class SafeTensorsFile: @unchecked Sendable {
     static let maxHeaderLength = 100_000_000
 
     convenience init(path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
-            if code == ENOENT {
-                throw BertError.fileNotFound(path: path, hint: "Convert a checkpoint with `bert convert` or run the set-up command.")
-            }
-            throw BertError.invalidWeights(path: path, reason: "cannot be opened (\(String(cString: strerror(code)))); check its permissions")
-        }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw BertError.invalidWeights(path: path, reason: "cannot stat the file; check that it is readable") }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw BertError.invalidWeights(path: path, reason: "not a regular file; give the model.safetensors file of a converted model")
-        }
-        let size = Int(st.st_size)
-        // Checked before mapping: mmap of an empty file fails, and the header length needs 8 bytes.
-        guard size >= 8 else { throw Self.tooShort(path: path, size: size) }
-        guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
-            throw BertError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory and ulimit -v")
-        }
+        // The header length needs 8 bytes.
+        let (map, size) = try MemoryMapping.mapFile(path: path, minimumSize: 8, what: "the model.safetensors file of a converted model",
+                                                    tooShort: { Self.tooShort(path: path, size: $0) })
         try self.init(mapping: map, size: size, path: path, isFileMapping: true)
     }
 
     /// A safetensors image held in memory (tests and fuzzing), copied into a private anonymous
     /// mapping and parsed by the same code as a file.
     convenience init(image: UnsafeRawBufferPointer, path: String) throws {
-        let size = image.count
-        guard size >= 8 else { throw Self.tooShort(path: path, size: size) }
-        guard let map = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), map != MAP_FAILED else {
-            throw BertError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory")
-        }
-        map.copyMemory(from: image.baseAddress!, byteCount: size)
+        let (map, size) = try MemoryMapping.mapCopy(of: image, path: path, minimumSize: 8,
+                                                    tooShort: { Self.tooShort(path: path, size: $0) })
         try self.init(mapping: map, size: size, path: path, isFileMapping: false)
     }
 
@@ -234,12 +213,14 @@ final class SafeTensorsFile: @unchecked Sendable {
             throw BertError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; convert the checkpoint again with `bert convert`")
         }
         let raw = try bytes(name, dtype: info.dtype)
+        let kind: StoredFloatKind
         switch info.dtype {
-        case .f32: return (0..<info.count).map { raw.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) }
-        case .f16: return (0..<info.count).map { Float(Float16(bitPattern: raw.loadUnaligned(fromByteOffset: $0 * 2, as: UInt16.self))) }
-        case .bf16: return (0..<info.count).map { Float(bitPattern: UInt32(raw.loadUnaligned(fromByteOffset: $0 * 2, as: UInt16.self)) << 16) }
+        case .f32: kind = .f32
+        case .f16: kind = .f16
+        case .bf16: kind = .bf16
         default: throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), not a float type; use a checkpoint saved in float32, float16 or bfloat16")
         }
+        return decodeFloats(raw, count: info.count, kind: kind)
     }
 }
 

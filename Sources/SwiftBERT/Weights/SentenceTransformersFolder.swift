@@ -98,17 +98,24 @@ enum SentenceTransformersFolder {
         }
         let layer = DenseLayerConfig(inFeatures: try count("in_features"), outFeatures: try count("out_features"),
                                      hasBias: settings["bias"]?.bool ?? true, activation: activation)
-        let weightsPath = directory.appendingPathComponent("model.safetensors").path
-        guard FileManager.default.fileExists(atPath: weightsPath) else {
-            throw BertError.notABertCheckpoint(path: directory.path, reason: "the Dense module has no model.safetensors; save the model again with a current sentence-transformers (safe_serialization=True)")
+        // Older sentence-transformers saved Dense modules as pytorch_model.bin.
+        let safetensorsPath = directory.appendingPathComponent("model.safetensors").path
+        let torchPath = directory.appendingPathComponent("pytorch_model.bin").path
+        let file: any TensorSource
+        if FileManager.default.fileExists(atPath: safetensorsPath) {
+            file = try SafeTensorsFile(path: safetensorsPath)
+        } else if FileManager.default.fileExists(atPath: torchPath) {
+            file = try TorchCheckpoint(path: torchPath)
+        } else {
+            throw BertError.notABertCheckpoint(path: directory.path, reason: "the Dense module has no model.safetensors or pytorch_model.bin; give the complete sentence-transformers folder")
         }
-        let file = try SafeTensorsFile(path: weightsPath)
+        let weightsPath = file.path
         func tensor(_ name: String, _ shape: [Int]) throws -> [Float] {
-            guard let info = file.tensors[name] else {
+            guard let actual = file.shape(name) else {
                 throw BertError.notABertCheckpoint(path: weightsPath, reason: "missing tensor '\(name)'")
             }
-            guard info.shape == shape else {
-                throw BertError.invalidWeights(path: weightsPath, reason: "tensor '\(name)' has shape \(info.shape), its config.json implies \(shape)")
+            guard actual == shape else {
+                throw BertError.invalidWeights(path: weightsPath, reason: "tensor '\(name)' has shape \(actual), its config.json implies \(shape)")
             }
             return try file.floatArray(name)
         }
