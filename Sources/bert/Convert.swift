@@ -7,13 +7,15 @@ struct Convert: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Convert a Hugging Face BERT folder into SwiftBERT's format.",
         discussion: "Example: bert convert ~/hf/bert-base-uncased weights/bert-base-uncased")
-    @Argument(help: "Folder with config.json, model.safetensors and vocab.txt or tokenizer.json.") var source: String
+    @Argument(help: "Folder with config.json, model.safetensors (or pytorch_model.bin) and vocab.txt or tokenizer.json; BGE-M3's sparse_linear.pt and colbert_linear.pt beside them are read too.") var source: String
     @Argument(help: "Destination folder.") var destination: String
 
     func run() throws {
         let report = try Converter.convert(huggingFaceFolder: URL(fileURLWithPath: source), to: URL(fileURLWithPath: destination))
         let c = report.config
-        var text = "converted \(source) -> \(destination): \(c.numHiddenLayers) layers, hidden \(c.hiddenSize), \(report.tensorCount) tensors, pooling \(c.sentence.pooling.rawValue), masked-LM head \(c.hasMaskedLMHead ? "yes" : "no")\n"
+        var text = "converted \(source) -> \(destination): \(c.numHiddenLayers) layers, hidden \(c.hiddenSize), \(report.tensorCount) tensors, pooling \(c.sentence.pooling.rawValue), masked-LM head \(c.hasMaskedLMHead ? "yes" : "no")"
+            + (c.hasLexicalWeights == true ? ", sparse head (sparse_linear)" : "")
+            + (c.colbertDimension.map { ", multi-vector head (colbert_linear, \($0) wide)" } ?? "") + "\n"
         if !report.droppedTensors.isEmpty {
             text += "not used by the engine: \(report.droppedTensors.joined(separator: ", "))\n"
         }

@@ -82,6 +82,11 @@ final class BGEM3Tests: XCTestCase {
         let all = try embedder.embed(texts, outputs: .all, options: options)
         XCTAssertTrue(all.truncated.contains(15), "\(all.truncated)")
         for (found, expected) in zip(all.embeddings, reference.texts) { Self.assertMatches(found, expected, .all) }
+        let pairs = zip(all.embeddings, reference.texts)
+        let dense = pairs.map { maxAbsDifference($0.dense!, $1.dense) }.max()!
+        let lexical = pairs.map { maxAbsDifference($0.sparse!.values, $1.sparse.map { $0[1] }) }.max()!
+        let colbert = pairs.flatMap { zip($0.multiVector!, $1.colbert).map { maxAbsDifference($0, $1) } }.max()!
+        print("BGE-M3 fixture, max |diff| to FlagEmbedding's formulas: dense \(dense), lexical weights \(lexical), ColBERT \(colbert)")
         for outputs: RetrievalOutputs in [.dense, .sparse, .multiVector, [.sparse, .multiVector]] {
             let alone = try embedder.embed(texts, outputs: outputs, options: options).embeddings
             for (found, both) in zip(alone, all.embeddings) {
