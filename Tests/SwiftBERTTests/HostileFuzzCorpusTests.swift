@@ -41,6 +41,20 @@ final class HostileFuzzCorpusTests: XCTestCase {
         }
     }
 
+    func torch(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { image in
+            guard let parsed = try? TorchCheckpoint.parse(image, path: "fuzz") else { return }
+            for info in parsed.tensors.values {
+                XCTAssertLessThanOrEqual(info.range.upperBound, image.count)
+                XCTAssertEqual(info.range.count, info.count * info.dtype.byteSize)
+            }
+            guard let checkpoint = try? TorchCheckpoint(image: image, path: "fuzz") else { return XCTFail("parse and init disagree") }
+            for name in checkpoint.names where checkpoint.dtype(name)?.floatKind != nil {
+                XCTAssertEqual((try? checkpoint.floatArray(name))?.count, checkpoint.shape(name)?.reduce(1, *))
+            }
+        }
+    }
+
     let probes = ["Hello, world! [MASK] is [CLS] here.", "naïve café 東京 🙂 \u{0}\u{7}", "##ing un##able"]
 
     func loaders(_ bytes: [UInt8]) {
@@ -145,4 +159,5 @@ final class HostileFuzzCorpusTests: XCTestCase {
     func testSafeTensorsParserOnTheCorpusAndMutations() throws { try fuzz("safetensors", seconds: 2, safetensors) }
     func testLoadersOnTheCorpusAndMutations() throws { try fuzz("loaders", seconds: 3, loaders) }
     func testTokenizerOnTheCorpusAndMutations() throws { try fuzz("tokenizer", seconds: 2, tokenize) }
+    func testTorchCheckpointReaderOnTheCorpusAndMutations() throws { try fuzz("torch", seconds: 2, torch) }
 }

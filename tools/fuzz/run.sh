@@ -4,8 +4,9 @@
 #   tools/fuzz/run.sh [-t SECONDS] [-k] [TARGET ...]
 #
 # TARGET is safetensors (the header and tensor-table parser), loaders (config.json,
-# tokenizer.json, vocab.txt) or tokenizer (the tokenizer and line reader on arbitrary bytes);
-# default: all three. -t is the time per target (default 60 s; the recorded long runs in
+# tokenizer.json, vocab.txt), tokenizer (the tokenizer and line reader on arbitrary bytes) or
+# torch (the torch.save checkpoint reader: stored zip, restricted unpickler, tensor table);
+# default: all four. -t is the time per target (default 60 s; the recorded long runs in
 # docs/robustness.md use 600). -k keeps binaries already built even if sources changed since
 # (a long run on a snapshot while the tree is being edited). Each target is the library's sources compiled with swiftc
 # together with tools/fuzz/Fuzz<Target>.swift, under -sanitize=fuzzer,address and -O (as the
@@ -26,12 +27,12 @@ while getopts "t:k" option; do
     case $option in
         t) seconds=$OPTARG ;;
         k) keep=1 ;;
-        *) echo "usage: $0 [-t SECONDS] [-k] [safetensors|loaders|tokenizer ...]" >&2; exit 64 ;;
+        *) echo "usage: $0 [-t SECONDS] [-k] [safetensors|loaders|tokenizer|torch ...]" >&2; exit 64 ;;
     esac
 done
 shift $((OPTIND - 1))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors loaders tokenizer)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors loaders tokenizer torch)
 
 swiftc=${SWIFTC:-swiftc}
 out=.build/fuzz
@@ -44,7 +45,16 @@ entry_file() {
         safetensors) echo tools/fuzz/FuzzSafeTensors.swift ;;
         loaders) echo tools/fuzz/FuzzLoaders.swift ;;
         tokenizer) echo tools/fuzz/FuzzTokenizer.swift ;;
-        *) echo "unknown target $1 (safetensors, loaders, tokenizer)" >&2; exit 64 ;;
+        torch) echo tools/fuzz/FuzzTorchCheckpoint.swift ;;
+        *) echo "unknown target $1 (safetensors, loaders, tokenizer, torch)" >&2; exit 64 ;;
+    esac
+}
+
+# The torch target's inputs are zips of pickles, not JSON.
+dictionary() {
+    case $1 in
+        torch) echo tools/fuzz/pickle.dict ;;
+        *) echo tools/fuzz/json.dict ;;
     esac
 }
 
@@ -84,7 +94,7 @@ for target in "${targets[@]}"; do
     # spare-bit tags, so it reports reachable objects (and leaks are not a safety issue here).
     set +e
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$out/fuzz-$target" "$corpus" "tools/fuzz/seeds/$target" "tools/fuzz/corpus/$target" \
-        -dict=tools/fuzz/json.dict -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -dict="$(dictionary "$target")" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -max_len=65536 -len_control=200 -print_final_stats=1 -detect_leaks=0 \
         -artifact_prefix="$crashes/" >"$log" 2>&1
     code=$?
