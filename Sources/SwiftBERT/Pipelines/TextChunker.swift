@@ -38,8 +38,10 @@ public enum ChunkPooling: String, Sendable, CaseIterable {
 ///
 /// Consecutive chunks share the most whole words whose tokens number at most `overlap`: the
 /// next chunk starts at the first word start, after the previous chunk's start, that leaves
-/// ≤ `overlap` tokens shared (0 when the last word alone is longer). A word longer than a chunk
-/// is split at the chunk size, without overlap inside it.
+/// ≤ `overlap` tokens shared (0 when the last word alone is longer). If from there no whole-word
+/// window gets past the previous chunk's end (the next word is too long), the next chunk starts
+/// at that end, sharing nothing. A word longer than a chunk is split at the chunk size, without
+/// overlap inside it; the chunk holding its last piece ends at a word end as any other.
 public struct TextChunker: Sendable {
     public let tokenizer: BertTokenizer
     public let maxTokens: Int
@@ -82,57 +84,70 @@ public struct TextChunker: Sendable {
             return [TextChunk(textIndex: textIndex, chunkIndex: 0, start: 0, end: scalars.count, text: text,
                               ids: framedIds(text), tokenRange: 0..<0)]
         }
-        let boundaries = wordBoundaries(whole)
-        let isBoundary = Set(boundaries)
-        let budget = maxTokens - framing
+        let document = Document(whole: whole, scalars: scalars, boundaries: wordBoundaries(whole), textIndex: textIndex)
+        let isBoundary = Set(document.boundaries)
         var chunks: [TextChunk] = []
-        var start = 0
+        var start = 0, previousEnd = 0
         while start < count {
-            let chunk = try cut(from: start, budget: budget, of: whole, scalars, boundaries: boundaries, textIndex: textIndex,
-                                chunkIndex: chunks.count)
+            let chunk = try cut(document, from: start, past: previousEnd, chunkIndex: chunks.count)
             chunks.append(chunk)
-            let end = chunk.tokenRange.upperBound
-            guard end < count else { break }
+            previousEnd = chunk.tokenRange.upperBound
+            guard previousEnd < count else { break }
             // A word split in the middle goes on where it was cut; else back over whole words
             // while at most `overlap` tokens are shared.
-            guard isBoundary.contains(end) else { start = end; continue }
-            start = boundaries[Self.firstIndex(in: boundaries, atLeast: max(start + 1, end - overlap))]
+            guard isBoundary.contains(previousEnd) else { start = previousEnd; continue }
+            let boundaries = document.boundaries
+            start = boundaries[Self.firstIndex(in: boundaries, atLeast: max(chunk.tokenRange.lowerBound + 1, previousEnd - overlap))]
         }
         return chunks
     }
 
-    /// The longest chunk from token `start`: the farthest word end within `budget` tokens whose
-    /// text gives back its ids (cut tight, else with the whitespace before it, which byte-level
-    /// BPE reads as part of the word); failing that, a word longer than a chunk is cut at the
-    /// last token whose text still fits.
-    private func cut(from start: Int, budget: Int, of whole: Encoding, _ scalars: [Unicode.Scalar], boundaries: [Int],
-                     textIndex: Int, chunkIndex: Int) throws -> TextChunk {
-        let reach = min(start + budget, whole.ids.count)
+    /// A text being cut: its encoding (no [CLS]/[SEP]), code points and word boundaries.
+    private struct Document {
+        let whole: Encoding
+        let scalars: [Unicode.Scalar]
+        let boundaries: [Int]
+        let textIndex: Int
+    }
+
+    /// The longest chunk from token `start` that ends past token `previousEnd`: the farthest word
+    /// end within the chunk size whose text gives back its ids (cut tight, else with the
+    /// whitespace before it, which byte-level BPE reads as part of the word). When the overlap
+    /// leaves no room to get past the previous chunk in whole words, the chunk starts at
+    /// `previousEnd` instead; when no word end fits at all, a word longer than a chunk is cut at
+    /// the last token whose text still fits.
+    private func cut(_ document: Document, from start: Int, past previousEnd: Int, chunkIndex: Int) throws -> TextChunk {
+        let whole = document.whole
+        let reach = min(start + maxTokens - framing, whole.ids.count)
         let tight = whole.offsets[start].lowerBound
         let before = start == 0 ? 0 : whole.offsets[start - 1].upperBound
         let starts = before < tight ? [tight, before] : [tight]
         func chunk(_ end: Int, _ from: Int, _ text: String, _ ids: [Int32]) -> TextChunk {
-            TextChunk(textIndex: textIndex, chunkIndex: chunkIndex, start: from, end: whole.offsets[end - 1].upperBound,
+            TextChunk(textIndex: document.textIndex, chunkIndex: chunkIndex, start: from, end: whole.offsets[end - 1].upperBound,
                       text: text, ids: ids, tokenRange: start..<end)
         }
-        let farthest = Self.firstIndex(in: boundaries, atLeast: reach + 1)
-        for end in boundaries[..<farthest].reversed() {
-            guard end > start else { break }
+        // The rest of a split word cannot tokenise as in the whole text; the words after it must.
+        let startsWord = document.boundaries[Self.firstIndex(in: document.boundaries, atLeast: start)] == start
+        let farthest = Self.firstIndex(in: document.boundaries, atLeast: reach + 1)
+        for end in document.boundaries[..<farthest].reversed() {
+            guard end > max(start, previousEnd) else { break }
             let upper = whole.offsets[end - 1].upperBound
             for from in starts where from <= upper {
-                let text = Self.slice(scalars, from..<upper)
-                guard tokenizer.encode(text, addSpecialTokens: false).ids.elementsEqual(whole.ids[start..<end]) else { continue }
+                let text = Self.slice(document.scalars, from..<upper)
+                let own = tokenizer.encode(text, addSpecialTokens: false).ids
+                guard startsWord ? own.elementsEqual(whole.ids[start..<end]) : own.count <= end - start else { continue }
                 let ids = framedIds(text)
                 if ids.count <= maxTokens { return chunk(end, from, text, ids) }
             }
         }
+        if start < previousEnd { return try cut(document, from: previousEnd, past: previousEnd, chunkIndex: chunkIndex) }
         for end in stride(from: reach, to: start, by: -1) {
             let upper = max(whole.offsets[end - 1].upperBound, tight)
-            let text = Self.slice(scalars, tight..<upper)
+            let text = Self.slice(document.scalars, tight..<upper)
             let ids = framedIds(text)
             if ids.count <= maxTokens { return chunk(end, tight, text, ids) }
         }
-        throw BertError.invalidInput(reason: "text \(textIndex): token \(start) alone, with [CLS], [SEP] and the prompt, is over the chunk size of \(maxTokens); use a larger chunk size")
+        throw BertError.invalidInput(reason: "text \(document.textIndex): token \(start) alone, with [CLS], [SEP] and the prompt, is over the chunk size of \(maxTokens); use a larger chunk size")
     }
 
     private func framedIds(_ text: String) -> [Int32] {
