@@ -212,6 +212,12 @@ struct TEIEmbedRequest: Decodable, Sendable {
     var dimensions: Int?
     /// Not in TEI's API (one model per TEI process): which of this server's models.
     var model: String?
+    /// Not in TEI's API: long texts cut into chunks of at most `chunk` tokens, consecutive
+    /// chunks sharing at most `overlap`; `chunk_pooling` "none" (a record per chunk) or "mean".
+    var chunk, overlap: Int?
+    var chunk_pooling: String?
+
+    var chunks: Bool { chunk != nil || overlap != nil || chunk_pooling != nil }
 }
 
 /// A TEI text route's request: its own `inputs`, and the options every such route takes.
@@ -299,7 +305,8 @@ extension OpenAIEmbeddingRequest: Documented {
 extension TEIEmbedRequest: Documented {
     static let schema = Schema.object([("inputs", textsOrIds, true), ("normalize", .boolean, false), ("truncate", .boolean, false),
                                        ("truncation_direction", .string, false), ("prompt_name", .string, false),
-                                       ("dimensions", .integer, false), ("model", .string, false)])
+                                       ("dimensions", .integer, false), ("model", .string, false),
+                                       ("chunk", .integer, false), ("overlap", .integer, false), ("chunk_pooling", .string, false)])
 }
 /// What a TEIRequest's `inputs` look like.
 protocol DocumentedInputs {

@@ -231,8 +231,9 @@ struct Endpoints: Sendable {
 
     /// POST /embed (TEI): [[Float]]. Token-id inputs are this model's ids (TEI's semantics).
     func teiEmbed(_ body: [UInt8]) async throws -> [UInt8] {
-        let (request, model, sequences, promptLength) = try await offload { [self] () throws -> (TEIEmbedRequest, ServedModel, [[Int32]], Int) in
-            let request = try decodeBody(TEIEmbedRequest.self, from: body)
+        let request = try await offload { try decodeBody(TEIEmbedRequest.self, from: body) }
+        if request.chunks { return try await teiEmbedChunks(request) }
+        let (model, sequences, promptLength) = try await offload { [self] () throws -> (ServedModel, [[Int32]], Int) in
             let model = try self.model(request.model)
             let fromLeft = try truncatesLeft(request.truncation_direction)
             let truncate = request.truncate ?? false
@@ -240,14 +241,69 @@ struct Endpoints: Sendable {
             case let .texts(texts):
                 let prompt = try prompt(request.prompt_name, model: model)
                 let sequences = try encode(texts.map { ($0, nil) }, model: model, truncate: truncate, fromLeft: fromLeft, prompt: prompt).map(\.ids)
-                return (request, model, sequences, self.promptLength(prompt, model: model))
+                return (model, sequences, self.promptLength(prompt, model: model))
             case let .tokenIDs(lists):
-                return (request, model, try checkedIds(lists, model: model, truncate: truncate, fromLeft: fromLeft, param: "inputs"), 0)
+                return (model, try checkedIds(lists, model: model, truncate: truncate, fromLeft: fromLeft, param: "inputs"), 0)
             }
         }
         let vectors = try await sentenceVectors(sequences, model: model, promptLength: promptLength, dimensions: request.dimensions,
                                                 normalize: request.normalize ?? true)
         return try await offload { jsonFloatRows(vectors, width: model.dimension) }
+    }
+
+    /// POST /embed with "chunk" (not in TEI): each text cut by TextChunker, every chunk embedded;
+    /// per text, a list of {"start", "end", "tokens", "embedding"}, or ("chunk_pooling": "mean")
+    /// the mean of its chunk vectors in /embed's usual shape. No chunk is ever truncated.
+    private func teiEmbedChunks(_ request: TEIEmbedRequest) async throws -> [UInt8] {
+        let (model, chunks, promptLength, pooling, textCount) = try await offload { [self] () throws -> (ServedModel, [TextChunk], Int, ChunkPooling, Int) in
+            let model = try self.model(request.model)
+            guard let size = request.chunk else {
+                throw APIError.invalid("overlap and chunk_pooling need \"chunk\": the chunk size in tokens", param: "chunk")
+            }
+            guard case let .texts(texts) = request.inputs else {
+                throw APIError.invalid("chunk cuts texts, and inputs holds token ids: send the texts", param: "inputs")
+            }
+            try checkCount(texts.count)
+            _ = try truncatesLeft(request.truncation_direction)  // checked, though no chunk is cut
+            guard let pooling = ChunkPooling(rawValue: request.chunk_pooling ?? "none") else {
+                throw APIError.invalid("chunk_pooling must be \"none\" or \"mean\"; got \"\(request.chunk_pooling ?? "")\"", param: "chunk_pooling")
+            }
+            let prompt = try prompt(request.prompt_name, model: model)
+            do {
+                let chunker = try TextChunker(tokenizer: model.tokenizer, maxTokens: size, overlap: request.overlap ?? 0, prompt: prompt,
+                                              modelLimit: model.maxLength)
+                return (model, try chunker.chunks(of: texts), self.promptLength(prompt, model: model), pooling, texts.count)
+            } catch let BertError.invalidInput(reason) {
+                throw APIError.invalid(reason, param: "chunk")
+            }
+        }
+        let normalize = request.normalize ?? true
+        let vectors = try await sentenceVectors(chunks.map(\.ids), model: model, promptLength: promptLength, dimensions: request.dimensions,
+                                                normalize: normalize)
+        let width = request.dimensions ?? model.dimension
+        return try await offload {
+            if pooling == .mean {
+                return jsonFloatRows(TextChunker.meanVectors(vectors, of: chunks, textCount: textCount, normalize: normalize), width: width)
+            }
+            let json = JSONWriter(capacity: chunks.count * (width * 13 + 64) + 16)
+            var next = 0
+            json.array {
+                for text in 0..<textCount {
+                    json.array {
+                        while next < chunks.count, chunks[next].textIndex == text {
+                            json.object {
+                                json.key("start"); json.number(chunks[next].start)
+                                json.key("end"); json.number(chunks[next].end)
+                                json.key("tokens"); json.number(chunks[next].tokenCount)
+                                json.key("embedding"); json.floats(vectors[next])
+                            }
+                            next += 1
+                        }
+                    }
+                }
+            }
+            return json.bytes
+        }
     }
 
     /// Texts of a /embed_sparse or /embed_all request, tokenised.

@@ -28,6 +28,15 @@ struct Embed: ParsableCommand {
             --sparse and --multi-vector together, with --dense for the sentence vector too, give all \
             of them in one record from one forward pass.
 
+            --chunk N cuts each text into chunks of at most N tokens as the model sees them ([CLS], \
+            [SEP] and the prompt count; N at most --max-length or the model's limit), between words, \
+            consecutive chunks sharing the most whole words of at most --overlap K tokens; a word \
+            longer than a chunk is split. Each chunk is embedded as its own text. With \
+            --chunk-pooling none (the default) one line per chunk (jsonl only): {"index": i, "chunk": c, \
+            "start": s, "end": e, "tokens": t, "embedding": [...]}, s..<e the chunk's code-point \
+            offsets in text i (Python's text[s:e]), t its token count; with mean, one record per text \
+            in any format, the mean of its chunks' vectors, L2-normalised unless --no-normalize.
+
             Ctrl-C (SIGINT) or SIGTERM stops at the next batch and leaves a valid output holding the \
             first records of the input, each complete (exit status 130 or 143); the same command \
             with --resume continues it without repeating or missing a record. A second signal \
@@ -40,6 +49,7 @@ struct Embed: ParsableCommand {
               jq -c '{text: .body}' posts.json | bert embed --input-format jsonl
               bert embed --model splade-tiny --sparse "The cat sat on the mat."
               bert embed --model bge-m3 --dense --sparse --multi-vector --input docs.txt
+              bert embed --input docs.txt --chunk 256 --overlap 32 --output chunks.jsonl
             """)
 
     @OptionGroup var input: InputOptions
@@ -69,6 +79,7 @@ struct Embed: ParsableCommand {
     var resume = false
 
     @OptionGroup var embedding: EmbeddingOptions
+    @OptionGroup var chunking: ChunkOptions
     @OptionGroup var engine: EngineOptions
 
     func validate() throws {
@@ -76,6 +87,7 @@ struct Embed: ParsableCommand {
         if sparse || multiVector, format != .jsonl { throw ValidationError("--sparse and --multi-vector write jsonl only") }
         if sparse || multiVector, resume { throw ValidationError("--sparse and --multi-vector do not --resume; embed the rest of the input on its own") }
         if dense, !sparse, !multiVector { throw ValidationError("--dense adds the sentence vector to --sparse or --multi-vector records; without them, leave it out") }
+        try validateChunking()
     }
 
     func run() throws {
@@ -94,6 +106,7 @@ struct Embed: ParsableCommand {
         }
         let bert = try engine.load(model)
         if sparse || multiVector { return try embedOutputs(bert, reader, skips: skips) }
+        if let size = chunking.chunk { return try embedChunks(bert, reader, size: size, skips: skips) }
         var stream = EmbeddingStream(embedder: try SentenceEmbedder(bert),
                                      options: embedding.options(normalize: noNormalize ? false : nil))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
@@ -153,6 +166,69 @@ extension Embed {
         try sink.close()
         skips.summarize(source: reader.sourceName)
         reportTruncation(truncated, of: index, limit: effectiveLimit(embedding.maxLength, model.config))
+    }
+}
+
+/// `--chunk`: texts cut into windows of at most N tokens, embedded chunk by chunk.
+struct ChunkOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Cut each text into chunks of at most N tokens, [CLS], [SEP] and the prompt included, between words; each chunk embedded as its own text.", valueName: "n"))
+    var chunk: Int?
+
+    @Option(help: ArgumentHelp("Tokens consecutive chunks share: the most whole words of at most K tokens (default 0).", valueName: "k"))
+    var overlap: Int?
+
+    @Option(help: ArgumentHelp("none: a jsonl line per chunk, with its offsets (default); mean: one vector per text, the mean of its chunks'.", valueName: "none|mean"))
+    var chunkPooling: ChunkPooling?
+}
+
+extension ChunkPooling: ExpressibleByArgument {}
+
+extension Embed {
+    func validateChunking() throws {
+        guard chunking.chunk != nil else {
+            if chunking.overlap != nil || chunking.chunkPooling != nil { throw ValidationError("--overlap and --chunk-pooling need --chunk N, the chunk size in tokens") }
+            return
+        }
+        if sparse || multiVector { throw ValidationError("--chunk embeds dense vectors; it does not combine with --sparse or --multi-vector") }
+        if resume { throw ValidationError("--chunk does not --resume; embed the rest of the input on its own") }
+        if chunking.chunkPooling != .mean, format != .jsonl {
+            throw ValidationError("--chunk writes jsonl, a line per chunk; for \(format.rawValue), one vector per text, add --chunk-pooling mean")
+        }
+    }
+
+    /// `--chunk`: the chunks of a batch of texts embedded together; a line per chunk, or (mean)
+    /// one record per text through the usual writer.
+    func embedChunks(_ model: LoadedModel, _ reader: TextRecordReader, size: Int, skips: SkipReport) throws {
+        let embedder = try SentenceEmbedder(model)
+        let options = embedding.options(normalize: noNormalize ? false : nil)
+        let overlap = chunking.overlap ?? 0
+        _ = try embedder.chunker(maxTokens: size, overlap: overlap, options: options)  // a bad size fails before the output is made
+        let sink = try OutputSink.open(output)
+        let means = chunking.chunkPooling == .mean
+            ? try EmbeddingWriter(format: format, sink: sink, dimension: model.config.embeddingDimension) : nil
+        var texts = 0, chunks = 0
+        while case let records = try reader.next(upTo: embedding.batchSize), !records.isEmpty {
+            let embedded = try embedder.embedChunks(records.map(\.text), maxTokens: size, overlap: overlap, options: options)
+            texts += records.count
+            chunks += embedded.chunks.count
+            if let means {
+                let vectors = TextChunker.meanVectors(embedded.vectors, of: embedded.chunks, textCount: records.count,
+                                                      normalize: embedder.head(for: options).normalize)
+                for (record, vector) in zip(records, vectors) { try means.write(index: record.index, vector: vector) }
+                continue
+            }
+            for (chunk, vector) in zip(embedded.chunks, embedded.vectors) {
+                try sink.write(OrderedJSON.object([
+                    ("index", .int(records[chunk.textIndex].index)), ("chunk", .int(chunk.chunkIndex)),
+                    ("start", .int(chunk.start)), ("end", .int(chunk.end)), ("tokens", .int(chunk.tokenCount)),
+                    ("embedding", .array(vector.map { .float($0) })),
+                ]).text + "\n")
+            }
+        }
+        try means?.finish()
+        try sink.close()
+        skips.summarize(source: reader.sourceName)
+        if !input.plan.quiet { writeStandardError("bert: cut \(texts) texts into \(chunks) chunks of at most \(size) tokens\n") }
     }
 }
 
