@@ -126,7 +126,7 @@ public struct SpladeHead: Head {
 
     public init(_ encoder: any EncoderModel) throws {
         guard encoder.config.hasMaskedLMHead else {
-            throw encoder.missingHead(.sparseEmbedding, "SPLADE needs a *ForMaskedLM checkpoint such as splade-tiny")
+            throw encoder.missingHead(.sparseEmbedding, "sparse output needs a *ForMaskedLM SPLADE checkpoint such as splade-tiny, or BGE-M3 converted with its sparse_linear.pt")
         }
         self.encoder = encoder
     }
