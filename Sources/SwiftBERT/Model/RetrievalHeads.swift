@@ -134,7 +134,7 @@ public struct RetrievalHead: Head {
     }
 
     public func callAsFunction(_ encoded: EncoderOutput, _ batch: HeadBatch) throws -> [RetrievalEmbedding] {
-        let dense = try self.dense.map { $0(encoded, batch) }
+        let dense = self.dense.map { $0(encoded, batch) }
         let sparse = try self.sparse.map { try $0(encoded, batch) }
         let multiVector = try self.multiVector.map { try $0(encoded, batch) }
         return (0..<encoded.count).map { s in
