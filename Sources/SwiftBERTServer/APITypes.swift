@@ -230,6 +230,17 @@ struct TEIRequest<Inputs: Decodable & Sendable>: Decodable, Sendable {
 
 /// /embed_sparse, /embed_multi_vector and /embed_all.
 typealias TEITokenRequest = TEIRequest<TextInputs>
+
+/// What every text route's request has: texts, truncation, a prompt name, a model.
+protocol TextRouteRequest: Decodable, Sendable {
+    var inputs: TextInputs { get }
+    var truncate: Bool? { get }
+    var truncation_direction: String? { get }
+    var prompt_name: String? { get }
+    var model: String? { get }
+}
+extension TEIRequest: TextRouteRequest where Inputs == TextInputs {}
+extension OutputsRequest: TextRouteRequest {}
 /// /similarity.
 typealias SimilarityRequest = TEIRequest<SimilarityInputs>
 

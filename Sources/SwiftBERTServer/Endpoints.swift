@@ -308,13 +308,20 @@ struct Endpoints: Sendable {
 
     /// Texts of a /embed_sparse or /embed_all request, tokenised.
     private func tokenRequest(_ body: [UInt8]) async throws -> (ServedModel, [[Int32]]) {
+        let (_, model, sequences, _) = try await textRequest(TEITokenRequest.self, body)
+        return (model, sequences)
+    }
+
+    /// A request of a text route, decoded, with its texts tokenised and its prompt's length.
+    private func textRequest<Request: TextRouteRequest>(_ type: Request.Type, _ body: [UInt8]) async throws
+        -> (Request, ServedModel, [[Int32]], promptLength: Int) {
         try await offload { [self] in
-            let request = try decodeBody(TEITokenRequest.self, from: body)
+            let request = try decodeBody(Request.self, from: body)
             let model = try self.model(request.model)
             let prompt = try prompt(request.prompt_name, model: model)
             let encodings = try encode(request.inputs.texts.map { ($0, nil) }, model: model, truncate: request.truncate ?? false,
                                        fromLeft: try truncatesLeft(request.truncation_direction), prompt: prompt)
-            return (model, encodings.map(\.ids))
+            return (request, model, encodings.map(\.ids), self.promptLength(prompt, model: model))
         }
     }
 
@@ -344,14 +351,7 @@ struct Endpoints: Sendable {
     /// POST /embed_outputs: the dense, sparse and multi-vector outputs a request names, all from
     /// one forward pass: [{"dense": [...], "sparse": [{"index", "value"}], "multi_vector": [[...]]}].
     func embedOutputs(_ body: [UInt8]) async throws -> [UInt8] {
-        let (request, model, sequences, promptLength) = try await offload { [self] () throws -> (OutputsRequest, ServedModel, [[Int32]], Int) in
-            let request = try decodeBody(OutputsRequest.self, from: body)
-            let model = try self.model(request.model)
-            let prompt = try prompt(request.prompt_name, model: model)
-            let encodings = try encode(request.inputs.texts.map { ($0, nil) }, model: model, truncate: request.truncate ?? false,
-                                       fromLeft: try truncatesLeft(request.truncation_direction), prompt: prompt)
-            return (request, model, encodings.map(\.ids), self.promptLength(prompt, model: model))
-        }
+        let (request, model, sequences, promptLength) = try await textRequest(OutputsRequest.self, body)
         var outputs: RetrievalOutputs = []
         for name in request.outputs {
             switch name {
