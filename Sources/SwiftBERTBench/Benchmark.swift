@@ -81,10 +81,10 @@ package final class Benchmark {
                 // Fault the weights in before the first timed pass.
                 _ = try model.encode(inputs(.init(batch: 1, sequenceLength: 16), text: text, tokenizer: tokenizer, vocabulary: config.vocabSize))
             }
+            let heads = plan.timesHeads ? try outputHeads(models[0], tokenizer: tokenizer) : []
             for shape in plan.shapes {
                 let batch = inputs(shape, text: text, tokenizer: tokenizer, vocabulary: config.vocabSize)
-                let measured = try measureCell(models, batch: batch, shape: shape, threads: threads,
-                                               heads: plan.timesHeads ? try outputHeads(models[0], tokenizer: tokenizer) : [])
+                let measured = try measureCell(models, batch: batch, shape: shape, threads: threads, heads: heads)
                 cells += measured
                 progress("\(name) \(shape), \(threads) thread\(threads == 1 ? "" : "s"): "
                          + measured.map { cell in
