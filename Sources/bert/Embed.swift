@@ -148,24 +148,25 @@ extension Embed {
         if multiVector { _ = try embedder.multiVectorHead() }
         let options = embedding.options(normalize: noNormalize ? false : nil)
         let sink = try OutputSink.open(output)
-        var index = 0, truncated = 0
+        var written = 0, truncated = 0
         while case let records = try reader.next(upTo: embedding.batchSize), !records.isEmpty {
             let embedded = try embedder.embed(records.map(\.text), outputs: outputs, options: options)
             truncated += embedded.truncated.count
-            for result in embedded.embeddings {
-                var fields: [(String, OrderedJSON)] = [("index", .int(index))]
+            // A record's index is its place in the input, as every other `bert embed` output gives it.
+            for (record, result) in zip(records, embedded.embeddings) {
+                var fields: [(String, OrderedJSON)] = [("index", .int(record.index))]
                 if let vector = result.dense { fields.append(("embedding", .array(vector.map { .float($0) }))) }
                 if let vector = result.sparse {
                     fields.append(("sparse", .array(zip(vector.indices, vector.values).map { .object([("index", .int(Int($0))), ("value", .float($1))]) })))
                 }
                 if let vectors = result.multiVector { fields.append(("vectors", .array(vectors.map { .array($0.map { .float($0) }) }))) }
                 try sink.write(OrderedJSON.object(fields).text + "\n")
-                index += 1
+                written += 1
             }
         }
         try sink.close()
         skips.summarize(source: reader.sourceName)
-        reportTruncation(truncated, of: index, limit: effectiveLimit(embedding.maxLength, model.config))
+        reportTruncation(truncated, of: written, limit: effectiveLimit(embedding.maxLength, model.config))
     }
 }
 
