@@ -12,7 +12,6 @@ lookup costs the same whatever the table's size, and neither head reads the tabl
 import json
 import pathlib
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -20,28 +19,18 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))  # random_checkpoint.py
 from random_checkpoint import encoder_tensors, save_safetensors
+from bench_xlmr_base import BERT, CONFIG as XLMR_BASE, ROOT, TOKENIZER, run
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 HF = ROOT / "weights/bge-m3-random-hf"
 CONVERTED = ROOT / "weights/bge-m3-random"
-TOKENIZER = ROOT / "Tests/SwiftBERTTests/Fixtures/multilingual/xlmr-unigram/tokenizer.json"
-BERT = ROOT / ".build/release/bert"
-CONFIG = {
-    "architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta", "hidden_act": "gelu",
-    "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
-    "max_position_embeddings": 8194, "type_vocab_size": 1, "vocab_size": 6002, "layer_norm_eps": 1e-5,
-    "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "position_embedding_type": "absolute",
-}
+# XLM-R base's config at XLM-R large's (BGE-M3's) sizes, with the tokenizer fixture's vocabulary.
+CONFIG = {**XLMR_BASE, "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+          "intermediate_size": 4096, "max_position_embeddings": 8194, "vocab_size": 6002}
 # BGE-M3's sentence-transformers modules: CLS pooling, then Normalize.
 MODULES = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
 POOLING = {"word_embedding_dimension": 1024, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}
-
-
-def run(*command):
-    print("+", " ".join(map(str, command)), flush=True)
-    subprocess.run(list(map(str, command)), check=True)
 
 
 def make():
