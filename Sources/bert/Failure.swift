@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTCatalog
 import SwiftBERTCommandLine
 
 /// Parses and runs a command line, turning every error into one line on stderr and a
@@ -35,6 +36,8 @@ func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
         default: break
         }
         return ("bert: " + oneLine(message), error.exitStatus)
+    case let error as PullError:
+        return ("bert: " + oneLine(error.description), error.exitStatus)
     case let error as CLIError:
         return ("bert: " + oneLine(error.message), error.status)
     default:
@@ -51,6 +54,19 @@ func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
         default:
             // Every library failure is a BertError or StreamError; anything else is a bug in bert.
             return ("bert: internal error: \(oneLine(String(describing: error))); please report it", 70)  // EX_SOFTWARE
+        }
+    }
+}
+
+extension PullError {
+    /// sysexits(3): an unknown name is missing input, a bad download is bad data, an unreachable
+    /// server or a missing curl is a service unavailable, a bad manifest a configuration error.
+    var exitStatus: Int32 {
+        switch self {
+        case .unknownModel, .notInIndex: return 66                 // EX_NOINPUT
+        case .hashMismatch, .invalidArchive, .downloadFailed: return 65  // EX_DATAERR
+        case .offline, .missingTool: return 69                     // EX_UNAVAILABLE
+        case .invalidManifest: return 78                           // EX_CONFIG
         }
     }
 }

@@ -37,6 +37,8 @@ struct Bert: ParsableCommand {
             Suggest.self,
             Bench.self,
             Serve.self,
+            Pull.self,
+            Models.self,
         ])
 }
 

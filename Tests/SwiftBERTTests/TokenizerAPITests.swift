@@ -59,7 +59,7 @@ final class TokenizerAPITests: XCTestCase {
             XCTAssertThrowsError(try load()) { error in
                 guard case let .fileNotFound(path, hint)? = error as? BertError else { return XCTFail("\(error)") }
                 XCTAssertTrue(path.hasPrefix(folder.path))
-                XCTAssertTrue(hint.contains("fetch_models.sh"), hint)
+                XCTAssertTrue(hint.contains("make setup"), hint)
             }
         }
     }

@@ -19,8 +19,8 @@ enum TokenizerFixtures {
     static func modelFolder(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let folder = repositoryRoot.appendingPathComponent("weights/.cache/hf/\(name)")
         guard FileManager.default.fileExists(atPath: folder.path) else {
-            XCTFail("\(folder.path) is missing: run tools/fetch_models.sh", file: file, line: line)
-            throw BertError.fileNotFound(path: folder.path, hint: "run tools/fetch_models.sh")
+            XCTFail("\(folder.path) is missing: run `make setup` (bert pull --all --keep-source)", file: file, line: line)
+            throw BertError.fileNotFound(path: folder.path, hint: "run `make setup`")
         }
         return folder
     }

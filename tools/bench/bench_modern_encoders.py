@@ -193,9 +193,9 @@ def make(models, bert):
 def make_checkpoint(model, bert):
     if model.real:
         if not (model.converted / "model.safetensors").exists():
-            raise FileNotFoundError(f"{model.converted} is missing: the set-up converts it (tools/fetch_models.sh)")
+            raise FileNotFoundError(f"{model.converted} is missing: `make setup` pulls it (bert pull --keep-source)")
         if not (model.hf / "model.safetensors").exists():
-            raise FileNotFoundError(f"{model.hf} (the HF checkpoint ONNX exports) is missing: tools/fetch_models.sh")
+            raise FileNotFoundError(f"{model.hf} (the HF checkpoint ONNX exports) is missing: `make setup` (bert pull --keep-source)")
         return
     if not (model.hf / "config.json").exists() or not list(model.hf.glob("*.safetensors")):
         import torch

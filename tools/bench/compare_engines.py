@@ -142,7 +142,7 @@ def swift_build(product):
 
 def ensure_swift_models(names, build):
     if not (HF / "all-MiniLM-L6-v2/config.json").exists():
-        subprocess.run([str(ROOT / "tools/fetch_models.sh")], cwd=ROOT, check=True)
+        subprocess.run([str(ROOT / "tools/setup.sh")], cwd=ROOT, check=True)
     if "bert-base-random" in names and not (HF / "bert-base-random/model.safetensors").exists():
         subprocess.run([sys.executable, str(ROOT / "tools/fixtures/make_random_bert.py")], cwd=ROOT, check=True)
     bert = None

@@ -2,7 +2,9 @@ import Foundation
 
 /// Finds a converted model by name or path. Names are folders under a weights directory:
 /// `$SWIFTBERT_HOME/weights`, then `./weights`, then the `weights/` of the checkout the
-/// `bert` binary was built in (so `.build/release/bert` works from anywhere).
+/// `bert` binary was built in (so `.build/release/bert` works from anywhere), then the user's
+/// cache, where `bert pull` writes when SWIFTBERT_HOME is not set (so an installed `bert` finds
+/// what it pulled from any directory).
 public enum ModelLocator {
     public static let defaultEmbeddingModel = "all-MiniLM-L6-v2"
     public static let defaultMaskedLMModel = "splade-tiny"
@@ -10,7 +12,7 @@ public enum ModelLocator {
     /// Weights directories searched for names, in order; only existing ones.
     public static var searchDirectories: [URL] {
         var dirs: [URL] = []
-        if let home = ProcessInfo.processInfo.environment["SWIFTBERT_HOME"] {
+        if let home = ProcessInfo.processInfo.environment["SWIFTBERT_HOME"], !home.isEmpty {
             dirs.append(URL(fileURLWithPath: home).appendingPathComponent("weights"))
         }
         dirs.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("weights"))
@@ -21,8 +23,16 @@ public enum ModelLocator {
             if dir.lastPathComponent == ".build" { dirs.append(dir.deletingLastPathComponent().appendingPathComponent("weights")); break }
             dir = dir.deletingLastPathComponent()
         }
+        dirs.append(userCacheWeights())
         var seen = Set<String>()
         return dirs.filter { FileManager.default.fileExists(atPath: $0.path) && seen.insert($0.standardizedFileURL.path).inserted }
+    }
+
+    /// `$XDG_CACHE_HOME/swiftbert/weights`, or `~/.cache/swiftbert/weights`.
+    public static func userCacheWeights(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
+            ?? URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()).appendingPathComponent(".cache")
+        return cache.appendingPathComponent("swiftbert/weights")
     }
 
     /// Names of the converted models found in the search directories.
@@ -51,8 +61,8 @@ public enum ModelLocator {
         }
         let available = availableModels()
         throw BertError.fileNotFound(path: nameOrPath, hint: available.isEmpty
-            ? "No converted models found; run `make setup` or set SWIFTBERT_HOME."
-            : "Unknown model; available: \(available.joined(separator: ", ")).")
+            ? "No converted models found; fetch one with `bert pull \(nameOrPath)` (`bert models` lists them), or set SWIFTBERT_HOME."
+            : "Unknown model; available: \(available.joined(separator: ", ")); `bert pull NAME` fetches one of `bert models`.")
     }
 
     /// A folder the engine loads: `folder` itself when converted, else (a Hugging Face or

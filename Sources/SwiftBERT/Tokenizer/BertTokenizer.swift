@@ -60,7 +60,7 @@ public final class BertTokenizer: @unchecked Sendable {
             return try BertTokenizer(vocabTXT: vocab, lowercase: Self.doLowerCase(folder: folder) ?? true)
         }
         throw BertError.fileNotFound(path: folder.path,
-                                     hint: "A tokenizer folder needs tokenizer.json or vocab.txt (for the default models run tools/fetch_models.sh).")
+                                     hint: "A tokenizer folder needs tokenizer.json or vocab.txt (for the default models run `make setup`, or `bert pull NAME`).")
     }
 
     public convenience init(tokenizerJSON url: URL) throws {
@@ -413,7 +413,7 @@ public final class BertTokenizer: @unchecked Sendable {
         catch let failure as BoundedFileError {
             switch failure {
             case .missing, .inaccessible:
-                throw BertError.fileNotFound(path: url.path, hint: "For the default models run tools/fetch_models.sh.")
+                throw BertError.fileNotFound(path: url.path, hint: "For the default models run `make setup`, or `bert pull NAME`.")
             case .notRegularFile: throw unusable("not a regular file; give the model's tokenizer.json or vocab.txt")
             case let .tooLarge(bytes):
                 throw unusable("\(bytes) bytes is far too large for a tokenizer (at most \(maximumFileSize >> 20) MiB); give the model's tokenizer.json or vocab.txt")

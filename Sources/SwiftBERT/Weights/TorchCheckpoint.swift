@@ -74,21 +74,21 @@ final class TorchCheckpoint: @unchecked Sendable {
     /// Reads the zip's table of contents and `data.pkl`, and checks every tensor against its storage.
     static func parse(_ image: UnsafeRawBufferPointer, path: String) throws -> (tensors: [String: TensorInfo], order: [String]) {
         func fail(_ reason: String) -> BertError { .invalidWeights(path: path, reason: reason) }
-        guard StoredZip.looksLikeZip(image) else {
+        guard ZipArchive.looksLikeZip(image) else {
             // The legacy format (torch < 1.6) is a bare pickle stream, starting with PROTO 2.
             if image.count >= 2, image[0] == 0x80, image[1] == 0x02 {
                 throw fail("it is a legacy (torch < 1.6) checkpoint, which SwiftBERT does not read: load it with torch and \(resave)")
             }
             throw fail("it is not a zip-format torch checkpoint (nor safetensors); \(resave)")
         }
-        let archive = try StoredZip(image, path: path)
+        let archive = try ZipArchive(image, path: path)
         // Every member sits in one folder named after the archive: <archive>/data.pkl, <archive>/data/<key>.
         let pickles = archive.names.filter { $0 == "data.pkl" || $0.hasSuffix("/data.pkl") && !$0.dropLast(9).contains("/") }
-        guard pickles.count == 1, let pickleName = pickles.first, let pickleRange = archive.entries[pickleName] else {
+        guard pickles.count == 1, let pickleName = pickles.first, let pickleRange = archive.members[pickleName]?.data else {
             throw fail("the zip holds \(pickles.count) data.pkl members instead of 1; it is not a torch.save checkpoint: \(resave)")
         }
         let prefix = String(pickleName.dropLast("data.pkl".count))
-        if let order = archive.entries[prefix + "byteorder"] {
+        if let order = archive.members[prefix + "byteorder"]?.data {
             let text = String(decoding: UnsafeRawBufferPointer(rebasing: image[order]), as: UTF8.self)
             guard text == "little" else {
                 throw fail("its storages are \(printable(text))-endian; SwiftBERT reads little-endian checkpoints: load and \(resave) on a little-endian machine")
@@ -109,7 +109,7 @@ final class TorchCheckpoint: @unchecked Sendable {
                 throw refuse("reads storage '\(printable(storage.key))' as \(storage.dtype.rawValue), another tensor as \(seen.rawValue)")
             }
             storageTypes[storage.key] = storage.dtype
-            guard let member = archive.entries[prefix + "data/" + storage.key] else {
+            guard let member = archive.members[prefix + "data/" + storage.key]?.data else {
                 throw refuse("lives in storage '\(printable(storage.key))', which the zip does not hold")
             }
             let elementSize = storage.dtype.byteSize

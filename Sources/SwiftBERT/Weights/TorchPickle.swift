@@ -142,7 +142,7 @@ struct TorchPickle {
         }
 
         mutating func take(_ count: Int) throws -> UnsafeRawBufferPointer {
-            guard let slice = StoredZip.slice(bytes, position, count) else { throw fail("ends in the middle of an instruction (at byte \(position)); the file is truncated") }
+            guard let slice = ZipArchive.slice(bytes, position, count) else { throw fail("ends in the middle of an instruction (at byte \(position)); the file is truncated") }
             position += count
             return slice
         }

@@ -1,22 +1,30 @@
 import Foundation
 
-/// The table of contents of a zip archive whose members are stored uncompressed, as `torch.save`
-/// writes it: member name -> byte range of its data in the image. Only the central directory is
-/// trusted for sizes (torch writes zeros in the local headers and puts the sizes in data
-/// descriptors); zip64 archives (members or archives past 4 GiB) are read too. Every range is
-/// checked to lie inside the image; nothing is allocated in proportion to a count the archive
-/// claims rather than holds.
-struct StoredZip {
-    let entries: [String: Range<Int>]
+/// The table of contents of a zip archive: member name -> where its data lies in the image.
+/// `torch.save` stores members uncompressed (the default: a deflated member is refused); a wheel
+/// deflates them (`acceptsDeflate`, for `bert pull`). Only the central directory is trusted for
+/// sizes (torch writes zeros in the local headers and puts the sizes in data descriptors); zip64
+/// archives (members or archives past 4 GiB) are read too. Every range is checked to lie inside
+/// the image; nothing is allocated in proportion to a count the archive claims rather than holds.
+package struct ZipArchive: Sendable {
+    package struct Member: Sendable {
+        /// 0 stored, 8 deflated.
+        package let method: UInt16
+        /// The member's bytes in the image, as stored (compressed when deflated).
+        package let data: Range<Int>
+        package let uncompressedSize: Int
+        package let crc32: UInt32
+    }
+    package let members: [String: Member]
     /// Member names in the order of the central directory.
-    let names: [String]
+    package let names: [String]
 
     private static let endOfCentralDirectory: UInt32 = 0x0605_4b50
     private static let zip64Locator: UInt32 = 0x0706_4b50
     private static let zip64End: UInt32 = 0x0606_4b50
     private static let centralHeader: UInt32 = 0x0201_4b50
     private static let localHeader: UInt32 = 0x0403_4b50
-    private static let resave = "re-save it with torch.save (torch ≥ 1.6) or as safetensors"
+    package static let resave = "re-save it with torch.save (torch ≥ 1.6) or as safetensors"
 
     /// True when the image starts as a zip archive does (a local header, or an empty archive).
     static func looksLikeZip(_ image: UnsafeRawBufferPointer) -> Bool {
@@ -24,9 +32,10 @@ struct StoredZip {
         return magic == localHeader || magic == endOfCentralDirectory
     }
 
-    init(_ image: UnsafeRawBufferPointer, path: String) throws {
+    /// `remedy` ends each message: what to do about a damaged archive.
+    package init(_ image: UnsafeRawBufferPointer, path: String, acceptsDeflate: Bool = false, remedy: String = ZipArchive.resave) throws {
         func fail(_ reason: String) -> BertError {
-            .invalidWeights(path: path, reason: "\(reason); the file is truncated or damaged: \(Self.resave)")
+            .invalidWeights(path: path, reason: "\(reason); the file is truncated or damaged: \(remedy)")
         }
         // The end record is 22 bytes plus a comment of at most 65535 bytes, at the end of the file.
         let size = image.count
@@ -62,7 +71,7 @@ struct StoredZip {
         guard entryCount <= UInt64(directoryLength / 46) else {
             throw fail("the zip claims \(entryCount) members, more than its central directory holds")
         }
-        var entries: [String: Range<Int>] = [:]
+        var members: [String: Member] = [:]
         var names: [String] = []
         var cursor = directoryStart
         for _ in 0..<Int(entryCount) {
@@ -75,6 +84,7 @@ struct StoredZip {
                   let extraLength = Self.read(image, cursor + 30, as: UInt16.self),
                   let commentLength = Self.read(image, cursor + 32, as: UInt16.self),
                   let localOffset32 = Self.read(image, cursor + 42, as: UInt32.self),
+                  let crc32 = Self.read(image, cursor + 16, as: UInt32.self),
                   let nameBytes = Self.slice(image, cursor + 46, Int(nameLength)),
                   let extra = Self.slice(image, cursor + 46 + Int(nameLength), Int(extraLength)) else {
                 throw fail("a zip central directory header is malformed or cut short")
@@ -103,10 +113,10 @@ struct StoredZip {
             guard flags & 1 == 0 else {
                 throw BertError.invalidWeights(path: path, reason: "zip member '\(printable(name))' is encrypted; SwiftBERT reads only plain checkpoints: \(Self.resave)")
             }
-            guard method == 0 else {
+            guard method == 0 || (method == 8 && acceptsDeflate) else {
                 throw BertError.invalidWeights(path: path, reason: "zip member '\(printable(name))' is compressed (method \(method)); torch.save stores members uncompressed, so the file was repacked by another tool: \(Self.resave)")
             }
-            guard compressed == uncompressed else {
+            guard method != 0 || compressed == uncompressed else {
                 throw fail("stored zip member '\(printable(name))' has \(compressed) stored bytes for \(uncompressed) bytes of data")
             }
             // The data follows the local header, whose name and extra field may differ in length
@@ -114,19 +124,19 @@ struct StoredZip {
             guard let local = Int(exactly: localOffset), Self.read(image, local, as: UInt32.self) == Self.localHeader,
                   let localName = Self.read(image, local + 26, as: UInt16.self),
                   let localExtra = Self.read(image, local + 28, as: UInt16.self),
-                  let length = Int(exactly: uncompressed) else {
+                  let length = Int(exactly: compressed), let uncompressedSize = Int(exactly: uncompressed) else {
                 throw fail("zip member '\(printable(name))' has no local header where the directory says")
             }
             let start = local + 30 + Int(localName) + Int(localExtra)
             guard start <= size, length <= size - start else {
                 throw fail("zip member '\(printable(name))' (\(length) bytes) runs past the end of the \(size)-byte file")
             }
-            guard entries[name] == nil else { throw fail("the zip holds two members named '\(printable(name))'") }
-            entries[name] = start..<(start + length)
+            guard members[name] == nil else { throw fail("the zip holds two members named '\(printable(name))'") }
+            members[name] = Member(method: method, data: start..<(start + length), uncompressedSize: uncompressedSize, crc32: crc32)
             names.append(name)
             cursor += 46 + Int(nameLength) + Int(extraLength) + Int(commentLength)
         }
-        self.entries = entries
+        self.members = members
         self.names = names
     }
 
