@@ -72,6 +72,7 @@ public struct ModelPuller {
         let downloader = try Downloader()
         do { try fm.createDirectory(at: weights, withIntermediateDirectories: true) }
         catch { throw BertError.outputFailed(path: weights.path, reason: error.localizedDescription + "; set SWIFTBERT_HOME to a writable folder") }
+        removeAbandonedWork(of: bundle)
         let work = weights.appendingPathComponent(".pull-\(bundle.name)-\(ProcessInfo.processInfo.processIdentifier)")
         try? fm.removeItem(at: work)
         try fm.createDirectory(at: work, withIntermediateDirectories: true)
@@ -124,6 +125,16 @@ public struct ModelPuller {
             try replace(kept, with: source)
         }
         return Result(folder: destination, fetched: true, seconds: Date().timeIntervalSince(start))
+    }
+
+    /// The work folders of pulls of this model that were killed (Ctrl-C, SIGKILL): their
+    /// process is gone, so nothing will finish or remove them.
+    private func removeAbandonedWork(of bundle: ModelBundle) {
+        let prefix = ".pull-\(bundle.name)-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: weights.path)) ?? [] where name.hasPrefix(prefix) {
+            guard let pid = Int32(name.dropFirst(prefix.count)), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(at: weights.appendingPathComponent(name))
+        }
     }
 
     private func replace(_ destination: URL, with folder: URL) throws {
