@@ -19,7 +19,7 @@ tarball=dist/$name-linux-x86_64.tar.gz
 read -r -a native_flags < tools/native-flags
 # Not tools/build-flags: its -enable-testing is for the suite's @testable imports only.
 common=(-c release --traits Server --static-swift-stdlib --product bert)
-quiet() { grep -v -E '^(\[[0-9]+/[0-9]+\]|Building|Compiling|Write|Emitting|Linking|Planning|Fetching|Fetched|Cloning|Computing|Computed|Creating|Working copy|Updating|Updated)' >&2 || true; }
+quiet() { grep -v -E "^warning: '[^']*': found [0-9]+ file\(s\) which are unhandled|^    /.*/checkouts/|^(\[[0-9]+/[0-9]+\]|Building|Compiling|Write|Emitting|Linking|Planning|Fetching|Fetched|Cloning|Computing|Computed|Creating|Working copy|Updating|Updated)" >&2 || true; }
 
 build() {  # build VARIANT FLAGS... -> prints the binary's path
     local variant=$1; shift
@@ -112,7 +112,9 @@ if [ -f LICENSE ]; then cp LICENSE "$root/LICENSE"
 else echo "dist.sh: warning: this repository has no LICENSE file at its root; the package carries none for SwiftBERT itself (only licenses/ of what is linked in)" >&2
 fi
 # The Swift runtime and Foundation linked into both binaries, and each package whose modules
-# were compiled into them (a checkout counts when one of its Sources/ targets has a .build folder).
+# were linked into them (bert.product/Objects.LinkFileList names every object file by module;
+# SwiftPM also builds modules it does not link, such as the other products of a package).
+linked_modules=" $(sed 's#.*/release/##; s#\.build/.*##' .build/dist-native/release/bert.product/Objects.LinkFileList | sort -u | tr '\n' ' ') "
 cp /opt/swift/usr/share/swift/LICENSE.txt "$root/licenses/swift-toolchain.LICENSE.txt" 2>/dev/null \
     || echo "dist.sh: warning: no Swift toolchain LICENSE.txt found to ship" >&2
 for checkout in .build/dist-native/checkouts/*/; do
@@ -120,7 +122,7 @@ for checkout in .build/dist-native/checkouts/*/; do
     linked=no
     for target in "$checkout"Sources/*/; do
         [ -d "$target" ] || continue
-        if [ -d ".build/dist-native/release/$(basename "$target").build" ]; then linked=yes; break; fi
+        case "$linked_modules" in *" $(basename "$target") "*) linked=yes; break ;; esac
     done
     [ $linked = yes ] || continue
     for file in "$checkout"LICENSE* "$checkout"NOTICE*; do
