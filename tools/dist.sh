@@ -95,8 +95,8 @@ for variant in native portable; do
     libs=$(env -u LD_LIBRARY_PATH ldd "$bin")
     echo "dist.sh: ldd bert-$variant:" >&2; echo "$libs" | sed 's/^/    /' >&2
     bad=$(echo "$libs" | awk '{print $1}' | grep -v -E "$allowed" || true)
-    if echo "$libs" | grep -q -E 'not found|/opt/swift|swift'; then bad="$bad $(echo "$libs" | grep -E 'not found|/opt/swift|swift')"; fi
-    if echo "$bad" | grep -q -E 'libcurl|libz\.|libxml2'; then
+    if grep -q -E 'not found|/opt/swift|swift' <<< "$libs"; then bad="$bad $(echo "$libs" | grep -E 'not found|/opt/swift|swift')"; fi
+    if grep -q -E 'libcurl|libz\.|libxml2' <<< "$bad"; then
         echo "dist.sh: bert-$variant links libcurl/libz/libxml2: FoundationNetworking or FoundationXML got linked; \`bert pull\` is meant to run the curl command instead" >&2
     fi
     [ -z "${bad// /}" ] || { echo "dist.sh: bert-$variant needs libraries outside the allowed set: $bad" >&2; exit 1; }
@@ -104,8 +104,8 @@ done
 
 # The newest glibc symbol version the binaries ask for: the oldest glibc they run on.
 glibc_needed=$(objdump -T "$root/libexec/bert-native" "$root/libexec/bert-portable" | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -1 | sed 's/GLIBC_//')
-glibc_built=$(ldd --version | head -1 | grep -o '[0-9.]*$')
-swift_version=$(swift --version 2>/dev/null | head -1)
+glibc_built=$(ldd --version | sed -n 1p | grep -o '[0-9.]*$')
+swift_version=$(swift --version 2>/dev/null | sed -n 1p)
 
 # --- Licences ----------------------------------------------------------------------------------
 if [ -f LICENSE ]; then cp LICENSE "$root/LICENSE"

@@ -12,7 +12,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 model=all-MiniLM-L6-v2
-tarball=${1:-$(ls -t "$repo"/dist/swiftbert-*-linux-x86_64.tar.gz 2>/dev/null | head -1)}
+tarball=${1:-$(ls -t "$repo"/dist/swiftbert-*-linux-x86_64.tar.gz 2>/dev/null | sed -n 1p)}
 [ -f "$tarball" ] || { echo "dist_test.sh: no tarball; run \`make dist\` first or give its path" >&2; exit 1; }
 tarball=$(cd "$(dirname "$tarball")" && pwd)/$(basename "$tarball")
 
@@ -55,7 +55,7 @@ step "ldd (scrubbed environment)"
 for binary in "$root"/libexec/bert-native "$root"/libexec/bert-portable; do
     libs=$(run ldd "$binary")
     echo "$(basename "$binary"):"; echo "$libs" | sed 's/^/    /'
-    ! echo "$libs" | grep -q -E 'not found|/opt/swift|libswift|libFoundation|libdispatch' || fail "$(basename "$binary") needs a Swift library or a missing one"
+    ! grep -q -E 'not found|/opt/swift|libswift|libFoundation|libdispatch' <<< "$libs" || fail "$(basename "$binary") needs a Swift library or a missing one"
 done
 
 step "bert --version, bert --help (through a symlink)"
