@@ -130,6 +130,8 @@ for checkout in .build/dist-native/checkouts/*/; do
     done
 done
 
+echo "$version" > "$root/VERSION"
+
 native_size=$(du -h "$root/libexec/bert-native" | cut -f1)
 portable_size=$(du -h "$root/libexec/bert-portable" | cut -f1)
 cat > "$root/README" <<EOF
@@ -146,6 +148,7 @@ Needs: libopenblas0 (Debian/Ubuntu: apt-get install libopenblas0), and curl for 
                            ln -s \$PWD/bin/bert /usr/local/bin/bert)
   libexec/bert-native      built for AVX-512 CPUs with the flags in libexec/native-cpu-flags ($native_size)
   libexec/bert-portable    runs on any x86-64 CPU ($portable_size)
+  VERSION                  $version
   licenses/                the licences of the Swift runtime and of the packages linked in
 
 bin/bert runs bert-native when /proc/cpuinfo lists every flag of libexec/native-cpu-flags, else
