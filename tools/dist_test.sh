@@ -9,6 +9,7 @@
 #
 #   tools/dist_test.sh [TARBALL]                      the launcher's own choice of build
 #   SWIFTBERT_VARIANT=portable tools/dist_test.sh     the portable build
+#   DIST_TEST_MODEL_DIR=DIR                           the converted model to copy while bert has no pull
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 model=all-MiniLM-L6-v2
@@ -75,16 +76,18 @@ bogus=0; run env SWIFTBERT_VARIANT=bogus "$bert" --version 2>/dev/null || bogus=
 [ "$bogus" = 64 ] || fail "SWIFTBERT_VARIANT=bogus: exit $bogus, not 64 (a usage error)"
 
 step "the model: bert pull $model"
-if run "$bert" pull --help > /dev/null 2>&1; then
+# `bert pull --help` is no test: ArgumentParser prints the root help for an unknown subcommand
+# followed by --help, and exits 0. The SUBCOMMANDS list of --help is.
+if grep -q -E '^  pull( |$)' "$tmp/help.txt"; then
     run "$bert" pull "$model" || fail "bert pull $model"
 else
-    # Until `bert pull` is merged: the repository's converted model, where pull would put it.
-    # This `bert` searches $SWIFTBERT_HOME/weights (not yet the XDG cache), so point it there.
+    # Until `bert pull` is merged: a converted model (the repository's, or DIST_TEST_MODEL_DIR)
+    # where pull puts it. This `bert` searches $SWIFTBERT_HOME/weights, not yet the XDG cache,
+    # so SWIFTBERT_HOME points there.
     weights=$tmp/home/.cache/swiftbert/weights
-    echo "dist_test.sh: THIS bert HAS NO \`pull\` (bert pull --help fails): copying $repo/weights/$model (or /work/main's) into $weights and setting SWIFTBERT_HOME=$tmp/home/.cache/swiftbert instead" >&2
-    source_model=$repo/weights/$model
-    [ -f "$source_model/config.json" ] || source_model=/work/main/weights/$model
-    [ -f "$source_model/config.json" ] || fail "no converted $model to copy (run tools/setup.sh)"
+    source_model=${DIST_TEST_MODEL_DIR:-$repo/weights/$model}
+    [ -f "$source_model/config.json" ] || fail "this bert has no \`pull\`, and $source_model is no converted $model to copy instead (run tools/setup.sh, or set DIST_TEST_MODEL_DIR)"
+    echo "dist_test.sh: THIS bert HAS NO \`pull\` (bert --help lists none): copying $source_model into $weights and setting SWIFTBERT_HOME=$tmp/home/.cache/swiftbert instead" >&2
     mkdir -p "$weights"
     cp -r "$source_model" "$weights/"
     scrubbed+=("SWIFTBERT_HOME=$tmp/home/.cache/swiftbert")
@@ -116,7 +119,8 @@ answer = json.load(sys.stdin)
 vectors = [item["embedding"] for item in answer["data"]]
 assert len(vectors) == 2 and all(len(v) == 384 for v in vectors), [len(v) for v in vectors]
 norm = sum(x * x for x in vectors[0]) ** 0.5
-print(f"POST /v1/embeddings: 2 vectors of 384, |v0| = {norm:.4f}, usage {answer.get(\"usage\")}", file=sys.stderr)
+usage = answer.get("usage")
+print(f"POST /v1/embeddings: 2 vectors of 384, |v0| = {norm:.4f}, usage {usage}", file=sys.stderr)
 ' || fail "POST /v1/embeddings answered: ${answer:0:300}"
 kill -TERM "$server"
 status=0; wait "$server" || status=$?
