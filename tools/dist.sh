@@ -104,6 +104,7 @@ done
 
 # The newest glibc symbol version the binaries ask for: the oldest glibc they run on.
 glibc_needed=$(objdump -T "$root/libexec/bert-native" "$root/libexec/bert-portable" | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -1 | sed 's/GLIBC_//')
+glibcxx_needed=$(objdump -T "$root/libexec/bert-native" "$root/libexec/bert-portable" | grep -o 'GLIBCXX_[0-9.]*' | sort -V | tail -1)
 glibc_built=$(ldd --version | sed -n 1p | grep -o '[0-9.]*$')
 swift_version=$(swift --version 2>/dev/null | sed -n 1p)
 
@@ -142,7 +143,8 @@ BERT-family text embeddings, reranking and an OpenAI/TEI-compatible HTTP server,
 self-contained command. Built with $swift_version on Debian 12 (glibc $glibc_built),
 with the Swift runtime linked in: no Swift toolchain is needed to run it.
 
-Needs: libopenblas0 (Debian/Ubuntu: apt-get install libopenblas0), and curl for \`bert pull\`.
+Needs: glibc $glibc_needed or newer and a libstdc++ with $glibcxx_needed (Debian 12, Ubuntu 22.04
+and later), libopenblas0 (apt-get install libopenblas0), and curl for \`bert pull\`.
 
   bin/bert                 the command (a sh launcher; link it into your PATH, e.g.
                            ln -s \$PWD/bin/bert /usr/local/bin/bert)
@@ -176,6 +178,6 @@ tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner \
     --mtime="@$(git log -1 --format=%ct)" -cf - "$name" | gzip -n -9 > "$tarball.partial"
 mv "$tarball.partial" "$tarball"
 (cd dist && sha256sum "$(basename "$tarball")" > "$(basename "$tarball").sha256")
-echo "dist.sh: wrote $tarball ($(du -h "$tarball" | cut -f1); bert-native $native_size, bert-portable $portable_size stripped; glibc >= $glibc_needed)" >&2
+echo "dist.sh: wrote $tarball ($(du -h "$tarball" | cut -f1); bert-native $native_size, bert-portable $portable_size stripped; glibc >= $glibc_needed, $glibcxx_needed)" >&2
 echo "dist.sh: native needs: $(tr '\n' ' ' < "$root/libexec/native-cpu-flags")" >&2
 echo "$tarball"
