@@ -107,6 +107,7 @@ glibc_needed=$(objdump -T "$root/libexec/bert-native" "$root/libexec/bert-portab
 glibcxx_needed=$(objdump -T "$root/libexec/bert-native" "$root/libexec/bert-portable" | grep -o 'GLIBCXX_[0-9.]*' | sort -V | tail -1)
 glibc_built=$(ldd --version | sed -n 1p | grep -o '[0-9.]*$')
 swift_version=$(swift --version 2>/dev/null | sed -n 1p)
+built_on=$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-Linux}")
 
 # --- Licences ----------------------------------------------------------------------------------
 if [ -f LICENSE ]; then cp LICENSE "$root/LICENSE"
@@ -140,7 +141,7 @@ SwiftBERT $version for Linux x86-64 (glibc $glibc_needed or newer)
 ================================================================
 
 BERT-family text embeddings, reranking and an OpenAI/TEI-compatible HTTP server, in one
-self-contained command. Built with $swift_version on Debian 12 (glibc $glibc_built),
+self-contained command. Built with $swift_version on $built_on (glibc $glibc_built),
 with the Swift runtime linked in: no Swift toolchain is needed to run it.
 
 Needs: glibc $glibc_needed or newer and a libstdc++ with $glibcxx_needed (Debian 12, Ubuntu 22.04
@@ -173,7 +174,8 @@ Run
 EOF
 
 mkdir -p dist
-# Reproducible: sorted names, root-owned, files dated at the commit, gzip without a timestamp.
+# Sorted names, root-owned, files dated at the commit, gzip without a timestamp: the same
+# binaries give the same tarball.
 tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner \
     --mtime="@$(git log -1 --format=%ct)" -cf - "$name" | gzip -n -9 > "$tarball.partial"
 mv "$tarball.partial" "$tarball"
