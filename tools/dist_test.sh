@@ -10,6 +10,7 @@
 #   tools/dist_test.sh [TARBALL]                      the launcher's own choice of build
 #   SWIFTBERT_VARIANT=portable tools/dist_test.sh     the portable build
 #   DIST_TEST_MODEL_DIR=DIR                           the converted model to copy while bert has no pull
+#   SWIFTBERT_HOME_FOR_TEST=DIR                       run with SWIFTBERT_HOME=DIR (default: unset, the XDG cache)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 model=all-MiniLM-L6-v2
