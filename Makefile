@@ -11,7 +11,7 @@ NATIVE := $(shell cat tools/native-flags)
 # engine's speed as it was (docs/builds.md).
 SERVER := $(shell cat tools/build-flags)
 
-.PHONY: setup demo test bench bert
+.PHONY: setup demo test bench bert dist
 
 setup:
 	@tools/setup.sh
@@ -40,3 +40,10 @@ test: setup
 
 bench: setup
 	$(BERT) bench
+
+# The relocatable tarball dist/swiftbert-VERSION-linux-x86_64.tar.gz: native and portable `bert`
+# with the Swift runtime linked in and a launcher that picks one per CPU (docs/deploy.md).
+# Its own scratch folders (.build/dist-*): the builds above are left as they are.
+# tools/dist_test.sh checks the result.
+dist:
+	@tools/dist.sh
