@@ -11,7 +11,7 @@ struct Endpoints: Sendable {
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
 
-    static let version = "0.2.0"
+    static let version = swiftBERTVersion
 
     /// Threads for requests' CPU work, apart from Swift's cooperative pool (one thread per core,
     /// which the HTTP handlers need free). Serial queues, because libdispatch gives them threads

@@ -21,6 +21,7 @@ struct Bert: ParsableCommand {
               bert fill "The capital of France is [MASK]."
               bert search --corpus notes.txt "where did I park"
             """,
+        version: swiftBERTVersion,
         subcommands: [
             Embed.self,
             Fill.self,
