@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         builder = builder.master(args.master)
     spark = builder.getOrCreate()
     try:
-        spark.sparkContext.addPyFile(SHARED)
+        if os.path.exists(SHARED):  # else it came with spark-submit --py-files
+            spark.sparkContext.addPyFile(SHARED)
         rows = spark.read.parquet(args.input).select(args.id_column, args.text_column)
         if args.id_column not in rows.columns or args.text_column not in rows.columns:
             raise SystemExit(f"{args.input} has no column {args.id_column!r} or {args.text_column!r}")
