@@ -115,7 +115,10 @@ class BertStream:
         self._skipped_changed = threading.Condition()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._keep_alive = False
-        self._outputs: queue.SimpleQueue = queue.SimpleQueue()  # (index, vector) or None at EOF
+        # (index, vector), an Exception, or None at EOF. Bounded: when the caller lags, the stdout
+        # thread waits, bert blocks on a full stdout and stops reading stdin, and the writer waits.
+        self._outputs: queue.Queue = queue.Queue(maxsize=2 * config.window)
+        self._abandoned = threading.Event()  # set by kill(): the stdout thread stops waiting to hand over
         self._closed = False
         self._stdout_thread = threading.Thread(target=self._read_stdout, name="bert-stdout", daemon=True)
         self._stderr_thread = threading.Thread(target=self._read_stderr, name="bert-stderr", daemon=True)
@@ -128,15 +131,25 @@ class BertStream:
 
     # --- threads ---------------------------------------------------------------------------------
 
+    def _hand_over(self, item) -> bool:
+        while not self._abandoned.is_set():
+            try:
+                self._outputs.put(item, timeout=1.0)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def _read_stdout(self) -> None:
         try:
             for line in self.process.stdout:
                 record = json.loads(line)
-                self._outputs.put((record["index"], record["embedding"]))
+                if not self._hand_over((record["index"], record["embedding"])):
+                    return
         except Exception as error:  # a torn line when bert dies mid-write: reported as a failure
-            self._outputs.put(error)
+            self._hand_over(error)
         finally:
-            self._outputs.put(None)
+            self._hand_over(None)
 
     def _read_stderr(self) -> None:
         for raw in self.process.stderr:
@@ -219,6 +232,7 @@ class BertStream:
             raise BertProcessError(self._failure("exited with a failure"))
 
     def kill(self) -> None:
+        self._abandoned.set()
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()

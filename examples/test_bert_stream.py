@@ -25,7 +25,8 @@ MODEL = os.environ.get("SWIFTBERT_MODEL", os.path.join(os.path.dirname(os.path.d
 class BertStreamTests(unittest.TestCase):
     def config(self, **changes) -> bert_stream.BertConfig:
         # batch 4: bert's window is 32 records, so batches below end mid-window.
-        return bert_stream.BertConfig(bert=BERT, model=MODEL, batch_size=4, threads=1, stall_timeout=60, **changes)
+        settings = dict(bert=BERT, model=MODEL, batch_size=4, threads=1, stall_timeout=60.0) | changes
+        return bert_stream.BertConfig(**settings)
 
     def rows(self, count: int) -> list[tuple[int, str | None]]:
         return [(1000 + i, None if i % 17 == 5 else f"sentence {i} about {'cats ' * (i % 7)}and dogs") for i in range(count)]

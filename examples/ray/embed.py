@@ -76,8 +76,11 @@ def existing_ids(output: str, id_column: str):
     filesystem, path = pafs.FileSystem.from_uri(output) if "://" in output else (pafs.LocalFileSystem(), os.path.abspath(output))
     if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
         return None
-    table = ds.dataset(path, filesystem=filesystem, format="parquet").to_table(columns=[id_column])
-    return table[id_column].unique().combine_chunks() if table.num_rows else None
+    dataset = ds.dataset(path, filesystem=filesystem, format="parquet")
+    if not dataset.files:
+        return None
+    table = dataset.to_table(columns=[id_column])
+    return table[id_column].unique() if table.num_rows else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,9 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if os.path.exists(SHARED):  # else it came with spark-submit --py-files
             spark.sparkContext.addPyFile(SHARED)
-        rows = spark.read.parquet(args.input).select(args.id_column, args.text_column)
-        if args.id_column not in rows.columns or args.text_column not in rows.columns:
-            raise SystemExit(f"{args.input} has no column {args.id_column!r} or {args.text_column!r}")
+        rows = spark.read.parquet(args.input)
+        missing = [c for c in (args.id_column, args.text_column) if c not in rows.columns]
+        if missing:
+            raise SystemExit(f"{args.input} has no column {', '.join(missing)}; its columns: {', '.join(rows.columns)}")
+        rows = rows.select(args.id_column, args.text_column)
 
         jvm = spark.sparkContext._jvm
         out_path = jvm.org.apache.hadoop.fs.Path(args.output)
