@@ -1,26 +1,33 @@
 #!/usr/bin/env python3
-"""SwiftBERT against ONNX Runtime, CTranslate2 and PyTorch, side by side in one run.
+"""SwiftBERT against ONNX Runtime, OpenVINO, CTranslate2 and PyTorch, side by side in one run.
 
-    python3 tools/bench/compare_engines.py            # the full run (~20 min on 2 shared cores; MiniLM alone 26 min when
-                                                # other jobs held 1.9 cores), writes docs/benchmarks.md
+    python3 tools/bench/compare_engines.py            # the full run (~20 min on 2 shared cores before the three
+                                                # OpenVINO rows came, about a quarter more per cell; MiniLM
+                                                # alone 26 min when other jobs held 1.9 cores),
+                                                # writes docs/benchmarks.md
     python3 tools/bench/compare_engines.py --quick    # fewer repetitions (~7 min); same tables, noisier
     python3 tools/bench/compare_engines.py --render weights/.cache/compare/results-....json   # docs only
+    python3 tools/bench/compare_engines.py --swift-binary DIR/SwiftBERTBenchmarks   # no Swift build (`bert` beside it)
 
 What it does, in order (every step is skipped when its output is already there):
 1. Makes tools/.venv with the peers from PyPI (`tools/venv.sh reference`: the pins of
    tools/requirements.txt; torch comes from a local CPU wheel where pip's find-links has one, e.g.
    /opt/wheels, else PyPI's CUDA build with its nvidia-* wheels: large, but it works) and re-runs
    itself inside it.
-2. Builds `SwiftBERTBenchmarks` (release) and, when missing, makes the models: the random
-   bert-base-shaped checkpoint (tools/fixtures/make_random_bert.py), the converted folders and their INT8
-   files (`bert convert`, `bert quantize`).
+2. Builds `SwiftBERTBenchmarks` (release; `--swift-binary` takes a built one and the `bert` beside
+   it instead) and, when missing, makes the models: the random bert-base-shaped checkpoint
+   (tools/fixtures/make_random_bert.py), the converted folders and their INT8 files (`bert convert`,
+   `bert quantize`).
 3. Exports the peers' models from the same Hugging Face weights (weights/.cache/hf/<model>):
    ONNX (torch.onnx, fused with onnxruntime.transformers.optimizer; INT8 with
    onnxruntime.quantization.quantize_dynamic) and CTranslate2 (its transformers converter,
-   float32 and int8), under weights/.cache/compare/<model>/.
+   float32 and int8), under weights/.cache/compare/<model>/. OpenVINO reads ONNX Runtime's FP32
+   graph (model.fused.onnx) as it is, for FP32 and BF16; its INT8 is NNCF's static post-training
+   quantisation of that graph, calibrated on 300 of the corpus sentences (ov-int8/model.xml).
 4. Chooses the token ids once (real license and copyright lines from /usr/share) and writes them
    to a JSON file every engine reads: SwiftBERT (`SwiftBERTBenchmarks peer --serve`) and one
-   Python worker per peer, each a subprocess kept alive for the whole model.
+   Python worker per peer, each a subprocess kept alive for the whole model. Each engine's pooled
+   output at b1x128 is checked against PyTorch FP32 (cosine).
 5. For every cell (workload x thread count) it interleaves the engines, A B C ... then B C ... A,
    each turn a few engine calls, and keeps the medians. Times are the engine call only, measured
    inside each worker (wall clock), on identical token ids.
@@ -55,11 +62,13 @@ BEGIN, END = "<!-- BEGIN GENERATED: tools/bench/compare_engines.py -->", "<!-- E
 
 # SwiftBERT's precisions, one row each: (engine id, label, the peers' precision class it is judged
 # against, `SwiftBERTBenchmarks peer --precision` value, OpenBLAS left to pick its own kernels).
+# Issue 28's rule: FP32 against the fastest FP32 peer, BF16 against OpenVINO BF16 (the one BF16
+# peer), INT8 against the fastest INT8 peer.
 # A precision the built binary does not know (e.g. bf16 before it exists) is left out of the run.
 SWIFT_ENGINES = [
     ("swift-fp32", "SwiftBERT FP32", "fp32", "fp32", False),
     ("swift-fp32-auto", "SwiftBERT FP32, OpenBLAS auto", "fp32", "fp32", True),
-    ("swift-bf16", "SwiftBERT BF16", "fp32", "bf16", False),
+    ("swift-bf16", "SwiftBERT BF16", "bf16", "bf16", False),
     ("swift-int8", "SwiftBERT INT8 (W8A8)", "int8", "int8", False),
     ("swift-int8w", "SwiftBERT INT8 weight-only", "int8", "int8-weights", False),
     ("swift-int8-auto", "SwiftBERT INT8 (W8A8), OpenBLAS auto", "int8", "int8", True),
@@ -69,6 +78,9 @@ PEER_ENGINES = {  # id: (label, family, precision class)
     "torch-fp32": ("PyTorch FP32", "torch", "fp32"),
     "ort-fp32": ("ONNX Runtime FP32", "ort", "fp32"),
     "ort-int8": ("ONNX Runtime INT8", "ort", "int8"),
+    "ov-fp32": ("OpenVINO FP32", "ov", "fp32"),
+    "ov-bf16": ("OpenVINO BF16", "ov", "bf16"),
+    "ov-int8": ("OpenVINO INT8 (NNCF static)", "ov", "int8"),
     "ct2-fp32": ("CTranslate2 float32", "ct2", "fp32"),
     "ct2-int8": ("CTranslate2 int8", "ct2", "int8"),
 }
@@ -79,13 +91,25 @@ MODELS = {
     "minilm": {"name": "all-MiniLM-L6-v2", "title": "all-MiniLM-L6-v2 (6 layers, hidden 384)",
                "cells": [("b1x128", 1), ("b1x128", 2), ("b1x16", 1), ("b1x256", 1), ("b1x512", 1),
                          ("b32x128", 1), ("b32x128", 2), ("sentences", 1), ("sentences", 2)],
-               "engines": SWIFT_DEFAULT + ["torch-fp32", "ort-fp32", "ort-int8", "ct2-fp32", "ct2-int8"]},
+               "engines": SWIFT_DEFAULT + ["torch-fp32", "ort-fp32", "ort-int8", "ov-fp32", "ov-bf16", "ov-int8",
+                                           "ct2-fp32", "ct2-int8"]},
     "bert-base": {"name": "bert-base-random", "title": "bert-base-shaped, random weights (12 layers, hidden 768)",
-                  "cells": [("b1x128", 1), ("b1x128", 2), ("b1x16", 1), ("b32x128", 1), ("b32x128", 2)],
-                  "engines": SWIFT_DEFAULT + ["ort-fp32", "ort-int8", "ct2-fp32", "ct2-int8"]},
+                  "cells": [("b1x128", 1), ("b1x128", 2), ("b1x16", 1), ("b1x512", 1), ("b32x128", 1),
+                            ("b32x128", 2)],
+                  "engines": SWIFT_DEFAULT + ["ort-fp32", "ort-int8", "ov-fp32", "ov-bf16", "ov-int8", "ct2-fp32",
+                                              "ct2-int8"]},
 }
 # The SwiftBERT engine each target is judged on, and the peers it is judged against.
-TARGETS = [("swift-fp32", "fp32"), ("swift-fp32-auto", "fp32"), ("swift-bf16", "fp32"), ("swift-int8", "int8")]
+TARGETS = [("swift-fp32", "fp32"), ("swift-fp32-auto", "fp32"), ("swift-bf16", "bf16"), ("swift-int8", "int8")]
+# Issue 28: SwiftBERT's time at most 0.8 x the fastest peer's of the same precision (1.25 x as fast).
+TARGET_TIME_RATIO = 0.8
+PRECISION_TITLES = {"fp32": "FP32", "bf16": "BF16", "int8": "INT8"}
+# NNCF's calibration set for OpenVINO INT8: every third corpus sentence, this many of them.
+OV_CALIBRATION_SENTENCES = 300
+# The runtime model's layer types whose kernels (primitiveType) info() reports: the Linear layers
+# (FullyConnected, MatMul), the fused attention and element-wise chains (Snippets' Subgraph), and
+# the FakeQuantize nodes INT8 leaves as such.
+OV_KERNEL_LAYERS = ("FullyConnected", "MatMul", "ScaledDotProductAttention", "Subgraph", "FakeQuantize")
 WORKLOAD_TITLES = {"b1x128": "b1x128", "b1x16": "b1x16", "b1x256": "b1x256", "b1x512": "b1x512",
                    "b32x128": "b32x128 seq/s", "sentences": "1,000 sentences seq/s"}
 SENTENCE_COUNT, SENTENCE_BATCH = 1000, 32
@@ -149,10 +173,10 @@ def ensure_swift_models(names, build):
     for name in names:
         folder = ROOT / "weights" / name
         if not (folder / "model.safetensors").exists():
-            bert = bert or swift_build("bert")
+            bert = bert or build("bert")
             subprocess.run([str(bert), "convert", str(HF / name), str(folder)], cwd=ROOT, check=True)
         if not (folder / "model.int8.safetensors").exists():
-            bert = bert or swift_build("bert")
+            bert = bert or build("bert")
             subprocess.run([str(bert), "quantize", str(folder)], cwd=ROOT, check=True)
     return build("SwiftBERTBenchmarks")
 
@@ -223,6 +247,49 @@ def export_peer_models(name):
     (out / "export.json").write_text(json.dumps({"onnx_fusions": fusions}, indent=1))
     stamp.write_text(key)
     return out
+
+
+def quantize_for_openvino(out, name, lines):
+    """OpenVINO INT8: NNCF's static post-training quantisation of ONNX Runtime's FP32 graph
+    (model.fused.onnx, the graph ov-fp32 runs), calibrated on real corpus sentences, saved as
+    out/ov-int8/model.xml. Its facts go into export.json."""
+    import nncf
+    import numpy as np
+    import openvino
+    import transformers
+
+    source = out / "model.fused.onnx"
+    target = out / "ov-int8"
+    stamp = target / ".quantized"
+    calibration = lines[::3][:OV_CALIBRATION_SENTENCES]
+    key = json.dumps({"source_mtime": source.stat().st_mtime, "sentences": len(calibration),
+                      "corpus_sha256": hashlib.sha256("\n".join(calibration).encode()).hexdigest()[:16]})
+    if stamp.exists() and stamp.read_text() == key:
+        return
+    log(f"quantizing {name} for OpenVINO with NNCF (static INT8, {len(calibration)} calibration sentences)")
+    model = openvino.Core().read_model(str(source))
+    inputs = {i.get_any_name() for i in model.inputs}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(HF / name)
+    samples = []
+    for line in calibration:  # one unpadded sentence per sample, as the dynamic shapes allow
+        ids = np.array([tokenizer(line, truncation=True, max_length=256)["input_ids"]], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        samples.append({k: v for k, v in feed.items() if k in inputs})
+    started = time.time()
+    quantized = nncf.quantize(model, nncf.Dataset(samples), model_type=nncf.ModelType.TRANSFORMER,
+                              subset_size=len(samples))
+    seconds = time.time() - started
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir()
+    # compress_to_fp16=False: the layers left in float keep their FP32 weights, as in the ONNX graph.
+    openvino.save_model(quantized, str(target / "model.xml"), compress_to_fp16=False)
+    fake_quantize = sum(op.get_type_name() == "FakeQuantize" for op in quantized.get_ops())
+    facts = json.loads((out / "export.json").read_text())
+    facts["openvino_int8"] = {"source": source.name, "calibration_sentences": len(samples),
+                              "fake_quantize": fake_quantize, "seconds": round(seconds, 1)}
+    (out / "export.json").write_text(json.dumps(facts, indent=1))
+    stamp.write_text(key)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,6 +448,74 @@ class OrtEngine:
         return output, feed[1]
 
 
+class OvEngine:
+    """OpenVINO's CPU plugin. FP32 and BF16 run ONNX Runtime's FP32 graph (its ONNX frontend reads the
+    com.microsoft fusions), INT8 NNCF's static INT8 of it with the f32 hint (INT8 layers run INT8, the
+    rest FP32). Batch and sequence stay dynamic, so one compiled model serves every workload; the
+    thread count is a compile property, so there is one compiled model per thread count."""
+
+    def __init__(self, folder, precision):
+        import openvino
+        self.ov = openvino
+        self.core = openvino.Core()
+        self.graph = "ov-int8/model.xml" if precision == "int8" else "model.fused.onnx"
+        self.path = folder / self.graph
+        self.precision_hint = "bf16" if precision == "bf16" else "f32"
+        self.model = self.core.read_model(str(self.path))
+        self.inputs = {i.get_any_name() for i in self.model.inputs}
+        self.requests = {}
+        self.compiled = {}
+
+    def request(self, threads):
+        if threads not in self.requests:
+            self.compiled[threads] = self.core.compile_model(self.model, "CPU", {
+                "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1, "INFERENCE_NUM_THREADS": threads,
+                "INFERENCE_PRECISION_HINT": self.precision_hint})
+            self.requests[threads] = self.compiled[threads].create_infer_request()
+        return self.requests[threads]
+
+    def info(self):
+        import numpy as np
+        # With dynamic shapes a node picks its kernel at its first inference: run one (b1x128 T1) first.
+        ids = np.full((1, 128), 1000, dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        self.request(1).infer({k: v for k, v in feed.items() if k in self.inputs})
+        kernels = {}
+        for op in self.compiled[1].get_runtime_model().get_ordered_ops():
+            rt = op.get_rt_info()
+            layer = rt["layerType"].astype(str)
+            if layer in OV_KERNEL_LAYERS:
+                kernel = f"{rt['primitiveType'].astype(str)} {rt['runtimePrecision'].astype(str)}"
+                kernels.setdefault(layer, {})
+                kernels[layer][kernel] = kernels[layer].get(kernel, 0) + 1
+        return {"engine": "OpenVINO", "version": self.ov.__version__,
+                "model": self.graph,
+                "precision_hint": self.precision_hint, "kernels": kernels,
+                "fake_quantize": sum(op.get_type_name() == "FakeQuantize" for op in self.model.get_ops()),
+                "capabilities": list(self.core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))}
+
+    def prepare(self, batches):
+        import numpy as np
+        out = []
+        for b in batches:
+            ids, mask = padded(b)
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            out.append(({k: v for k, v in feed.items() if k in self.inputs}, mask))
+        return out
+
+    def set_threads(self, threads):
+        self.request(threads)
+
+    def call(self, feed, threads):
+        # Shared inputs and outputs: no copies (ONNX Runtime and PyTorch make none either). The output
+        # is a view of the request's tensor, valid until its next call.
+        return self.requests[threads].infer(feed[0], share_inputs=True, share_outputs=True)[0]
+
+    def hidden(self, output, feed):
+        import numpy as np
+        return np.array(output), feed[1]
+
+
 class Ct2Engine:
     def __init__(self, folder, precision):
         import logging
@@ -426,7 +561,8 @@ class Ct2Engine:
 def worker_main(args):
     import numpy as np
     kind, precision = args.worker.split(":")
-    engine = {"torch": TorchEngine, "ort": OrtEngine, "ct2": Ct2Engine}[kind](pathlib.Path(args.folder), precision)
+    engine = {"torch": TorchEngine, "ort": OrtEngine, "ov": OvEngine, "ct2": Ct2Engine}[kind](pathlib.Path(args.folder),
+                                                                                            precision)
     workloads = json.loads(pathlib.Path(args.input).read_text())["workloads"]
     prepared = {}
 
@@ -602,6 +738,8 @@ def run_model(key, args, swift_binary, lines, results):
     if "OPENBLAS_CORETYPE" not in os.environ and "OPENBLAS_L2_SIZE" not in os.environ:
         engines = [e for e in engines if not e.endswith("-auto")]  # would be the same configuration twice
     peer_folder = export_peer_models(model) if any(ENGINES[e][1] != "swift" for e in engines) else None
+    if "ov-int8" in engines:
+        quantize_for_openvino(peer_folder, model, lines)
     workloads = make_workloads(model, lines)
     input_path = WORK / f"{model}.workloads.json"
     input_path.write_text(json.dumps({"workloads": workloads}))
@@ -837,7 +975,7 @@ def machine_info():
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
                            text=True).stdout.strip()
     versions = {}
-    for package in ["torch", "transformers", "onnxruntime", "onnx", "ctranslate2", "numpy"]:
+    for package in ["torch", "transformers", "onnxruntime", "onnx", "openvino", "nncf", "ctranslate2", "numpy"]:
         try:
             from importlib.metadata import version
             versions[package] = version(package)
@@ -1016,6 +1154,24 @@ def render(results):
                      f"fused by onnxruntime.transformers.optimizer"
                      + (f" ({', '.join(f'{k} {v}' for k, v in fusions.items())})" if fusions else "")
                      + "; INT8: quantize_dynamic (QInt8 weights, per-tensor dynamic u8 activations) of the fused graph")
+    openvino = [e for e in ("ov-fp32", "ov-bf16", "ov-int8") if e in info]
+    if openvino:
+        i = info[openvino[0]]
+        quantized = next((mm["export"]["openvino_int8"] for mm in results["models"].values()
+                          if mm.get("export", {}).get("openvino_int8")), None)
+        nncf = (f"; INT8: NNCF {m['versions'].get('nncf', '?')} static post-training quantisation of that graph "
+                f"(`nncf.quantize`, ModelType.TRANSFORMER, {quantized['calibration_sentences']} corpus sentences as "
+                f"calibration set, {quantized['fake_quantize']} FakeQuantize nodes), run with the f32 hint so its INT8 "
+                f"layers run INT8 and the rest FP32" if quantized else "")
+        kernels = "; ".join(f"{ENGINES[e][0]}: {ov_kernels_text(info[e]['kernels'])}" for e in openvino
+                            if info[e].get("kernels"))
+        peers.append(f"OpenVINO {m['versions'].get('openvino') or i.get('version')}, CPU plugin (capabilities {', '.join(i.get('capabilities', []))}), "
+                     f"reading ONNX Runtime's FP32 graph `{i.get('model')}` as it is (its ONNX frontend takes the "
+                     f"com.microsoft fusions); batch and sequence dynamic, one compiled model per thread count with "
+                     f"PERFORMANCE_HINT LATENCY, NUM_STREAMS 1, INFERENCE_NUM_THREADS T and INFERENCE_PRECISION_HINT "
+                     f"f32 (FP32, INT8) or bf16 (BF16){nncf}. Kernels of its runtime model after a b1x128 call with 1 "
+                     f"thread (layer type, primitiveType, runtimePrecision × count; Subgraph is OpenVINO's Snippets: "
+                     f"the fused attention and element-wise chains): {kernels}")
     if "ct2-fp32" in info:
         i = info["ct2-fp32"]
         log_lines = "; ".join(i.get("log", [])) or "?"
@@ -1026,18 +1182,20 @@ def render(results):
     lines += [f"- {p}." for p in peers]
     lines.append("- Peers ran with the environment as-is; OPENBLAS_* does not reach them (none calls OpenBLAS in the "
                  "timed path). Each engine had `T` threads for its intra-op work (SwiftBERT `threads`, "
-                 "torch.set_num_threads, ORT intra_op_num_threads, CT2 intra_threads) and 1 inter-op thread.")
+                 "torch.set_num_threads, ORT intra_op_num_threads, OpenVINO INFERENCE_NUM_THREADS with 1 stream, "
+                 "CT2 intra_threads) and 1 inter-op thread.")
     lines.append("")
     lines += ["### How it was measured", "",
               "- Engine call only: `BertModel.encode` (ids in, last hidden state out); `model(**inputs)` under "
-              "`torch.inference_mode()`; `InferenceSession.run`; `Encoder.forward_batch` on a ready StorageView. "
+              "`torch.inference_mode()`; `InferenceSession.run`; OpenVINO's `InferRequest.infer` (inputs and "
+              "output shared, not copied); `Encoder.forward_batch` on a ready StorageView. "
               "Inputs are prepared before the clock starts; each worker times its own calls (wall clock), so "
               "process boundaries cost nothing.",
               "- Identical token ids for every engine: one JSON file per model. Synthetic cells (b1x16, b1x128, "
               "b32x128) are windows of the tokenised corpus framed by [CLS]/[SEP], no padding. The sentence cell "
               "is 1,000 real license and copyright lines from /usr/share (20–142 characters), longest first, "
-              "batches of 32 padded to their longest member, as sentence-transformers does: PyTorch and ONNX "
-              "Runtime receive the padded tensors and the attention mask; CTranslate2 receives the padded ids and "
+              "batches of 32 padded to their longest member, as sentence-transformers does: PyTorch, ONNX "
+              "Runtime and OpenVINO receive the padded tensors and the attention mask; CTranslate2 receives the padded ids and "
               "the lengths; SwiftBERT takes the same sequences unpadded (its API has no padding: it packs the "
               "batch).",
               "- Interleaved: in every cell each engine runs a turn of calls in a rotating order (A B C …, "
@@ -1151,7 +1309,7 @@ def render_model(model):
 
 def render_targets(results):
     out = ["### Targets", "",
-           "| model | cell | target | SwiftBERT | fastest peer | ratio | met | ratio, CPU time |",
+           "| model | cell | target | SwiftBERT | fastest peer | time ratio | met | time ratio, CPU time |",
            "|---|---|---|---|---|--:|:-:|--:|"]
     for model in results["models"].values():
         engines = list(model["engines"])
@@ -1161,15 +1319,16 @@ def render_targets(results):
                 if swift not in engines:
                     continue
                 peer = fastest_peer(c, engines, precision)
-                if not peer:
+                if not peer or not value(c, swift):
                     continue
-                r = speedup(c, swift, peer)
-                cpu = speedup(c, swift, fastest_peer(c, engines, precision, "cpu"), "cpu") if single else None
+                r = 1 / speedup(c, swift, peer)
+                cpu_speedup = speedup(c, swift, fastest_peer(c, engines, precision, "cpu"), "cpu") if single else None
+                cpu = 1 / cpu_speedup if cpu_speedup else None
                 out.append(f"| {model['name']} | {cell_title(c['workload'], c['threads'])} | "
-                           f"{'FP32' if precision == 'fp32' else 'INT8'} ≥ fastest peer | "
+                           f"{PRECISION_TITLES[precision]} ≤ {TARGET_TIME_RATIO:g} × fastest peer | "
                            f"{model['engines'][swift]['label']} {fmt(shown(c, value(c, swift)))} | "
                            f"{model['engines'][peer]['label']} {fmt(shown(c, value(c, peer)))} | "
-                           f"{r:.2f} | {'yes' if r >= 1 else '**no**'} | {fmt(cpu, 2)} |")
+                           f"{r:.2f} | {'yes' if r <= TARGET_TIME_RATIO else '**no**'} | {fmt(cpu, 2)} |")
             if c["workload"] == "b1x128":
                 for e in ("swift-fp32", "swift-fp32-auto"):
                     b = sgemm_bound(c, e)
@@ -1183,17 +1342,28 @@ def render_targets(results):
                                    f"bound {b['bound_ms']:.1f} | {ms / b['bound_ms']:.2f}x | "
                                    f"{'yes' if ms <= 1.1 * b['bound_ms'] else '**no**'} | "
                                    f"{fmt(cpu, 2) + 'x' if cpu else '–'} |")
-    out += ["", "Ratio: how many times faster SwiftBERT is than the fastest peer of the same precision in the "
-            "same cell, from wall-clock medians (≥ 1.00 meets the target); for the sgemm bound, SwiftBERT's time "
-            "over the bound (≤ 1.10x meets it). *Ratio, CPU time*: the same from the medians of each process's CPU "
-            "time, for 1-thread cells only: it leaves out the time an engine waited for a core while other jobs "
-            "ran, so it is the steadier figure on a loaded machine (the fastest peer may differ).", ""]
+    out += ["", f"Time ratio: SwiftBERT's time over the fastest peer's of the same precision in the same cell, from "
+            f"wall-clock medians (for throughput cells, the peer's sequences per second over SwiftBERT's). The target "
+            f"(issue 28) is a time ratio ≤ {TARGET_TIME_RATIO:.2f}, SwiftBERT at least {1 / TARGET_TIME_RATIO:.2f}× as "
+            f"fast: FP32 against the fastest FP32 peer (ONNX Runtime, OpenVINO, CTranslate2, and PyTorch where it "
+            f"ran), BF16 against OpenVINO BF16, INT8 against the fastest INT8 peer (ONNX Runtime, OpenVINO, "
+            f"CTranslate2). For the sgemm bound, SwiftBERT's time over the bound (≤ 1.10x meets it). *Time ratio, "
+            f"CPU time*: the same from the medians of each process's CPU time, for 1-thread cells only: it leaves "
+            f"out the time an engine waited for a core while other jobs ran, so it is the steadier figure on a "
+            f"loaded machine (the fastest peer may differ).", ""]
     return out
 
 
-COLORS = {"swift-fp32": "#d62728", "swift-fp32-auto": "#ff9896", "swift-int8": "#d62728", "swift-int8w": "#ff9896",
-          "swift-int8-auto": "#e377c2", "torch-fp32": "#7f7f7f", "ort-fp32": "#1f77b4", "ort-int8": "#1f77b4",
+COLORS = {"swift-fp32": "#d62728", "swift-fp32-auto": "#ff9896", "swift-bf16": "#d62728", "swift-int8": "#d62728",
+          "swift-int8w": "#ff9896", "swift-int8-auto": "#e377c2", "torch-fp32": "#7f7f7f", "ort-fp32": "#1f77b4",
+          "ort-int8": "#1f77b4", "ov-fp32": "#9467bd", "ov-bf16": "#9467bd", "ov-int8": "#9467bd",
           "ct2-fp32": "#2ca02c", "ct2-int8": "#2ca02c"}
+
+
+def ov_kernels_text(kernels):
+    """{"FullyConnected": {"brgemm_avx512_I8 u8": 23, ...}, ...} -> "FullyConnected brgemm_avx512_I8 u8 ×23, ..."."""
+    return ", ".join(f"{layer} {kernel} ×{n}" for layer in OV_KERNEL_LAYERS for kernel, n in
+                     sorted(kernels.get(layer, {}).items(), key=lambda kv: -kv[1]))
 
 
 def render_chart(results):
@@ -1202,9 +1372,10 @@ def render_chart(results):
     for model in results["models"].values():
         if not model["cells"]:
             continue
-        for precision in ("fp32", "int8"):
+        for precision in PRECISION_TITLES:
             engines = [e for e in model["engines"] if ENGINES[e][2] == precision]
-            panels.append((model, precision, engines))
+            if any(ENGINES[e][1] != "swift" for e in engines):  # no peer of that precision: nothing to compare
+                panels.append((model, precision, engines))
     width, panel_h, left, top = 1000, 300, 60, 56
     height = top + len(panels) * (panel_h + 70) + 20
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -1226,7 +1397,7 @@ def render_chart(results):
         ymax = max([1.5] + [r for r in ratios.values() if r]) * 1.1
         plot_w = width - left - 20
         svg.append(f'<text x="{left}" y="{y0 - 6}" font-size="14" font-weight="bold">{esc(model["name"])}, '
-                   f'{"FP32" if precision == "fp32" else "INT8"}</text>')
+                   f'{PRECISION_TITLES[precision]}</text>')
         for tick in [0, 0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 6]:
             if tick > ymax:
                 break
@@ -1234,6 +1405,12 @@ def render_chart(results):
             style = 'stroke="#000" stroke-width="1.5" stroke-dasharray="6 3"' if tick == 1 else 'stroke="#ddd"'
             svg.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" {style}/>')
             svg.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick:g}×</text>')
+        target = 1 / TARGET_TIME_RATIO  # the target as a speed: SwiftBERT's bars should reach it
+        y = y0 + panel_h - target / ymax * panel_h
+        svg.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#d62728" '
+                   f'stroke-width="1" stroke-dasharray="2 3"/>')
+        svg.append(f'<text x="{left + plot_w}" y="{y - 3:.1f}" text-anchor="end" font-size="10" fill="#d62728">'
+                   f'target {target:.2f}×</text>')
         group_w = plot_w / len(cells)
         bar_w = min(18, (group_w - 16) / max(1, len(engines)))
         for i, c in enumerate(cells):
@@ -1277,7 +1454,7 @@ def write_docs(results):
         text = DOC.read_text()
         text = text[:text.index(BEGIN)] + body + text[text.index(END) + len(END):]
     else:
-        text = ("# SwiftBERT against ONNX Runtime, CTranslate2 and PyTorch\n\n"
+        text = ("# SwiftBERT against ONNX Runtime, OpenVINO, CTranslate2 and PyTorch\n\n"
                 "Measured by `tools/bench/compare_engines.py`; everything between the GENERATED markers is its output.\n\n"
                 + body + "\n")
     DOC.write_text(text)
@@ -1311,6 +1488,9 @@ def main():
     parser.add_argument("--wait-quiet", type=float, default=0, metavar="SECONDS",
                         help="before each cell, wait up to SECONDS for other processes to leave the CPUs idle")
     parser.add_argument("--no-build", action="store_true", help="use the existing release SwiftBERTBenchmarks")
+    parser.add_argument("--swift-binary", metavar="PATH",
+                        help="use this SwiftBERTBenchmarks and the `bert` beside it (to convert and quantize the "
+                             "models); no Swift build")
     parser.add_argument("--no-docs", action="store_true", help="write the results JSON only")
     parser.add_argument("--render", metavar="RESULTS_JSON", help="only rewrite the docs from a saved run")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -1342,6 +1522,12 @@ def main():
     WORK.mkdir(parents=True, exist_ok=True)
 
     def build(product):
+        if args.swift_binary:
+            binary = pathlib.Path(args.swift_binary).resolve()
+            path = binary if product == "SwiftBERTBenchmarks" else binary.parent / product
+            if not path.exists():
+                sys.exit(f"{path} is missing (--swift-binary takes the `{product}` beside SwiftBERTBenchmarks)")
+            return path
         if args.no_build:
             path = ROOT / ".build/release" / product
             if not path.exists():
