@@ -216,7 +216,7 @@ package struct BenchmarkReport: Sendable {
             table.add(["total"] + totals.map { milliseconds($0) }
                       + compared.map { ratio(fp32?.values.reduce(0, +), $0.profileMilliseconds?.values.reduce(0, +)) })
             let rates = group.compactMap { cell in
-                cell.linearRate(model.config).map { String(format: "%@ %.0f G%@/s", cell.precision.rawValue, $0, cell.precision == .int8 ? "OP" : "FLOP") }
+                cell.linearRate(model.config).map { String(format: "%@ %.0f G%@/s", cell.precision.rawValue, $0, cell.precision.quantizesActivations ? "OP" : "FLOP") }
             }
             out += "\nProfile, \(model.label) \(first.shape), \(first.threads) thread\(first.threads == 1 ? "" : "s"): "
                 + "median ms per pass in each stage (total: their sum)\n\n" + table.text

@@ -2,7 +2,7 @@ import XCTest
 @testable import SwiftBERT
 
 /// INT8 against the FP32 engine on 300 real sentences (Fixtures/sentences.txt, from Debian's
-/// license texts). Thresholds are issue 5's.
+/// license texts). Thresholds are issue 5's, which issue 28 keeps for int8-attention.
 final class Int8AccuracyTests: XCTestCase {
     static let sentences: [String] = {
         let url = Bundle.module.url(forResource: "Fixtures/sentences", withExtension: "txt")!
@@ -34,7 +34,7 @@ final class Int8AccuracyTests: XCTestCase {
     }
 
     func testMiniLMInt8EmbeddingsStayCloseToFP32() throws {
-        for precision in [Precision.int8, .int8Weights] {
+        for precision in [Precision.int8, .int8Attention, .int8Weights] {
             let (mean, smallest) = try Self.embeddingAgreement(precision)
             XCTAssertGreaterThanOrEqual(mean, 0.995, precision.rawValue)
             XCTAssertGreaterThanOrEqual(smallest, 0.98, precision.rawValue)
@@ -76,5 +76,10 @@ final class Int8AccuracyTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(weightsOnly.top5, 0.9)
         let full = try Self.fillMaskAgreement(.int8)
         XCTAssertGreaterThanOrEqual(full.top5, 0.9)
+        // Integer attention keeps int8's top-1 agreement (measured 0.954 against 0.947): at most
+        // one sentence of the 281 below it.
+        let integerAttention = try Self.fillMaskAgreement(.int8Attention)
+        XCTAssertGreaterThanOrEqual(integerAttention.top1, full.top1 - 1.0 / 281)
+        XCTAssertGreaterThanOrEqual(integerAttention.top5, 0.9)
     }
 }

@@ -70,10 +70,11 @@ SWIFT_ENGINES = [
     ("swift-fp32-auto", "SwiftBERT FP32, OpenBLAS auto", "fp32", "fp32", True),
     ("swift-bf16", "SwiftBERT BF16", "bf16", "bf16", False),
     ("swift-int8", "SwiftBERT INT8 (W8A8)", "int8", "int8", False),
+    ("swift-int8a", "SwiftBERT INT8 (W8A8) + INT8 attention", "int8", "int8-attention", False),
     ("swift-int8w", "SwiftBERT INT8 weight-only", "int8", "int8-weights", False),
     ("swift-int8-auto", "SwiftBERT INT8 (W8A8), OpenBLAS auto", "int8", "int8", True),
 ]
-SWIFT_DEFAULT = ["swift-fp32", "swift-fp32-auto", "swift-bf16", "swift-int8", "swift-int8w"]
+SWIFT_DEFAULT = ["swift-fp32", "swift-fp32-auto", "swift-bf16", "swift-int8", "swift-int8a", "swift-int8w"]
 PEER_ENGINES = {  # id: (label, family, precision class)
     "torch-fp32": ("PyTorch FP32", "torch", "fp32"),
     "ort-fp32": ("ONNX Runtime FP32", "ort", "fp32"),
@@ -100,7 +101,8 @@ MODELS = {
                                               "ct2-int8"]},
 }
 # The SwiftBERT engine each target is judged on, and the peers it is judged against.
-TARGETS = [("swift-fp32", "fp32"), ("swift-fp32-auto", "fp32"), ("swift-bf16", "bf16"), ("swift-int8", "int8")]
+TARGETS = [("swift-fp32", "fp32"), ("swift-fp32-auto", "fp32"), ("swift-bf16", "bf16"), ("swift-int8", "int8"),
+           ("swift-int8a", "int8")]
 # Issue 28: SwiftBERT's time at most 0.8 x the fastest peer's of the same precision (1.25 x as fast).
 TARGET_TIME_RATIO = 0.8
 PRECISION_TITLES = {"fp32": "FP32", "bf16": "BF16", "int8": "INT8"}

@@ -15,23 +15,34 @@
 // 32-wide head (MiniLM) wastes no lanes, unlike the 64-channel panels of the Linear kernels.
 //
 // Q, K and V are the float outputs of the QKV projection in every precision. The products run in
-// FP32 (`FP32Attention`), or, for the `bf16` precision, in BF16 pairs with FP32 accumulation
+// FP32 (`FP32Attention`); for the `bf16` precision in BF16 pairs with FP32 accumulation
 // (`BF16Attention`: Q, K, V and the probabilities rounded to BF16, vdpbf16ps: twice the
-// multiply-adds per instruction); the softmax, its sums and the output are FP32 in both.
+// multiply-adds per instruction); for the `int8` precision in quads of bytes with Int32
+// accumulation (`Int8Attention`, vpdpbusd: four times the multiply-adds of an FMA). The
+// softmax, its sums and the output are FP32 in all three.
 
-#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+#if SWIFTBERT_NATIVE_ISA && (SWIFTBERT_HOST_BF16 || SWIFTBERT_HOST_VNNI)
 import SwiftBERTVNNI
 #endif
 
-/// Scratch for `attendHead`, owned by one worker: Kᵀ and V of one head (floats, or BF16 pairs),
-/// the score block, the output block and its running maximum and sum, and the BF16 pairs of a
-/// query block and of a probability block.
+/// The arithmetic of attention's two products, chosen by the model's precision.
+enum AttentionPrecision: Sendable {
+    case fp32, bf16, int8
+}
+
+/// Scratch for `attendHead`, owned by one worker: Kᵀ and V of one head (floats, BF16 pairs or
+/// byte quads), the score block, the output block and its running maximum and sum, the BF16
+/// pairs (byte quads) of a query block and of a probability block, and INT8's scales.
 final class AttentionScratch {
     let maxLength: Int
     let headDim: Int
     let paddedHeadDim: Int
     let keysT, values, scores, output, rowMax, rowSum: UnsafeMutablePointer<Float>
     let queryPairs, probabilityPairs: UnsafeMutablePointer<UInt32>
+    /// INT8 only: each query row's and key row's scale, 128 × each key's byte sum (the u8
+    /// offset of the queries to take off), each value channel's scale over 255, and one block
+    /// of P·V's Int32 sums (also scratch while V is quantised).
+    let queryScales, keyScales, keyOffsets, valueScales, products: UnsafeMutablePointer<Float>
     private let buffers: FloatBuffers
 
     init(maxLength: Int, headDim: Int) {
@@ -40,11 +51,13 @@ final class AttentionScratch {
         let keys = roundUp16(maxLength)
         buffers = FloatBuffers([headDim * keys, keys * paddedHeadDim, attentionQueryBlock * attentionKeyBlock,
                                 attentionQueryBlock * paddedHeadDim, attentionQueryBlock, attentionQueryBlock,
-                                attentionQueryBlock * paddedHeadDim, attentionQueryBlock * attentionKeyBlock / 2], zeroed: true)
+                                attentionQueryBlock * paddedHeadDim, attentionQueryBlock * attentionKeyBlock / 2,
+                                attentionQueryBlock, keys, keys, paddedHeadDim, attentionQueryBlock * paddedHeadDim], zeroed: true)
         let p = buffers.pointers
         (keysT, values, scores, output, rowMax, rowSum) = (p[0], p[1], p[2], p[3], p[4], p[5])
         queryPairs = UnsafeMutableRawPointer(p[6]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * paddedHeadDim)
         probabilityPairs = UnsafeMutableRawPointer(p[7]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * attentionKeyBlock / 2)
+        (queryScales, keyScales, keyOffsets, valueScales, products) = (p[8], p[9], p[10], p[11], p[12])
     }
 }
 
@@ -89,12 +102,12 @@ final class RelativeAttentionBias: @unchecked Sendable {
 /// packed Q, K and V whose rows are `ld` floats apart (sequence s: `lengths[s]` rows from row
 /// `starts[s]`); the (sequence, head) pairs are split
 /// across `threads`, each with its own scratch. BERT's and MobileBERT's self-attention run this;
-/// `bf16`: the products in BF16 (`BF16Attention`, the `bf16` precision), else FP32. `bias`: a
+/// `arithmetic`: the products in FP32, BF16 or INT8 (the model's precision). `bias`: a
 /// relative position bias added to the scores (MPNet). `window`: each query sees only the keys
 /// within this distance of it (ModernBERT's sliding-window layers); the key blocks beyond are
 /// skipped, so such a layer costs what its window costs.
 func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
-                        heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, bf16: Bool = false,
+                        heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, arithmetic: AttentionPrecision = .fp32,
                         bias: RelativeAttentionBias? = nil, window: Int? = nil,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
     let scale = 1 / Float(headDim).squareRoot()
@@ -104,12 +117,17 @@ func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: Uns
         let s = task / heads, head = task % heads
         let row = starts[s] * ld + head * headDim
         let (n, target) = (lengths[s], out + starts[s] * ldo + head * headDim)
-        if bf16 {
-            attendHead(BF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       bias: bias.map { ($0, head) }, window: window, into: target, ldo: ldo, scratch[worker])
-        } else {
+        let bias = bias.map { ($0, head: head) }
+        switch arithmetic {
+        case .fp32:
             attendHead(FP32Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       bias: bias.map { ($0, head) }, window: window, into: target, ldo: ldo, scratch[worker])
+                       bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+        case .bf16:
+            attendHead(BF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+                       bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+        case .int8:
+            attendHead(Int8Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+                       bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
         }
     }
 }
@@ -131,6 +149,29 @@ protocol AttentionArithmetic {
     static func probabilities(_ p: UnsafePointer<Float>, ld: Int, rows: Int, cols: Int, _ scratch: AttentionScratch) -> (UnsafePointer<Scalar>, Int, Int)
     /// The packed rows of V from key k0 on (k0 a multiple of the key block).
     static func valueRow(_ k0: Int) -> Int
+    /// The score block [rows × cols] (rows `ld` apart) of keys from `firstKey` on, as the tile
+    /// left it, turned into scores Q·Kᵀ in place (INT8's sums are integers until then).
+    static func finishScores(_ scores: UnsafeMutablePointer<Float>, ld: Int, rows: Int, cols: Int, firstKey: Int,
+                             _ scratch: AttentionScratch)
+    /// o[rows × dPad] += P·V for a probability block as `probabilities` gave it and V's packed rows.
+    static func addProducts(_ p: UnsafePointer<Scalar>, ldp: Int, depth: Int, values: UnsafePointer<Scalar>,
+                            into o: UnsafeMutablePointer<Float>, rows: Int, _ scratch: AttentionScratch)
+}
+
+extension AttentionArithmetic {
+    /// Float products are scores already.
+    @inline(__always)
+    static func finishScores(_ scores: UnsafeMutablePointer<Float>, ld: Int, rows: Int, cols: Int, firstKey: Int,
+                             _ scratch: AttentionScratch) {}
+
+    /// Float products accumulate into the output rows directly.
+    @inline(__always)
+    static func addProducts(_ p: UnsafePointer<Scalar>, ldp: Int, depth: Int, values: UnsafePointer<Scalar>,
+                            into o: UnsafeMutablePointer<Float>, rows: Int, _ scratch: AttentionScratch) {
+        let dPad = scratch.paddedHeadDim
+        attentionGEMM(Self.self, a: p, lda: ldp, b: values, ldb: dPad, depth: depth, c: o, ldc: dPad, rows: rows,
+                      columns: dPad, accumulate: true)
+    }
 }
 
 /// FP32 products: Kᵀ transposed, V copied, Q and P read in place.
@@ -254,6 +295,165 @@ enum BF16Attention: AttentionArithmetic {
     @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 / 2 }
 }
 
+/// INT8 products (the `int8` precision), four multiply-adds per lane of one vpdpbusd:
+/// - Q·Kᵀ: each query row as unsigned bytes q + 128 with its own scale, each key row as signed
+///   bytes with its own; the + 128 comes off with 128 × the key's byte sum.
+/// - P·V: probabilities, in [0, 1], as 16-bit fixed point p · 65535 (no offset needed), split
+///   into a high and a low byte and multiplied in two passes; V as signed bytes with one scale
+///   per channel. P in one byte (p · 255, as NNCF's static INT8 has it) took all-mpnet-base-v2's
+///   smallest cosine to FP32 from 0.9835 to 0.9745: attention over a few dozen tokens is flat,
+///   and p · 255 of a few units loses most of each probability.
+/// Quads run along each product's depth (Kᵀ: 4 of d per key; V: 4 keys per channel), padded with
+/// zeros. The scales are the rows' own, found as they are quantised: one pass over n · d values,
+/// against the products' n² · d. The tile keeps its Int32 sums in the bits of its float
+/// accumulators; `finishScores` and `addProducts` make floats of them.
+enum Int8Attention: AttentionArithmetic {
+    @inline(__always)
+    static func step(_ acc: inout SIMD16<Float>, _ x: UInt32, _ w: SIMD16<UInt32>) {
+        let sums = unsafeBitCast(acc, to: SIMD16<Int32>.self), signed = unsafeBitCast(w, to: SIMD16<Int32>.self)
+        #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
+        acc = unsafeBitCast(dotBytes(sums, unsigned: SIMD16(repeating: Int32(bitPattern: x)), signed: signed), to: SIMD16<Float>.self)
+        #else
+        // As vpdpbusd: byte t of x (unsigned) times byte t of each lane of w (signed), t = 0...3.
+        var total = sums
+        for t in 0..<4 {
+            let a = SIMD16<Int32>(repeating: Int32(truncatingIfNeeded: (x >> UInt32(8 * t)) & 0xFF))
+            total &+= a &* ((signed &<< Int32(24 - 8 * t)) &>> 24)
+        }
+        acc = unsafeBitCast(total, to: SIMD16<Float>.self)
+        #endif
+    }
+
+    /// Four bytes as one lane, the first in the low byte (the order vpdpbusd pairs them in).
+    @inline(__always)
+    private static func quad(_ b0: Int32, _ b1: Int32, _ b2: Int32, _ b3: Int32) -> UInt32 {
+        UInt32(truncatingIfNeeded: b0 & 0xFF) | UInt32(truncatingIfNeeded: b1 & 0xFF) << 8
+            | UInt32(truncatingIfNeeded: b2 & 0xFF) << 16 | UInt32(truncatingIfNeeded: b3 & 0xFF) << 24
+    }
+
+    @inline(__always)
+    static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
+                                        _ scratch: AttentionScratch,
+                                        _ body: (UnsafePointer<UInt32>, UnsafePointer<UInt32>) -> Void) {
+        let (d, dPad, nPad) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n))
+        let dQuads = (d + 3) / 4, nQuads = (n + 3) / 4
+        let keys = roundUp16(scratch.maxLength)
+        let (keyScales, keyOffsets, valueScales) = (scratch.keyScales, scratch.keyOffsets, scratch.valueScales)
+        scratch.keysT.withMemoryRebound(to: UInt32.self, capacity: scratch.headDim * keys) { keysT in
+            scratch.values.withMemoryRebound(to: UInt32.self, capacity: keys * dPad) { values in
+                // Kᵀ [dQuads × nPad]: lane (p, j) = K[j][4p ..< 4p + 4] as signed bytes.
+                for j in 0..<n {
+                    let key = k + j * ld
+                    let maxAbs = SymmetricInt8.maxAbs(key, count: d)
+                    let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
+                    keyScales[j] = maxAbs / 127
+                    @inline(__always) func q(_ i: Int) -> Int32 { i < d ? SymmetricInt8.quantize(key[i], reciprocal: reciprocal) : 0 }
+                    var sum: Int32 = 0
+                    for p in 0..<dQuads {
+                        let (b0, b1, b2, b3) = (q(4 * p), q(4 * p + 1), q(4 * p + 2), q(4 * p + 3))
+                        sum &+= b0 &+ b1 &+ b2 &+ b3
+                        keysT[p &* nPad &+ j] = quad(b0, b1, b2, b3)
+                    }
+                    // At most 128 · 127 · d: exact in a Float for any head up to 1,024 wide.
+                    keyOffsets[j] = Float(128 * sum)
+                }
+                for p in 0..<dQuads { for j in n..<nPad { keysT[p &* nPad &+ j] = 0 } }
+                // V [nQuads × dPad]: lane (jq, c) = V[4jq ..< 4jq + 4][c] as signed bytes, one scale
+                // per channel (its largest |v| over the sequence); the pad columns stay zero.
+                let largest = scratch.products, reciprocals = scratch.products + dPad
+                largest.update(repeating: 0, count: d)
+                for j in 0..<n {
+                    let row = v + j * ld
+                    for c in 0..<d { largest[c] = max(largest[c], abs(row[c])) }
+                }
+                for c in 0..<d {
+                    reciprocals[c] = SymmetricInt8.reciprocalScale(maxAbs: largest[c])
+                    valueScales[c] = largest[c] / (127 * 65535)  // P is p · 65535
+                }
+                for jq in 0..<nQuads {
+                    let row = values + jq * dPad, first = 4 * jq
+                    let rows = min(4, n - first)
+                    let v0 = v + first * ld
+                    @inline(__always) func q(_ t: Int, _ c: Int) -> Int32 {
+                        t < rows ? SymmetricInt8.quantize(v0[t &* ld &+ c], reciprocal: reciprocals[c]) : 0
+                    }
+                    for c in 0..<d { row[c] = quad(q(0, c), q(1, c), q(2, c), q(3, c)) }
+                }
+                body(keysT, values)
+            }
+        }
+    }
+
+    @inline(__always)
+    static func queries(_ q: UnsafePointer<Float>, ld: Int, rows: Int, _ scratch: AttentionScratch) -> (UnsafePointer<UInt32>, Int, Int) {
+        let d = scratch.headDim, dQuads = (d + 3) / 4, out = scratch.queryPairs
+        for r in 0..<rows {
+            let row = q + r * ld
+            let maxAbs = SymmetricInt8.maxAbs(row, count: d)
+            let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
+            scratch.queryScales[r] = maxAbs / 127
+            // u8 = q + 128; padding is q = 0 (byte 128), against keys padded with 0.
+            @inline(__always) func u(_ i: Int) -> Int32 { (i < d ? SymmetricInt8.quantize(row[i], reciprocal: reciprocal) : 0) &+ 128 }
+            for p in 0..<dQuads { out[r &* dQuads &+ p] = quad(u(4 * p), u(4 * p + 1), u(4 * p + 2), u(4 * p + 3)) }
+        }
+        return (UnsafePointer(out), dQuads, dQuads)
+    }
+
+    @inline(__always)
+    static func finishScores(_ scores: UnsafeMutablePointer<Float>, ld: Int, rows: Int, cols: Int, firstKey: Int,
+                             _ scratch: AttentionScratch) {
+        let keyScales = scratch.keyScales + firstKey, keyOffsets = scratch.keyOffsets + firstKey
+        for r in 0..<rows {
+            let s = UnsafeMutableRawPointer(scores + r * ld), queryScale = SIMD16<Float>(repeating: scratch.queryScales[r])
+            // Whole 16-key steps (the tile's; the scales past the sequence are finite).
+            for c in stride(from: 0, to: cols, by: 16) {
+                let sums = SIMD16<Float>(s.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Int32>.self))
+                let offsets = UnsafeRawPointer(keyOffsets + c).loadUnaligned(as: SIMD16<Float>.self)
+                let scales = UnsafeRawPointer(keyScales + c).loadUnaligned(as: SIMD16<Float>.self)
+                s.storeBytes(of: (sums - offsets) * (queryScale * scales), toByteOffset: 4 &* c, as: SIMD16<Float>.self)
+            }
+        }
+    }
+
+    @inline(__always)
+    static func probabilities(_ p: UnsafePointer<Float>, ld: Int, rows: Int, cols: Int, _ scratch: AttentionScratch) -> (UnsafePointer<UInt32>, Int, Int) {
+        let ldQuads = attentionKeyBlock / 2, out = scratch.probabilityPairs
+        let lane = SIMD16<Int32>(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+        for r in 0..<rows {
+            let row = UnsafeRawPointer(p + r * ld), target = UnsafeMutableRawPointer(out + r * ldQuads)
+            // p ∈ [0, 1]: round(p · 65535) ∈ 0...65535, ties to even (as `SymmetricInt8.quantize`),
+            // its high bytes then its low bytes (a row of each); 16 keys give 4 quads of each.
+            // Keys past `cols` are 0.
+            for c in stride(from: 0, to: cols, by: 16) {
+                let x = row.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Float>.self) * 65535 + 12_582_912
+                var fixed = unsafeBitCast(x, to: SIMD16<Int32>.self) &- 0x4B40_0000
+                if c &+ 16 > cols { fixed.replace(with: 0, where: lane .>= Int32(cols &- c)) }
+                target.storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: fixed &>> 8), toByteOffset: c, as: SIMD16<UInt8>.self)
+                target.storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: fixed), toByteOffset: attentionKeyBlock &+ c,
+                                  as: SIMD16<UInt8>.self)
+            }
+        }
+        return (UnsafePointer(out), ldQuads, (cols + 3) / 4)
+    }
+
+    @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 / 4 }
+
+    @inline(__always)
+    static func addProducts(_ p: UnsafePointer<UInt32>, ldp: Int, depth: Int, values: UnsafePointer<UInt32>,
+                            into o: UnsafeMutablePointer<Float>, rows: Int, _ scratch: AttentionScratch) {
+        let dPad = scratch.paddedHeadDim, products = scratch.products, valueScales = scratch.valueScales
+        // The high bytes' products count 256 times the low bytes'.
+        for (plane, weight) in [(p, Float(256)), (p + attentionKeyBlock / 4, 1)] {
+            attentionGEMM(Self.self, a: plane, lda: ldp, b: values, ldb: dPad, depth: depth, c: products, ldc: dPad,
+                          rows: rows, columns: dPad, accumulate: false)
+            for r in 0..<rows {
+                let row = o + r * dPad, sums = products + r * dPad
+                for c in 0..<dPad { row[c] += Float(Int32(bitPattern: sums[c].bitPattern)) * weight * valueScales[c] }
+            }
+        }
+    }
+}
+
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
 /// head, the products in `A`'s arithmetic: q, k, v point at the head's first column of its
 /// first token, rows `ld` floats apart. `bias`: a relative position bias and the head it is
@@ -292,6 +492,7 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
             // S[rows × cols] = Q_block · K_blockᵀ.
             attentionGEMM(A.self, a: queries, lda: ldq, b: keysT + k0, ldb: nPad, depth: qSteps,
                           c: scores, ldc: ldS, rows: rows, columns: roundUp16(cols), accumulate: false)
+            A.finishScores(scores, ld: ldS, rows: rows, cols: cols, firstKey: k0, scratch)
             // Online softmax: P = e^(S·scale − m_new) in place, l and the output rows rescaled.
             // In powers of 2 (m in units of log2 e), which saves exp its range reduction.
             for r in 0..<rows {
@@ -310,7 +511,14 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
                 }
                 let mOld = rowMax[r]
                 let mNew = max(mOld, scoreMaximum(s + lo, count: hi - lo) * scale2)
-                for c in 0..<cols { s[c] = exp2OfNonPositive((-mNew).plusProduct(s[c], scale2)) }
+                // 16 lanes written out: left to LLVM, the loop ran on 8-lane vectors. The lanes past
+                // `cols` (up to the tile's 16-key steps) are computed and never read.
+                let (shift, factor) = (SIMD16<Float>(repeating: -mNew), SIMD16<Float>(repeating: scale2))
+                for c in stride(from: 0, to: cols, by: 16) {
+                    var x = shift
+                    x.accumulateProduct(UnsafeRawPointer(s + c).loadUnaligned(as: SIMD16<Float>.self), factor)
+                    UnsafeMutableRawPointer(s + c).storeBytes(of: exp2OfNonPositive(x), as: SIMD16<Float>.self)
+                }
                 if windowed {
                     for c in 0..<lo { s[c] = 0 }
                     for c in hi..<cols { s[c] = 0 }
@@ -325,8 +533,8 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
             }
             // O_block += P · V_block.
             let (probabilities, ldp, pSteps) = A.probabilities(scores, ld: ldS, rows: rows, cols: cols, scratch)
-            attentionGEMM(A.self, a: probabilities, lda: ldp, b: values + A.valueRow(k0) * dPad, ldb: dPad, depth: pSteps,
-                          c: o, ldc: dPad, rows: rows, columns: dPad, accumulate: true)
+            A.addProducts(probabilities, ldp: ldp, depth: pSteps, values: values + A.valueRow(k0) * dPad, into: o,
+                          rows: rows, scratch)
         }
         for r in 0..<rows {
             let inv = 1 / rowSum[r]
@@ -345,7 +553,7 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
 /// leaves it in the low bits, so no float → integer conversion is needed: in -O builds
 /// `Int32(_:)` checks its range and kept the whole loop scalar (3× the softmax's time).
 @inline(__always)
-private func exp2OfNonPositive(_ a: Float) -> Float {
+func exp2OfNonPositive(_ a: Float) -> Float {
     let x = max(a, -127)
     let magic: Float = 12_582_912  // 1.5 · 2²³
     let shifted = x + magic
@@ -361,6 +569,31 @@ private func exp2OfNonPositive(_ a: Float) -> Float {
     p = Float(1).plusProduct(p, f)
     // 2^n as a float's exponent field: n + 127 in 0...127 (0 below −126 gives 0, as before).
     return p * Float(bitPattern: (shifted.bitPattern &- magic.bitPattern &+ 127) &<< 23)
+}
+
+/// `exp2OfNonPositive` on 16 lanes, the same operations in the same order.
+@inline(__always)
+private func exp2OfNonPositive(_ a: SIMD16<Float>) -> SIMD16<Float> {
+    let x = lanewiseMax(a, SIMD16(repeating: -127))
+    let magic = SIMD16<Float>(repeating: 12_582_912)
+    let shifted = x + magic
+    let n = shifted - magic
+    let f = x - n
+    @inline(__always) func step(_ c: Float, _ p: SIMD16<Float>) -> SIMD16<Float> {
+        var next = SIMD16<Float>(repeating: c)
+        next.accumulateProduct(p, f)
+        return next
+    }
+    var p = SIMD16<Float>(repeating: 1.5252734e-5)
+    p = step(1.5403530e-4, p)
+    p = step(1.3333558e-3, p)
+    p = step(9.6181291e-3, p)
+    p = step(5.5504109e-2, p)
+    p = step(2.4022651e-1, p)
+    p = step(6.9314718e-1, p)
+    p = step(1, p)
+    let exponent = (unsafeBitCast(shifted, to: SIMD16<Int32>.self) &- Int32(bitPattern: magic[0].bitPattern) &+ 127) &<< 23
+    return p * unsafeBitCast(exponent, to: SIMD16<Float>.self)
 }
 
 // Reductions of one row of scores: 16 lanes, then a tree across them. (`sum` and `maximum` in
@@ -397,7 +630,7 @@ private func scoreSum(_ x: UnsafePointer<Float>, count: Int) -> Float {
 /// C[rows × columns] (+)= A[rows × depth] · B[depth × columns], columns a multiple of 16, in
 /// tiles of up to 6 rows × 64 columns.
 @inline(__always)
-private func attentionGEMM<A: AttentionArithmetic>(_: A.Type, a: UnsafePointer<A.Scalar>, lda: Int, b: UnsafePointer<A.Scalar>,
+fileprivate func attentionGEMM<A: AttentionArithmetic>(_: A.Type, a: UnsafePointer<A.Scalar>, lda: Int, b: UnsafePointer<A.Scalar>,
                                                    ldb: Int, depth: Int, c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int,
                                                    columns: Int, accumulate: Bool) {
     var row = 0

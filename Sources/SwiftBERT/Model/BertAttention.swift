@@ -20,7 +20,7 @@ struct BertSelfAttention {
             let h = heads * headDim
             multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
                                heads: heads, headDim: headDim, starts: sequences.starts, lengths: sequences.lengths,
-                               threads: context.threads, bf16: context.bf16Attention, bias: context.attentionBias, scratch: context.attentionScratch, into: attended, ldo: h)
+                               threads: context.threads, arithmetic: context.attention, bias: context.attentionBias, scratch: context.attentionScratch, into: attended, ldo: h)
         }
     }
 }

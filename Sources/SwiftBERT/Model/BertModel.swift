@@ -7,6 +7,9 @@ public enum Precision: String, CaseIterable, Sendable {
     case fp32
     /// int8 weights (per output channel) and activations (per token), integer GEMM in Swift.
     case int8
+    /// `int8`, and attention's two products in integers too (vpdpbusd; Kernels/Attention.swift),
+    /// its softmax in FP32: faster at long sequences, a little further from FP32 (docs/int8.md).
+    case int8Attention = "int8-attention"
     /// int8 weights, float32 activations: the same file and speed as `int8`, closer to FP32
     /// (see docs/int8.md), so the one to pick for masked-LM suggestions.
     case int8Weights = "int8-weights"
@@ -18,7 +21,15 @@ public enum Precision: String, CaseIterable, Sendable {
     /// The weights file of this precision inside a converted model folder.
     public var fileName: String { self == .fp32 || self == .bf16 ? WeightFiles.fp32 : WeightFiles.int8 }
     /// Whether activations are quantised per token before each Linear layer.
-    var quantizesActivations: Bool { self == .int8 }
+    package var quantizesActivations: Bool { self == .int8 || self == .int8Attention }
+    /// The arithmetic of attention's products.
+    var attention: AttentionPrecision {
+        switch self {
+        case .int8Attention: .int8
+        case .bf16: .bf16
+        case .fp32, .int8, .int8Weights: .fp32
+        }
+    }
 }
 
 /// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
@@ -67,7 +78,7 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     /// Threads, scratch and profile for one forward pass over `sequences`.
     func context(for sequences: PackedSequences, profile: StageProfile? = nil) -> ForwardContext {
         ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
-                       bf16Attention: precision == .bf16, profile: profile, hidden: config.hiddenSize,
+                       attention: precision.attention, profile: profile, hidden: config.hiddenSize,
                        wideColumns: max(3 * config.hiddenSize, config.intermediateSize), headDim: config.headDim,
                        attentionBias: relativePositionBias?.bias)
     }

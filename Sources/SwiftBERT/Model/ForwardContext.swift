@@ -24,8 +24,8 @@ final class ForwardContext {
     /// INT8 activations of the current Linear layer, when the precision quantises activations
     /// (nil: FP32, or INT8 weights with float activations).
     let int8Activations: Int8Activations?
-    /// Attention's products in BF16 (the `bf16` precision; Kernels/Attention.swift).
-    let bf16Attention: Bool
+    /// The arithmetic of attention's products: the precision's (Kernels/Attention.swift).
+    let attention: AttentionPrecision
     /// BF16 activations of the current Linear layer, made on the first BF16 Linear.
     private(set) lazy var bf16Activations = BF16Activations()
     /// Each packed token's position within its sequence (rotary encoders), made on first use:
@@ -50,10 +50,10 @@ final class ForwardContext {
     let attentionBias: RelativeAttentionBias?
 
     /// `hidden`, `wideColumns` and `headDim` size the scratch (0 for a context that only runs Linear layers).
-    init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, bf16Attention: Bool = false,
+    init(sequences: PackedSequences, threads: Int, quantizesActivations: Bool, attention: AttentionPrecision = .fp32,
          profile: StageProfile? = nil, hidden: Int = 0, wideColumns: Int = 0, headDim: Int = 0,
          attentionBias: RelativeAttentionBias? = nil, gatedColumns: Int = 0) {
-        (self.sequences, self.threads, self.profile, self.bf16Attention) = (sequences, threads, profile, bf16Attention)
+        (self.sequences, self.threads, self.profile, self.attention) = (sequences, threads, profile, attention)
         self.attentionBias = attentionBias
         let t = sequences.tokenCount
         int8Activations = quantizesActivations ? Int8Activations(m: t, k: max(hidden, wideColumns)) : nil

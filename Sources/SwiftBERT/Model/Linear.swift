@@ -186,7 +186,7 @@ public final class LinearLayer {
             copy.initialize(from: weights, count: n * k)
             weight = WeightMatrix.float32(copy).forLinearKernels(n: n, k: k)
             ownedWeights = copy
-        case .int8, .int8Weights:
+        case .int8, .int8Attention, .int8Weights:
             weight = .int8(weights.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, n: n, k: k) })
             ownedWeights = nil
         case .bf16:

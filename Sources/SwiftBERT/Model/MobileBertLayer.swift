@@ -105,7 +105,7 @@ struct MobileBertSelfAttention {
             let width = heads * headDim
             multiHeadAttention(q: q, k: k, v: v, ld: width, heads: heads, headDim: headDim,
                                starts: context.sequences.starts, lengths: context.sequences.lengths,
-                               threads: context.threads, scratch: context.attentionScratch, into: attended, ldo: width)
+                               threads: context.threads, arithmetic: context.attention, scratch: context.attentionScratch, into: attended, ldo: width)
         }
     }
 }

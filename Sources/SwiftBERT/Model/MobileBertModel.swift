@@ -55,7 +55,7 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
     /// Threads, profile and scratch for one forward pass over `sequences`.
     func scratch(for sequences: PackedSequences, profile: StageProfile? = nil) -> (ForwardContext, MobileBertBuffers) {
         let context = ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
-                                     profile: profile, hidden: config.hiddenSize,
+                                     attention: precision.attention, profile: profile, hidden: config.hiddenSize,
                                      wideColumns: max(config.intermediateSize, embeddings.inputWidth),
                                      headDim: mobile.trueHiddenSize(config) / config.numAttentionHeads)
         return (context, MobileBertBuffers(tokens: sequences.tokenCount, width: mobile.trueHiddenSize(config)))

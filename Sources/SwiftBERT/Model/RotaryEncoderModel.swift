@@ -51,7 +51,7 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
         let h = config.hiddenSize
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
         let context = ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
-                                     bf16Attention: precision == .bf16, profile: profile, hidden: h,
+                                     attention: precision.attention, profile: profile, hidden: h,
                                      wideColumns: max(3 * h, 2 * config.intermediateSize), headDim: config.headDim,
                                      gatedColumns: config.intermediateSize)
         forward(ids: ids, typeIds: types, hidden: hidden, context)
@@ -159,7 +159,7 @@ struct RotarySelfAttention {
         context.measure(.attention) {
             multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
                                heads: heads, headDim: headDim, starts: sequences.starts, lengths: sequences.lengths,
-                               threads: context.threads, bf16: context.bf16Attention, window: window,
+                               threads: context.threads, arithmetic: context.attention, window: window,
                                scratch: context.attentionScratch, into: context.attended, ldo: h)
         }
         context.measure(.attentionOutput) { output(context.attended, m: sequences.tokenCount, into: out, context) }
