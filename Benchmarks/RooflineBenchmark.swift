@@ -2,7 +2,7 @@ import Foundation
 import SwiftBERT
 import SwiftBERTVNNI
 
-/// `SwiftBERTBenchmarks roofline [--model all-MiniLM-L6-v2] [--seq 128] [--seconds 10] [--precision fp32,bf16,int8]`
+/// `SwiftBERTBenchmarks roofline [--model all-MiniLM-L6-v2] [--seq 128] [--seconds 10] [--precision fp32,bf16,int8,int8-attention]`
 ///
 /// 1. This core's peaks, from register-only loops on one thread: FP32 FMA (vfmadd, 16 multiply-
 ///    adds per instruction), INT8 VNNI (vpdpbusd, 64) and BF16 (vdpbf16ps, 32), each with 16
@@ -11,7 +11,9 @@ import SwiftBERTVNNI
 ///    turns each round, with a `StageProfile`: per stage the median time, the FLOPs it does (a
 ///    multiply-add is 2; INT8 counts integer operations the same way) and the rate achieved
 ///    against the peak of the instruction that stage runs on. Attention's products run in FP32
-///    (FMA) in every precision but `bf16`, whose attention runs vdpbf16ps (`BF16Attention`);
+///    (FMA) in every precision but `bf16`, whose attention runs vdpbf16ps (`BF16Attention`), and
+///    `int8-attention`, whose attention runs vpdpbusd (`Int8Attention`; P·V takes two passes, one
+///    per byte of its 16-bit probabilities, so its ceiling is two thirds of that peak);
 ///    LayerNorm, embeddings, softmax and GELU are not counted as FLOPs.
 func runRooflineBenchmark(arguments: [String]) throws {
     func option(_ name: String) -> String? {
@@ -20,7 +22,7 @@ func runRooflineBenchmark(arguments: [String]) throws {
     let modelName = option("--model") ?? "all-MiniLM-L6-v2"
     let tokens = option("--seq").flatMap(Int.init) ?? 128
     let seconds = option("--seconds").flatMap(Double.init) ?? 10
-    let requested = (option("--precision") ?? "fp32,bf16,int8").split(separator: ",").compactMap { Precision(rawValue: String($0)) }
+    let requested = (option("--precision") ?? "fp32,bf16,int8,int8-attention").split(separator: ",").compactMap { Precision(rawValue: String($0)) }
 
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
     print("Roofline, one thread; load average \(load) at start")
@@ -67,8 +69,9 @@ func runRooflineBenchmark(arguments: [String]) throws {
         guard flops[stage] != nil else { return nil }
         switch (stage, precision) {
         case (_, .bf16): return peaks.first { $0.kind == .bf16 }  // Linear layers and attention
+        case (.attention, .int8Attention): return peaks.first { $0.kind == .int8 }
         case (.attention, _): return peaks.first { $0.kind == .fp32 }
-        case (_, .int8): return peaks.first { $0.kind == .int8 }
+        case (_, .int8), (_, .int8Attention): return peaks.first { $0.kind == .int8 }
         default: return peaks.first { $0.kind == .fp32 }  // FP32 Linear, INT8 weight-only
         }
     }

@@ -74,7 +74,7 @@ struct Models: ParsableCommand {
                 total + (((try? fm.attributesOfItem(atPath: folder.appendingPathComponent(file).path))?[.size] as? NSNumber)?.intValue ?? 0)
             }
             var precisions = ["fp32", "bf16"]
-            if files.contains(Quantizer.fileName) { precisions += ["int8", "int8-weights"] }
+            if files.contains(Quantizer.fileName) { precisions += ["int8", "int8-attention", "int8-weights"] }
             var heads: [String] = []
             heads.append("embed(\(config.sentence.pooling.rawValue))")
             if config.hasMaskedLMHead { heads.append("fill,sparse") }

@@ -303,7 +303,7 @@ final class PullCLITests: CLITestCase {
         XCTAssertEqual(listing.status, 0, listing.stderr)
         let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [String: Any])
         let local = try XCTUnwrap(json["local"] as? [[String: Any]])
-        XCTAssertEqual(local.first { $0["name"] as? String == "tiny-bert" }?["precisions"] as? [String], ["fp32", "bf16", "int8", "int8-weights"])
+        XCTAssertEqual(local.first { $0["name"] as? String == "tiny-bert" }?["precisions"] as? [String], ["fp32", "bf16", "int8", "int8-attention", "int8-weights"])
         let available = try XCTUnwrap(json["available"] as? [[String: Any]])
         XCTAssertEqual(available.first { $0["name"] as? String == "tiny-bert" }?["pulled"] as? Bool, true)
         XCTAssertEqual(available.first { $0["name"] as? String == "all-mpnet-base-v2" }?["pulled"] as? Bool, false)

@@ -331,6 +331,31 @@ enum Int8Attention: AttentionArithmetic {
             | UInt32(truncatingIfNeeded: b2 & 0xFF) << 16 | UInt32(truncatingIfNeeded: b3 & 0xFF) << 24
     }
 
+    /// x[0 ..< count] as bytes round(x · reciprocal) + offset (as `SymmetricInt8.quantize`), then
+    /// `offset` up to a whole quad; returns the sum of the rounded values, offset left out.
+    @inline(__always)
+    private static func quantize(_ x: UnsafePointer<Float>, count: Int, reciprocal: Float, offset: Int32,
+                                 into out: UnsafeMutableRawPointer) -> Int32 {
+        let factor = SIMD16<Float>(repeating: reciprocal)
+        var sums = SIMD16<Int32>(), i = 0
+        while i &+ 16 <= count {
+            let scaled = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self) * factor + 12_582_912
+            let q = unsafeBitCast(scaled, to: SIMD16<Int32>.self) &- 0x4B40_0000
+            sums &+= q
+            out.storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: q &+ offset), toByteOffset: i, as: SIMD16<UInt8>.self)
+            i &+= 16
+        }
+        var sum = sums.wrappedSum()
+        while i < count {
+            let q = SymmetricInt8.quantize(x[i], reciprocal: reciprocal)
+            sum &+= q
+            out.storeBytes(of: UInt8(truncatingIfNeeded: q &+ offset), toByteOffset: i, as: UInt8.self)
+            i &+= 1
+        }
+        while i % 4 != 0 { out.storeBytes(of: UInt8(truncatingIfNeeded: offset), toByteOffset: i, as: UInt8.self); i &+= 1 }
+        return sum
+    }
+
     @inline(__always)
     static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
                                         _ scratch: AttentionScratch,
@@ -341,19 +366,16 @@ enum Int8Attention: AttentionArithmetic {
         let (keyScales, keyOffsets, valueScales) = (scratch.keyScales, scratch.keyOffsets, scratch.valueScales)
         scratch.keysT.withMemoryRebound(to: UInt32.self, capacity: scratch.headDim * keys) { keysT in
             scratch.values.withMemoryRebound(to: UInt32.self, capacity: keys * dPad) { values in
-                // Kᵀ [dQuads × nPad]: lane (p, j) = K[j][4p ..< 4p + 4] as signed bytes.
+                // Kᵀ [dQuads × nPad]: lane (p, j) = K[j][4p ..< 4p + 4] as signed bytes; each key's
+                // bytes go through a row of scratch, then its quads to their rows of Kᵀ.
+                let keyBytes = UnsafeMutableRawPointer(scratch.products)
                 for j in 0..<n {
                     let key = k + j * ld
                     let maxAbs = SymmetricInt8.maxAbs(key, count: d)
-                    let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
                     keyScales[j] = maxAbs / 127
-                    @inline(__always) func q(_ i: Int) -> Int32 { i < d ? SymmetricInt8.quantize(key[i], reciprocal: reciprocal) : 0 }
-                    var sum: Int32 = 0
-                    for p in 0..<dQuads {
-                        let (b0, b1, b2, b3) = (q(4 * p), q(4 * p + 1), q(4 * p + 2), q(4 * p + 3))
-                        sum &+= b0 &+ b1 &+ b2 &+ b3
-                        keysT[p &* nPad &+ j] = quad(b0, b1, b2, b3)
-                    }
+                    let sum = quantize(key, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 0,
+                                       into: keyBytes)
+                    for p in 0..<dQuads { keysT[p &* nPad &+ j] = keyBytes.load(fromByteOffset: 4 &* p, as: UInt32.self) }
                     // At most 128 · 127 · d: exact in a Float for any head up to 1,024 wide.
                     keyOffsets[j] = Float(128 * sum)
                 }
@@ -361,10 +383,17 @@ enum Int8Attention: AttentionArithmetic {
                 // V [nQuads × dPad]: lane (jq, c) = V[4jq ..< 4jq + 4][c] as signed bytes, one scale
                 // per channel (its largest |v| over the sequence); the pad columns stay zero.
                 let largest = scratch.products, reciprocals = scratch.products + dPad
+                let wide = d & ~15  // channels in whole 16-lane vectors; the rest one by one
                 largest.update(repeating: 0, count: d)
                 for j in 0..<n {
                     let row = v + j * ld
-                    for c in 0..<d { largest[c] = max(largest[c], abs(row[c])) }
+                    for c in stride(from: 0, to: wide, by: 16) {
+                        let x = UnsafeRawPointer(row + c).loadUnaligned(as: SIMD16<Float>.self)
+                        let m = lanewiseMax(UnsafeRawPointer(largest + c).loadUnaligned(as: SIMD16<Float>.self),
+                                            x.replacing(with: -x, where: x .< 0))
+                        UnsafeMutableRawPointer(largest + c).storeBytes(of: m, as: SIMD16<Float>.self)
+                    }
+                    for c in wide..<d { largest[c] = max(largest[c], abs(row[c])) }
                 }
                 for c in 0..<d {
                     reciprocals[c] = SymmetricInt8.reciprocalScale(maxAbs: largest[c])
@@ -374,10 +403,20 @@ enum Int8Attention: AttentionArithmetic {
                     let row = values + jq * dPad, first = 4 * jq
                     let rows = min(4, n - first)
                     let v0 = v + first * ld
+                    for c in stride(from: 0, to: wide, by: 16) {
+                        let r = UnsafeRawPointer(reciprocals + c).loadUnaligned(as: SIMD16<Float>.self)
+                        @inline(__always) func q(_ t: Int) -> SIMD16<Int32> {
+                            guard t < rows else { return SIMD16() }
+                            let x = UnsafeRawPointer(v0 + (t &* ld &+ c)).loadUnaligned(as: SIMD16<Float>.self)
+                            return (unsafeBitCast(x * r + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000) & 0xFF
+                        }
+                        let quads = q(0) | q(1) &<< 8 | q(2) &<< 16 | q(3) &<< 24
+                        UnsafeMutableRawPointer(row + c).storeBytes(of: quads, as: SIMD16<Int32>.self)
+                    }
                     @inline(__always) func q(_ t: Int, _ c: Int) -> Int32 {
                         t < rows ? SymmetricInt8.quantize(v0[t &* ld &+ c], reciprocal: reciprocals[c]) : 0
                     }
-                    for c in 0..<d { row[c] = quad(q(0, c), q(1, c), q(2, c), q(3, c)) }
+                    for c in wide..<d { row[c] = quad(q(0, c), q(1, c), q(2, c), q(3, c)) }
                 }
                 body(keysT, values)
             }
@@ -390,11 +429,10 @@ enum Int8Attention: AttentionArithmetic {
         for r in 0..<rows {
             let row = q + r * ld
             let maxAbs = SymmetricInt8.maxAbs(row, count: d)
-            let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
             scratch.queryScales[r] = maxAbs / 127
             // u8 = q + 128; padding is q = 0 (byte 128), against keys padded with 0.
-            @inline(__always) func u(_ i: Int) -> Int32 { (i < d ? SymmetricInt8.quantize(row[i], reciprocal: reciprocal) : 0) &+ 128 }
-            for p in 0..<dQuads { out[r &* dQuads &+ p] = quad(u(4 * p), u(4 * p + 1), u(4 * p + 2), u(4 * p + 3)) }
+            _ = quantize(row, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 128,
+                         into: UnsafeMutableRawPointer(out + r &* dQuads))
         }
         return (UnsafePointer(out), dQuads, dQuads)
     }
