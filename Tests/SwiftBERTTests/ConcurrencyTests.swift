@@ -61,18 +61,21 @@ final class ConcurrencyTests: XCTestCase {
 
     /// One pass split over 1, 2 or 3 threads gives the same bits, in every precision: each
     /// output element (a Linear column block, an attention head, a LayerNorm or quantisation
-    /// row) is computed by the same code whichever thread runs it. Two 200-token sequences, so
-    /// that every parallel region of the pass is split.
+    /// row) is computed by the same code whichever thread runs it. Eight 200-token sequences, so
+    /// that every parallel region of the pass is split, the Linear layers by rows (1,600 rows at 2
+    /// and 3 threads: `Linear.rowSplitMinimum` a thread); their column split is held to one
+    /// thread's results by KernelTests, Int8GEMMTests and BF16GEMMTests.
     func testThreadCountsGiveIdenticalHiddenStates() throws {
         let folder = try convertedModel("all-MiniLM-L6-v2")
         var ids: [[Int32]] = []
-        for s in 0..<2 {
+        XCTAssertGreaterThanOrEqual(8 * 200, 3 * Linear.rowSplitMinimum)
+        for s in 0..<8 {
             let words: [Int32] = (0..<198).map { (i: Int) -> Int32 in Int32(1000 + (s * 7919 + i * 104_729) % 28000) }
             ids.append([101] + words + [102])
         }
         var precisions: [Precision] = [.fp32, .bf16]
         if FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) {
-            precisions.append(.int8)
+            precisions += [.int8, .int8Attention]
         }
         for precision in precisions {
             let single = try BertModel(folder: folder, threads: 1, precision: precision).encode(ids)

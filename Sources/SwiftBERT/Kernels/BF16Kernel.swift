@@ -107,14 +107,15 @@ final class PackedBF16Matrix: @unchecked Sendable {
         }
     }
 
-    /// y[:, columns] = activations · Wᵀ[:, columns] + bias[columns], y [m × n] row-major, from
-    /// activations already rounded. Disjoint column ranges may run on different threads.
+    /// y[rows, columns] = activations · Wᵀ[rows, columns] + bias[columns], y [m × n] row-major,
+    /// from activations already rounded (all rows unless `rows` says). Disjoint blocks may run
+    /// on different threads.
     func multiply(_ activations: BF16Activations, bias: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
-                  columns: Range<Int>) {
+                  rows: Range<Int>? = nil, columns: Range<Int>) {
         precondition(activations.k == k, "activations have \(activations.k) features, weights \(k)")
         precondition(columns.lowerBound >= 0 && columns.upperBound <= n, "columns \(columns) outside 0..<\(n)")
         let (n, kPairs, panelStride, lanes) = (self.n, self.kPairs, self.panelStride, self.lanes)
-        panelGEMM(m: activations.m, columns: columns, panelBytes: panelStride * 4,
+        panelGEMM(rows: rows ?? 0..<activations.m, columns: columns, panelBytes: panelStride * 4,
                   kernel: { row, panel in
                       BF16Kernel(activations: activations.pairs + row * kPairs, lda: kPairs,
                                  panel: lanes + panel * panelStride, kPairs: kPairs)

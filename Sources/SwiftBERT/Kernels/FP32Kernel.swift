@@ -60,7 +60,7 @@ final class PackedFloatMatrix: @unchecked Sendable {
     func multiply(_ x: UnsafePointer<Float>, m: Int, bias: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
                   columns: Range<Int>) {
         let (n, k) = (self.n, self.k)
-        panelGEMM(m: m, columns: columns, panelBytes: panelStride * 4,
+        panelGEMM(rows: 0..<m, columns: columns, panelBytes: panelStride * 4,
                   kernel: { row, panel in FP32Kernel(x: x + row * k, ldx: k, panel: storage + panel * panelStride, k: k) },
                   epilogue: { row, first, inPanel in
                       TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)

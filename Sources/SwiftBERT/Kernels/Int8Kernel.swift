@@ -94,18 +94,18 @@ private struct Int8Kernel: PanelKernel {
 }
 
 extension PackedInt8Matrix {
-    /// y[:, columns] = dequant(activations · Wᵀ)[:, columns] + bias[columns], y [m × n]
-    /// row-major, from activations already quantised. Disjoint column ranges may run on
-    /// different threads with the same activations.
+    /// y[rows, columns] = dequant(activations · Wᵀ)[rows, columns] + bias[columns], y [m × n]
+    /// row-major, from activations already quantised (all rows unless `rows` says). Disjoint
+    /// blocks may run on different threads with the same activations.
     func multiply(_ activations: Int8Activations, bias: UnsafePointer<Float>?, into y: UnsafeMutablePointer<Float>,
-                  columns: Range<Int>) {
+                  rows: Range<Int>? = nil, columns: Range<Int>) {
         precondition(activations.k == k, "activations have \(activations.k) features, weights \(k)")
         precondition(columns.lowerBound >= 0 && columns.upperBound <= n, "columns \(columns) outside 0..<\(n)")
         let (n, stride, panelStride, kQuads) = (self.n, activations.stride, self.panelStride, self.kQuads)
         let packed = self.packed.baseAddress!
         paddedScales.withUnsafeBufferPointer { channelScales in
             shiftCorrections.withUnsafeBufferPointer { corrections in
-                panelGEMM(m: activations.m, columns: columns, panelBytes: panelStride,
+                panelGEMM(rows: rows ?? 0..<activations.m, columns: columns, panelBytes: panelStride,
                           kernel: { row, panel in
                               Int8Kernel(activations: activations.quantized + row * stride, lda: stride,
                                          panel: packed + panel * panelStride, kQuads: kQuads)

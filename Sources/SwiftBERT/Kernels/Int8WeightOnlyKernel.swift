@@ -50,7 +50,7 @@ extension PackedInt8Matrix {
         let (n, k, panelStride) = (self.n, self.k, self.panelStride)
         let packed = self.packed.baseAddress!
         paddedScales.withUnsafeBufferPointer { channelScales in
-            panelGEMM(m: m, columns: columns, panelBytes: panelStride,
+            panelGEMM(rows: 0..<m, columns: columns, panelBytes: panelStride,
                       kernel: { row, panel in
                           Int8WeightOnlyKernel(x: x + row * k, ldx: k, panel: packed + panel * panelStride, k: k)
                       },

@@ -179,22 +179,22 @@ private struct PanelTile<K: PanelKernel>: TileRowsBody {
     func callAsFunction<Rows: TileRowCount>(_ rows: Rows.Type) { panelTile(kernel, rows, epilogue) }
 }
 
-/// Covers y[0..<m, columns] tile by tile. Order: blocks of panels of about 512 KiB of packed
+/// Covers y[rows, columns] tile by tile. Order: blocks of panels of about 512 KiB of packed
 /// weights (half a Zen L2) outermost, so a block stays cached while every row tile runs across
 /// it; then row tiles of up to `K.tileRows`; then the block's panels. `kernel` makes the
 /// kernel for a tile (its first row and its panel); `epilogue` says where and how it stores
 /// (its first row, the panel's first channel, the columns of the panel to write).
 @inline(__always)
-func panelGEMM<K: PanelKernel>(m: Int, columns: Range<Int>, panelBytes: Int,
+func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, panelBytes: Int,
                                kernel: (_ row: Int, _ panel: Int) -> K,
                                epilogue: (_ row: Int, _ firstChannel: Int, _ inPanel: Range<Int>) -> TileEpilogue) {
-    guard m > 0, !columns.isEmpty else { return }
+    guard !range.isEmpty, !columns.isEmpty else { return }
     let panels = (columns.lowerBound / panelWidth)..<((columns.upperBound + panelWidth - 1) / panelWidth)
     let perBlock = max(1, (512 * 1024) / panelBytes)
     for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
-        var row = 0
-        while row < m {
-            let rows = min(K.tileRows, m - row)
+        var row = range.lowerBound
+        while row < range.upperBound {
+            let rows = min(K.tileRows, range.upperBound - row)
             for panel in blockStart..<min(blockStart + perBlock, panels.upperBound) {
                 let first = panel * panelWidth
                 let inPanel = (max(columns.lowerBound, first) - first)..<(min(columns.upperBound, first + panelWidth) - first)

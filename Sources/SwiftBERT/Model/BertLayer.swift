@@ -14,9 +14,9 @@ struct BertIntermediate {
     func callAsFunction(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
         let (m, n) = (context.sequences.tokenCount, dense.n)
         context.measure(.feedForwardIn) {
-            dense(x, m: m, into: y, context) { y, columns in
-                // The activation on this thread's columns while they are still in cache.
-                for r in 0..<m { activation(y + r * n + columns.lowerBound, count: columns.count) }
+            dense(x, m: m, into: y, context) { y, rows, columns in
+                // The activation on this thread's part while it is still in cache.
+                for r in rows { activation(y + r * n + columns.lowerBound, count: columns.count) }
             }
         }
     }

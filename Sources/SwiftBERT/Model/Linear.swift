@@ -33,33 +33,35 @@ enum WeightMatrix {
         }
     }
 
-    /// y[:, columns] = x[m × k] · W[columns]ᵀ + bias[columns], y [m × n] row-major. INT8 with
-    /// `activations` multiplies the INT8 activations quantised there (once per call, shared by
-    /// all column blocks); without them it is weight-only (float activations). BF16 multiplies
-    /// `bf16Activations`, x rounded once per call.
-    func multiply(_ x: UnsafePointer<Float>, m: Int, n: Int, k: Int, bias: UnsafePointer<Float>,
-                  into y: UnsafeMutablePointer<Float>, columns: Range<Int>, activations: Int8Activations?,
+    /// y[rows, columns] = x[rows] · W[columns]ᵀ + bias[columns], x [m × k], y [m × n] row-major.
+    /// INT8 with `activations` multiplies the INT8 activations quantised there (once per call,
+    /// shared by all blocks); without them it is weight-only (float activations). BF16
+    /// multiplies `bf16Activations`, x rounded once per call.
+    func multiply(_ x: UnsafePointer<Float>, n: Int, k: Int, bias: UnsafePointer<Float>,
+                  into y: UnsafeMutablePointer<Float>, rows: Range<Int>, columns: Range<Int>, activations: Int8Activations?,
                   bf16Activations: BF16Activations? = nil) {
+        // The kernels that read x itself take the block's rows as a matrix of their own.
+        let (m, x, yRows) = (rows.count, x + rows.lowerBound * k, y + rows.lowerBound * n)
         switch self {
         case .float32(let w):
-            matmulTransposedB(x, lda: k, w + columns.lowerBound * k, ldb: k, y + columns.lowerBound, ldc: n,
+            matmulTransposedB(x, lda: k, w + columns.lowerBound * k, ldb: k, yRows + columns.lowerBound, ldc: n,
                               m: m, n: columns.count, k: k)
             for r in 0..<m {
-                let row = y + r * n + columns.lowerBound
+                let row = yRows + r * n + columns.lowerBound
                 let b = bias + columns.lowerBound
                 for c in 0..<columns.count { row[c] += b[c] }
             }
         case .packedFloat32(let w):
-            w.multiply(x, m: m, bias: bias, into: y, columns: columns)
+            w.multiply(x, m: m, bias: bias, into: yRows, columns: columns)
         case .int8(let w):
             if let activations {
-                w.multiply(activations, bias: bias, into: y, columns: columns)
+                w.multiply(activations, bias: bias, into: y, rows: rows, columns: columns)
             } else {
-                w.multiply(x, m: m, bias: bias, into: y, columns: columns)
+                w.multiply(x, m: m, bias: bias, into: yRows, columns: columns)
             }
         case .bf16(let w):
             guard let bf16Activations else { preconditionFailure("BF16 weights need BF16 activations") }
-            w.multiply(bf16Activations, bias: bias, into: y, columns: columns)
+            w.multiply(bf16Activations, bias: bias, into: y, rows: rows, columns: columns)
         }
     }
 
@@ -113,23 +115,37 @@ struct Linear: @unchecked Sendable {
     }
 
     /// y[m × n] = x[m × k]·Wᵀ + b: the engine's one GEMM path. INT8 activations are quantised
-    /// (BF16 ones rounded) once, then the output columns are split across the context's threads on panel bounds;
-    /// `epilogue` runs on each thread's columns right after they are computed (still in cache).
+    /// (BF16 ones rounded) once, then the output is split across the context's threads: by
+    /// columns on panel bounds, or, for a long batch (`rowSplitMinimum` rows a thread), by rows.
+    /// `epilogue` runs on each part (its rows and columns) right after it is computed.
     func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext,
-                        then epilogue: ((UnsafeMutablePointer<Float>, Range<Int>) -> Void)? = nil) {
+                        then epilogue: ((_ y: UnsafeMutablePointer<Float>, _ rows: Range<Int>, _ columns: Range<Int>) -> Void)? = nil) {
         let activations = weight.isInt8 ? context.int8Activations : nil
         activations?.quantize(x, m: m, k: k, threads: context.threads)
         let bf16Activations = weight.isBF16 ? context.bf16Activations : nil
         bf16Activations?.round(x, m: m, k: k, threads: context.threads)
-        // With threads, 4 parts each, claimed in turn: a thread that starts late holds up one part.
-        let parts = context.threads > 1 ? 4 * context.threads : 1
-        let ranges = splitRange(n, parts: parts, align: weight.isPanelled ? panelWidth : 16)
-        parallelFor(ranges.count, threads: context.threads, work: m * n * k) { part, _ in
-            weight.multiply(x, m: m, n: n, k: k, bias: bias, into: y, columns: ranges[part], activations: activations,
+        // Split by columns, each thread reads every row of the activations once per block of
+        // weights it holds; for a long batch that traffic, not the weights, is what two threads
+        // share, so they split the rows instead and each reads its own half.
+        let parts: [(rows: Range<Int>, columns: Range<Int>)]
+        if context.threads > 1 && m >= Self.rowSplitMinimum * context.threads {
+            parts = splitRange(m, parts: context.threads, align: 8).map { ($0, 0..<n) }
+        } else {
+            // With threads, 4 parts each, claimed in turn: a thread that starts late holds up one part.
+            let count = context.threads > 1 ? 4 * context.threads : 1
+            parts = splitRange(n, parts: count, align: weight.isPanelled ? panelWidth : 16).map { (0..<m, $0) }
+        }
+        parallelFor(parts.count, threads: context.threads, work: m * n * k) { part, _ in
+            let (rows, columns) = parts[part]
+            weight.multiply(x, n: n, k: k, bias: bias, into: y, rows: rows, columns: columns, activations: activations,
                             bf16Activations: bf16Activations)
-            epilogue?(y, ranges[part])
+            epilogue?(y, rows, columns)
         }
     }
+
+    /// Rows per thread from which a call splits its rows rather than its columns (b32x128 is
+    /// 2,048 a thread at 2 threads; b1x512 256).
+    static let rowSplitMinimum = 512
 }
 
 /// LayerNorm over the last dimension, with an optional residual added first.
