@@ -40,8 +40,8 @@ final class AttentionScratch {
     let keysT, values, scores, output, rowMax, rowSum: UnsafeMutablePointer<Float>
     let queryPairs, probabilityPairs: UnsafeMutablePointer<UInt32>
     /// INT8 only: each query row's and key row's scale, 128 × each key's byte sum (the u8
-    /// offset of the queries to take off), each value channel's scale over 255, and one block
-    /// of P·V's Int32 sums (also scratch while V is quantised).
+    /// offset of the queries to take off), each value channel's scale over 65535 (P's fixed
+    /// point), and one block of P·V's Int32 sums (also scratch while V is quantised).
     let queryScales, keyScales, keyOffsets, valueScales, products: UnsafeMutablePointer<Float>
     private let buffers: FloatBuffers
 
@@ -58,6 +58,16 @@ final class AttentionScratch {
         queryPairs = UnsafeMutableRawPointer(p[6]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * paddedHeadDim)
         probabilityPairs = UnsafeMutableRawPointer(p[7]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * attentionKeyBlock / 2)
         (queryScales, keyScales, keyOffsets, valueScales, products) = (p[8], p[9], p[10], p[11], p[12])
+    }
+
+    /// body(Kᵀ, V) over the packed-keys and packed-values buffers as 32-bit lanes: BF16 pairs or
+    /// INT8 quads, which take no more room than the floats they replace.
+    @inline(__always)
+    func withLanes(_ body: (UnsafeMutablePointer<UInt32>, UnsafeMutablePointer<UInt32>) -> Void) {
+        let keys = roundUp16(maxLength)
+        keysT.withMemoryRebound(to: UInt32.self, capacity: headDim * keys) { keysT in
+            values.withMemoryRebound(to: UInt32.self, capacity: keys * paddedHeadDim) { values in body(keysT, values) }
+        }
     }
 }
 
@@ -242,31 +252,28 @@ enum BF16Attention: AttentionArithmetic {
                                         _ body: (UnsafePointer<UInt32>, UnsafePointer<UInt32>) -> Void) {
         let (d, dPad, nPad) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n))
         let dPairs = (d + 1) / 2, nPairs = (n + 1) / 2
-        let keys = roundUp16(scratch.maxLength)
-        scratch.keysT.withMemoryRebound(to: UInt32.self, capacity: scratch.headDim * keys) { keysT in
-            scratch.values.withMemoryRebound(to: UInt32.self, capacity: keys * dPad) { values in
-                // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1].
-                for p in 0..<dPairs {
-                    let row = keysT + p * nPad, c = 2 * p
-                    if c + 1 < d {
-                        for j in 0..<n { row[j] = BFloat16.pair(k[j * ld + c], k[j * ld + c + 1]) }
-                    } else {
-                        for j in 0..<n { row[j] = BFloat16.bits(k[j * ld + c]) }
-                    }
-                    for j in n..<nPad { row[j] = 0 }
+        scratch.withLanes { keysT, values in
+            // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1].
+            for p in 0..<dPairs {
+                let row = keysT + p * nPad, c = 2 * p
+                if c + 1 < d {
+                    for j in 0..<n { row[j] = BFloat16.pair(k[j * ld + c], k[j * ld + c + 1]) }
+                } else {
+                    for j in 0..<n { row[j] = BFloat16.bits(k[j * ld + c]) }
                 }
-                // V [nPairs × dPad]: lane (jp, c) = V[2jp][c], V[2jp + 1][c]; the pad columns stay zero.
-                for jp in 0..<nPairs {
-                    let row = values + jp * dPad, even = v + 2 * jp * ld
-                    if 2 * jp + 1 < n {
-                        let odd = even + ld
-                        for c in 0..<d { row[c] = BFloat16.pair(even[c], odd[c]) }
-                    } else {
-                        for c in 0..<d { row[c] = BFloat16.bits(even[c]) }
-                    }
-                }
-                body(keysT, values)
+                for j in n..<nPad { row[j] = 0 }
             }
+            // V [nPairs × dPad]: lane (jp, c) = V[2jp][c], V[2jp + 1][c]; the pad columns stay zero.
+            for jp in 0..<nPairs {
+                let row = values + jp * dPad, even = v + 2 * jp * ld
+                if 2 * jp + 1 < n {
+                    let odd = even + ld
+                    for c in 0..<d { row[c] = BFloat16.pair(even[c], odd[c]) }
+                } else {
+                    for c in 0..<d { row[c] = BFloat16.bits(even[c]) }
+                }
+            }
+            body(keysT, values)
         }
     }
 
@@ -362,64 +369,61 @@ enum Int8Attention: AttentionArithmetic {
                                         _ body: (UnsafePointer<UInt32>, UnsafePointer<UInt32>) -> Void) {
         let (d, dPad, nPad) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n))
         let dQuads = (d + 3) / 4, nQuads = (n + 3) / 4
-        let keys = roundUp16(scratch.maxLength)
         let (keyScales, keyOffsets, valueScales) = (scratch.keyScales, scratch.keyOffsets, scratch.valueScales)
-        scratch.keysT.withMemoryRebound(to: UInt32.self, capacity: scratch.headDim * keys) { keysT in
-            scratch.values.withMemoryRebound(to: UInt32.self, capacity: keys * dPad) { values in
-                // Kᵀ [dQuads × nPad]: lane (p, j) = K[j][4p ..< 4p + 4] as signed bytes; each key's
-                // bytes go through a row of scratch, then its quads to their rows of Kᵀ.
-                let keyBytes = UnsafeMutableRawPointer(scratch.products)
-                for j in 0..<n {
-                    let key = k + j * ld
-                    let maxAbs = SymmetricInt8.maxAbs(key, count: d)
-                    keyScales[j] = maxAbs / 127
-                    let sum = quantize(key, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 0,
-                                       into: keyBytes)
-                    for p in 0..<dQuads { keysT[p &* nPad &+ j] = keyBytes.load(fromByteOffset: 4 &* p, as: UInt32.self) }
-                    // At most 128 · 127 · d: exact in a Float for any head up to 1,024 wide.
-                    keyOffsets[j] = Float(128 * sum)
-                }
-                for p in 0..<dQuads { for j in n..<nPad { keysT[p &* nPad &+ j] = 0 } }
-                // V [nQuads × dPad]: lane (jq, c) = V[4jq ..< 4jq + 4][c] as signed bytes, one scale
-                // per channel (its largest |v| over the sequence); the pad columns stay zero.
-                let largest = scratch.products, reciprocals = scratch.products + dPad
-                let wide = d & ~15  // channels in whole 16-lane vectors; the rest one by one
-                largest.update(repeating: 0, count: d)
-                for j in 0..<n {
-                    let row = v + j * ld
-                    for c in stride(from: 0, to: wide, by: 16) {
-                        let x = UnsafeRawPointer(row + c).loadUnaligned(as: SIMD16<Float>.self)
-                        let m = lanewiseMax(UnsafeRawPointer(largest + c).loadUnaligned(as: SIMD16<Float>.self),
-                                            x.replacing(with: -x, where: x .< 0))
-                        UnsafeMutableRawPointer(largest + c).storeBytes(of: m, as: SIMD16<Float>.self)
-                    }
-                    for c in wide..<d { largest[c] = max(largest[c], abs(row[c])) }
-                }
-                for c in 0..<d {
-                    reciprocals[c] = SymmetricInt8.reciprocalScale(maxAbs: largest[c])
-                    valueScales[c] = largest[c] / (127 * 65535)  // P is p · 65535
-                }
-                for jq in 0..<nQuads {
-                    let row = values + jq * dPad, first = 4 * jq
-                    let rows = min(4, n - first)
-                    let v0 = v + first * ld
-                    for c in stride(from: 0, to: wide, by: 16) {
-                        let r = UnsafeRawPointer(reciprocals + c).loadUnaligned(as: SIMD16<Float>.self)
-                        @inline(__always) func q(_ t: Int) -> SIMD16<Int32> {
-                            guard t < rows else { return SIMD16() }
-                            let x = UnsafeRawPointer(v0 + (t &* ld &+ c)).loadUnaligned(as: SIMD16<Float>.self)
-                            return (unsafeBitCast(x * r + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000) & 0xFF
-                        }
-                        let quads = q(0) | q(1) &<< 8 | q(2) &<< 16 | q(3) &<< 24
-                        UnsafeMutableRawPointer(row + c).storeBytes(of: quads, as: SIMD16<Int32>.self)
-                    }
-                    @inline(__always) func q(_ t: Int, _ c: Int) -> Int32 {
-                        t < rows ? SymmetricInt8.quantize(v0[t &* ld &+ c], reciprocal: reciprocals[c]) : 0
-                    }
-                    for c in wide..<d { row[c] = quad(q(0, c), q(1, c), q(2, c), q(3, c)) }
-                }
-                body(keysT, values)
+        scratch.withLanes { keysT, values in
+            // Kᵀ [dQuads × nPad]: lane (p, j) = K[j][4p ..< 4p + 4] as signed bytes; each key's
+            // bytes go through a row of scratch, then its quads to their rows of Kᵀ.
+            let keyBytes = UnsafeMutableRawPointer(scratch.products)
+            for j in 0..<n {
+                let key = k + j * ld
+                let maxAbs = SymmetricInt8.maxAbs(key, count: d)
+                keyScales[j] = maxAbs / 127
+                let sum = quantize(key, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 0,
+                                   into: keyBytes)
+                for p in 0..<dQuads { keysT[p &* nPad &+ j] = keyBytes.load(fromByteOffset: 4 &* p, as: UInt32.self) }
+                // At most 128 · 127 · d: exact in a Float for any head up to 1,024 wide.
+                keyOffsets[j] = Float(128 * sum)
             }
+            for p in 0..<dQuads { for j in n..<nPad { keysT[p &* nPad &+ j] = 0 } }
+            // V [nQuads × dPad]: lane (jq, c) = V[4jq ..< 4jq + 4][c] as signed bytes, one scale
+            // per channel (its largest |v| over the sequence); the pad columns stay zero.
+            let largest = scratch.products, reciprocals = scratch.products + dPad
+            let wide = d & ~15  // channels in whole 16-lane vectors; the rest one by one
+            largest.update(repeating: 0, count: d)
+            for j in 0..<n {
+                let row = v + j * ld
+                for c in stride(from: 0, to: wide, by: 16) {
+                    let x = UnsafeRawPointer(row + c).loadUnaligned(as: SIMD16<Float>.self)
+                    let m = lanewiseMax(UnsafeRawPointer(largest + c).loadUnaligned(as: SIMD16<Float>.self),
+                                        x.replacing(with: -x, where: x .< 0))
+                    UnsafeMutableRawPointer(largest + c).storeBytes(of: m, as: SIMD16<Float>.self)
+                }
+                for c in wide..<d { largest[c] = max(largest[c], abs(row[c])) }
+            }
+            for c in 0..<d {
+                reciprocals[c] = SymmetricInt8.reciprocalScale(maxAbs: largest[c])
+                valueScales[c] = largest[c] / (127 * 65535)  // P is p · 65535
+            }
+            for jq in 0..<nQuads {
+                let row = values + jq * dPad, first = 4 * jq
+                let rows = min(4, n - first)
+                let v0 = v + first * ld
+                for c in stride(from: 0, to: wide, by: 16) {
+                    let r = UnsafeRawPointer(reciprocals + c).loadUnaligned(as: SIMD16<Float>.self)
+                    @inline(__always) func q(_ t: Int) -> SIMD16<Int32> {
+                        guard t < rows else { return SIMD16() }
+                        let x = UnsafeRawPointer(v0 + (t &* ld &+ c)).loadUnaligned(as: SIMD16<Float>.self)
+                        return (unsafeBitCast(x * r + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000) & 0xFF
+                    }
+                    let quads = q(0) | q(1) &<< 8 | q(2) &<< 16 | q(3) &<< 24
+                    UnsafeMutableRawPointer(row + c).storeBytes(of: quads, as: SIMD16<Int32>.self)
+                }
+                @inline(__always) func q(_ t: Int, _ c: Int) -> Int32 {
+                    t < rows ? SymmetricInt8.quantize(v0[t &* ld &+ c], reciprocal: reciprocals[c]) : 0
+                }
+                for c in wide..<d { row[c] = quad(q(0, c), q(1, c), q(2, c), q(3, c)) }
+            }
+            body(keysT, values)
         }
     }
 
