@@ -5,10 +5,12 @@ import XCTest
 /// accumulators, same float formula), and against FP32 (approximate) on realistic data.
 final class Int8GEMMTests: XCTestCase {
     /// Odd shapes: single rows and channels, K not a multiple of 4, N across panel edges,
-    /// M across tile edges (tiles are 5 rows, panels 64 channels).
+    /// M across tile edges (tiles are 6 rows with VNNI, 5 without; panels 64 channels), and
+    /// both tile orders of `panelGEMM`: panel by panel up to `l1PanelRows` rows of L1-sized
+    /// panels, row tile by row tile beyond that or for larger panels.
     let shapes: [(m: Int, k: Int, n: Int)] = [
         (1, 1, 1), (1, 7, 3), (2, 4, 64), (3, 5, 65), (5, 16, 17), (6, 33, 130), (7, 259, 70),
-        (11, 64, 128), (16, 130, 191), (1, 768, 96),
+        (11, 64, 128), (16, 130, 191), (1, 768, 96), (l1PanelRows + 5, 21, 130), (13, 600, 70),
     ]
 
     func testPackedLayoutPutsEveryWeightAtItsDocumentedOffsetAndPadsWithZeros() {

@@ -63,10 +63,11 @@ extension TileRow where Scalar == Int32 {
 /// INT8 weights and activations: one K-quad per load; with VNNI one sub-step per quad, without
 /// it four (one k at a time).
 private struct Int8Kernel: PanelKernel {
-    static var tileRows: Int { 5 }
     #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
+    static var tileRows: Int { 6 }
     static var subSteps: Int { 1 }
     #else
+    static var tileRows: Int { 5 }
     static var subSteps: Int { 4 }
     #endif
     let activations: UnsafePointer<UInt8>
