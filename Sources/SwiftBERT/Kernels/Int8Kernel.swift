@@ -1,9 +1,9 @@
 // The INT8 inner product: u8 activations (q + 128) × s8 weights into Int32 accumulators, a
-// tile of up to 5 rows × 64 output channels (MicroKernel.swift).
+// tile of up to 6 rows (VNNI) or 5 rows × 64 output channels (MicroKernel.swift).
 //
 // With AVX-512 VNNI, SwiftBERTVNNI gives vpdpbusd: a K-quad's 4 activation bytes of a row,
 // broadcast as one Int32, times the quad's 4 signed bytes per channel, one instruction per 16
-// channels (20 vpdpbusd and 5 broadcasts per K-quad).
+// channels (24 vpdpbusd, 6 broadcasts and 4 loads per K-quad, in 29 registers).
 //
 // Without it, plain Swift cannot call VNNI intrinsics, and LLVM does not turn byte-wise 4-way
 // dot products into vpdpbusd. What it does reliably is lower `acc &+= broadcast(a) &* w` on
