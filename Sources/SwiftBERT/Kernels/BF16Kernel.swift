@@ -111,7 +111,7 @@ final class PackedBF16Matrix: @unchecked Sendable {
     /// from activations already rounded (all rows unless `rows` says). Disjoint blocks may run
     /// on different threads.
     func multiply(_ activations: BF16Activations, bias: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
-                  rows: Range<Int>? = nil, columns: Range<Int>) {
+                  rows: Range<Int>? = nil, columns: Range<Int>, finished: FinishedBlock? = nil) {
         precondition(activations.k == k, "activations have \(activations.k) features, weights \(k)")
         precondition(columns.lowerBound >= 0 && columns.upperBound <= n, "columns \(columns) outside 0..<\(n)")
         let (n, kPairs, panelStride, lanes) = (self.n, self.kPairs, self.panelStride, self.lanes)
@@ -122,7 +122,7 @@ final class PackedBF16Matrix: @unchecked Sendable {
                   },
                   epilogue: { row, first, inPanel in
                       TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)
-                  })
+                  }, finished: finished)
     }
 }
 

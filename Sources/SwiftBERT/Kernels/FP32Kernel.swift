@@ -58,13 +58,13 @@ final class PackedFloatMatrix: @unchecked Sendable {
     /// y[:, columns] = x[m × k] · Wᵀ[:, columns] + bias[columns], y [m × n] row-major.
     /// Disjoint column ranges may run on different threads.
     func multiply(_ x: UnsafePointer<Float>, m: Int, bias: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
-                  columns: Range<Int>) {
+                  columns: Range<Int>, finished: FinishedBlock? = nil) {
         let (n, k) = (self.n, self.k)
         panelGEMM(rows: 0..<m, columns: columns, panelBytes: panelStride * 4,
                   kernel: { row, panel in FP32Kernel(x: x + row * k, ldx: k, panel: storage + panel * panelStride, k: k) },
                   epilogue: { row, first, inPanel in
                       TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)
-                  })
+                  }, finished: finished)
     }
 }
 

@@ -99,7 +99,7 @@ extension PackedInt8Matrix {
     /// row-major, from activations already quantised (all rows unless `rows` says). Disjoint
     /// blocks may run on different threads with the same activations.
     func multiply(_ activations: Int8Activations, bias: UnsafePointer<Float>?, into y: UnsafeMutablePointer<Float>,
-                  rows: Range<Int>? = nil, columns: Range<Int>) {
+                  rows: Range<Int>? = nil, columns: Range<Int>, finished: FinishedBlock? = nil) {
         precondition(activations.k == k, "activations have \(activations.k) features, weights \(k)")
         precondition(columns.lowerBound >= 0 && columns.upperBound <= n, "columns \(columns) outside 0..<\(n)")
         let (n, stride, panelStride, kQuads) = (self.n, activations.stride, self.panelStride, self.kQuads)
@@ -117,7 +117,7 @@ extension PackedInt8Matrix {
                                                                       channel: channelScales.baseAddress! + first,
                                                                       offset: corrections.baseAddress! + first),
                                            bias: bias.map { $0 + first }, columns: inPanel)
-                          })
+                          }, finished: finished)
             }
         }
     }

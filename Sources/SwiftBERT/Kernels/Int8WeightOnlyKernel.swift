@@ -45,7 +45,7 @@ extension PackedInt8Matrix {
     /// y[:, columns] = x[m × k] · dequant(W)ᵀ[:, columns] + bias[columns] with FP32 activations.
     /// Nothing is quantised per call. Disjoint column ranges may run on different threads.
     func multiply(_ x: UnsafePointer<Float>, m: Int, bias: UnsafePointer<Float>?, into y: UnsafeMutablePointer<Float>,
-                  columns: Range<Int>) {
+                  columns: Range<Int>, finished: FinishedBlock? = nil) {
         precondition(columns.lowerBound >= 0 && columns.upperBound <= n, "columns \(columns) outside 0..<\(n)")
         let (n, k, panelStride) = (self.n, self.k, self.panelStride)
         let packed = self.packed.baseAddress!
@@ -57,7 +57,7 @@ extension PackedInt8Matrix {
                       epilogue: { row, first, inPanel in
                           TileEpilogue(y: y + row * n + first, ldy: n, scale: .perChannel(channelScales.baseAddress! + first),
                                        bias: bias.map { $0 + first }, columns: inPanel)
-                      })
+                      }, finished: finished)
         }
     }
 

@@ -185,11 +185,13 @@ private struct PanelTile<K: PanelKernel>: TileRowsBody {
 /// other way in calls of a few rows (`l1PanelBytes`, `l1PanelRows`): panels, then row tiles.
 /// `kernel` makes the kernel for a tile (its first row and its panel); `epilogue` says where
 /// and how it stores (its first row, the panel's first channel, the columns of the panel to
-/// write).
+/// write). `finished`, if any, gets each block of y as soon as it is complete (its rows and
+/// columns): a row tile across a block of panels, or a panel down every row.
 @inline(__always)
 func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, panelBytes: Int,
                                kernel: (_ row: Int, _ panel: Int) -> K,
-                               epilogue: (_ row: Int, _ firstChannel: Int, _ inPanel: Range<Int>) -> TileEpilogue) {
+                               epilogue: (_ row: Int, _ firstChannel: Int, _ inPanel: Range<Int>) -> TileEpilogue,
+                               finished: FinishedBlock? = nil) {
     guard !range.isEmpty, !columns.isEmpty else { return }
     let panels = (columns.lowerBound / panelWidth)..<((columns.upperBound + panelWidth - 1) / panelWidth)
     @inline(__always) func tile(_ row: Int, _ rows: Int, _ panel: Int) {
@@ -208,19 +210,27 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
                 tile(row, rows, panel)
                 row += rows
             }
+            finished?(range, max(columns.lowerBound, panel * panelWidth)..<min(columns.upperBound, (panel + 1) * panelWidth))
         }
         return
     }
     let perBlock = max(1, (512 * 1024) / panelBytes)
     for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
+        let blockEnd = min(blockStart + perBlock, panels.upperBound)
+        let blockColumns = max(columns.lowerBound, blockStart * panelWidth)..<min(columns.upperBound, blockEnd * panelWidth)
         var row = range.lowerBound
         while row < range.upperBound {
             let rows = min(K.tileRows, range.upperBound - row)
-            for panel in blockStart..<min(blockStart + perBlock, panels.upperBound) { tile(row, rows, panel) }
+            for panel in blockStart..<blockEnd { tile(row, rows, panel) }
+            finished?(row..<(row + rows), blockColumns)
             row += rows
         }
     }
 }
+
+/// Called with a block of the output once it is complete (its rows and its columns), while it
+/// is still in cache: what a Linear layer's activation runs on.
+typealias FinishedBlock = (_ rows: Range<Int>, _ columns: Range<Int>) -> Void
 
 /// Packed panels up to this size are kept in L1 across row tiles (`panelGEMM`): INT8 panels
 /// at k ≤ 512 (24 KiB at MiniLM's 384). L1D is 32 KiB on Zen 4, 48 KiB on Zen 5 and on Intel

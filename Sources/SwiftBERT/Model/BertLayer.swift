@@ -15,7 +15,7 @@ struct BertIntermediate {
         let (m, n) = (context.sequences.tokenCount, dense.n)
         context.measure(.feedForwardIn) {
             dense(x, m: m, into: y, context) { y, rows, columns in
-                // The activation on this thread's part while it is still in cache.
+                // The activation on each block of the output as soon as it is complete, in cache.
                 for r in rows { activation(y + r * n + columns.lowerBound, count: columns.count) }
             }
         }

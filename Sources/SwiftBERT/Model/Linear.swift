@@ -36,12 +36,19 @@ enum WeightMatrix {
     /// y[rows, columns] = x[rows] · W[columns]ᵀ + bias[columns], x [m × k], y [m × n] row-major.
     /// INT8 with `activations` multiplies the INT8 activations quantised there (once per call,
     /// shared by all blocks); without them it is weight-only (float activations). BF16
-    /// multiplies `bf16Activations`, x rounded once per call.
+    /// multiplies `bf16Activations`, x rounded once per call. `finished` gets each block of y
+    /// (its rows and columns in y) once it is complete.
     func multiply(_ x: UnsafePointer<Float>, n: Int, k: Int, bias: UnsafePointer<Float>,
                   into y: UnsafeMutablePointer<Float>, rows: Range<Int>, columns: Range<Int>, activations: Int8Activations?,
-                  bf16Activations: BF16Activations? = nil) {
-        // The kernels that read x itself take the block's rows as a matrix of their own.
+                  bf16Activations: BF16Activations? = nil, finished: FinishedBlock? = nil) {
+        // The kernels that read x itself take the block's rows as a matrix of their own, and
+        // report its rows from 0.
         let (m, x, yRows) = (rows.count, x + rows.lowerBound * k, y + rows.lowerBound * n)
+        let finishedRows = finished.map { finished in
+            { (blockRows: Range<Int>, blockColumns: Range<Int>) in
+                finished((blockRows.lowerBound + rows.lowerBound)..<(blockRows.upperBound + rows.lowerBound), blockColumns)
+            }
+        }
         switch self {
         case .float32(let w):
             matmulTransposedB(x, lda: k, w + columns.lowerBound * k, ldb: k, yRows + columns.lowerBound, ldc: n,
@@ -51,17 +58,18 @@ enum WeightMatrix {
                 let b = bias + columns.lowerBound
                 for c in 0..<columns.count { row[c] += b[c] }
             }
+            finished?(rows, columns)
         case .packedFloat32(let w):
-            w.multiply(x, m: m, bias: bias, into: yRows, columns: columns)
+            w.multiply(x, m: m, bias: bias, into: yRows, columns: columns, finished: finishedRows)
         case .int8(let w):
             if let activations {
-                w.multiply(activations, bias: bias, into: y, rows: rows, columns: columns)
+                w.multiply(activations, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
             } else {
-                w.multiply(x, m: m, bias: bias, into: yRows, columns: columns)
+                w.multiply(x, m: m, bias: bias, into: yRows, columns: columns, finished: finishedRows)
             }
         case .bf16(let w):
             guard let bf16Activations else { preconditionFailure("BF16 weights need BF16 activations") }
-            w.multiply(bf16Activations, bias: bias, into: y, rows: rows, columns: columns)
+            w.multiply(bf16Activations, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
         }
     }
 
@@ -117,7 +125,10 @@ struct Linear: @unchecked Sendable {
     /// y[m × n] = x[m × k]·Wᵀ + b: the engine's one GEMM path. INT8 activations are quantised
     /// (BF16 ones rounded) once, then the output is split across the context's threads: by
     /// columns on panel bounds, or, for a long batch (`rowSplitMinimum` rows a thread), by rows.
-    /// `epilogue` runs on each part (its rows and columns) right after it is computed.
+    /// `epilogue` runs on each block of y (its rows and columns) as soon as the block is
+    /// complete, while it is in cache: a row tile across a block of panels, or a panel down
+    /// every row (`panelGEMM`). As a pass over each thread's part, GELU re-read MiniLM's FF-in
+    /// output from memory at b32x128.
     func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext,
                         then epilogue: ((_ y: UnsafeMutablePointer<Float>, _ rows: Range<Int>, _ columns: Range<Int>) -> Void)? = nil) {
         let activations = weight.isInt8 ? context.int8Activations : nil
@@ -138,8 +149,7 @@ struct Linear: @unchecked Sendable {
         parallelFor(parts.count, threads: context.threads, work: m * n * k) { part, _ in
             let (rows, columns) = parts[part]
             weight.multiply(x, n: n, k: k, bias: bias, into: y, rows: rows, columns: columns, activations: activations,
-                            bf16Activations: bf16Activations)
-            epilogue?(y, rows, columns)
+                            bf16Activations: bf16Activations, finished: epilogue.map { epilogue in { epilogue(y, $0, $1) } })
         }
     }
 
