@@ -55,12 +55,12 @@ final class PackedFloatMatrix: @unchecked Sendable {
         for i in 0..<k { out[i] = panel[i * panelWidth] }
     }
 
-    /// y[:, columns] = x[m × k] · Wᵀ[:, columns] + bias[columns], y [m × n] row-major.
-    /// Disjoint column ranges may run on different threads.
+    /// y[rows, columns] = x[rows] · Wᵀ[:, columns] + bias[columns], x [m × k], y [m × n]
+    /// row-major (all rows unless `rows` says). Disjoint blocks may run on different threads.
     func multiply(_ x: UnsafePointer<Float>, m: Int, bias: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
-                  columns: Range<Int>, finished: FinishedBlock? = nil) {
+                  rows: Range<Int>? = nil, columns: Range<Int>, finished: FinishedBlock? = nil) {
         let (n, k) = (self.n, self.k)
-        panelGEMM(rows: 0..<m, columns: columns, panelBytes: panelStride * 4,
+        panelGEMM(rows: rows ?? 0..<m, columns: columns, panelBytes: panelStride * 4,
                   kernel: { row, panel in FP32Kernel(x: x + row * k, ldx: k, panel: storage + panel * panelStride, k: k) },
                   epilogue: { row, first, inPanel in
                       TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)

@@ -42,15 +42,16 @@ private struct Int8WeightOnlyKernel: PanelKernel {
 }
 
 extension PackedInt8Matrix {
-    /// y[:, columns] = x[m × k] · dequant(W)ᵀ[:, columns] + bias[columns] with FP32 activations.
-    /// Nothing is quantised per call. Disjoint column ranges may run on different threads.
+    /// y[rows, columns] = x[rows] · dequant(W)ᵀ[:, columns] + bias[columns] with FP32 activations,
+    /// x [m × k], y [m × n] (all rows unless `rows` says). Nothing is quantised per call.
+    /// Disjoint blocks may run on different threads.
     func multiply(_ x: UnsafePointer<Float>, m: Int, bias: UnsafePointer<Float>?, into y: UnsafeMutablePointer<Float>,
-                  columns: Range<Int>, finished: FinishedBlock? = nil) {
+                  rows: Range<Int>? = nil, columns: Range<Int>, finished: FinishedBlock? = nil) {
         precondition(columns.lowerBound >= 0 && columns.upperBound <= n, "columns \(columns) outside 0..<\(n)")
         let (n, k, panelStride) = (self.n, self.k, self.panelStride)
         let packed = self.packed.baseAddress!
         paddedScales.withUnsafeBufferPointer { channelScales in
-            panelGEMM(rows: 0..<m, columns: columns, panelBytes: panelStride,
+            panelGEMM(rows: rows ?? 0..<m, columns: columns, panelBytes: panelStride,
                       kernel: { row, panel in
                           Int8WeightOnlyKernel(x: x + row * k, ldx: k, panel: packed + panel * panelStride, k: k)
                       },

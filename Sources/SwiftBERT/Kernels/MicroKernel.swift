@@ -194,10 +194,13 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
                                finished: FinishedBlock? = nil) {
     guard !range.isEmpty, !columns.isEmpty else { return }
     let panels = (columns.lowerBound / panelWidth)..<((columns.upperBound + panelWidth - 1) / panelWidth)
+    /// The columns of y that panels `first..<end` write.
+    @inline(__always) func written(_ first: Int, _ end: Int) -> Range<Int> {
+        max(columns.lowerBound, first * panelWidth)..<min(columns.upperBound, end * panelWidth)
+    }
     @inline(__always) func tile(_ row: Int, _ rows: Int, _ panel: Int) {
-        let first = panel * panelWidth
-        let inPanel = (max(columns.lowerBound, first) - first)..<(min(columns.upperBound, first + panelWidth) - first)
-        panelTile(kernel(row, panel), rows: rows, epilogue(row, first, inPanel))
+        let first = panel * panelWidth, inY = written(panel, panel + 1)
+        panelTile(kernel(row, panel), rows: rows, epilogue(row, first, (inY.lowerBound - first)..<(inY.upperBound - first)))
     }
     if panelBytes <= l1PanelBytes && range.count <= l1PanelRows {
         // A panel that fits L1 serves every row tile before the next one loads, rather than
@@ -210,14 +213,14 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
                 tile(row, rows, panel)
                 row += rows
             }
-            finished?(range, max(columns.lowerBound, panel * panelWidth)..<min(columns.upperBound, (panel + 1) * panelWidth))
+            finished?(range, written(panel, panel + 1))
         }
         return
     }
     let perBlock = max(1, (512 * 1024) / panelBytes)
     for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
         let blockEnd = min(blockStart + perBlock, panels.upperBound)
-        let blockColumns = max(columns.lowerBound, blockStart * panelWidth)..<min(columns.upperBound, blockEnd * panelWidth)
+        let blockColumns = written(blockStart, blockEnd)
         var row = range.lowerBound
         while row < range.upperBound {
             let rows = min(K.tileRows, range.upperBound - row)

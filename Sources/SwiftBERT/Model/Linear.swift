@@ -41,16 +41,10 @@ enum WeightMatrix {
     func multiply(_ x: UnsafePointer<Float>, n: Int, k: Int, bias: UnsafePointer<Float>,
                   into y: UnsafeMutablePointer<Float>, rows: Range<Int>, columns: Range<Int>, activations: Int8Activations?,
                   bf16Activations: BF16Activations? = nil, finished: FinishedBlock? = nil) {
-        // The kernels that read x itself take the block's rows as a matrix of their own, and
-        // report its rows from 0.
-        let (m, x, yRows) = (rows.count, x + rows.lowerBound * k, y + rows.lowerBound * n)
-        let finishedRows = finished.map { finished in
-            { (blockRows: Range<Int>, blockColumns: Range<Int>) in
-                finished((blockRows.lowerBound + rows.lowerBound)..<(blockRows.upperBound + rows.lowerBound), blockColumns)
-            }
-        }
         switch self {
         case .float32(let w):
+            // sgemm takes the block's rows as a matrix of their own.
+            let (m, x, yRows) = (rows.count, x + rows.lowerBound * k, y + rows.lowerBound * n)
             matmulTransposedB(x, lda: k, w + columns.lowerBound * k, ldb: k, yRows + columns.lowerBound, ldc: n,
                               m: m, n: columns.count, k: k)
             for r in 0..<m {
@@ -60,12 +54,12 @@ enum WeightMatrix {
             }
             finished?(rows, columns)
         case .packedFloat32(let w):
-            w.multiply(x, m: m, bias: bias, into: yRows, columns: columns, finished: finishedRows)
+            w.multiply(x, m: rows.upperBound, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
         case .int8(let w):
             if let activations {
                 w.multiply(activations, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
             } else {
-                w.multiply(x, m: m, bias: bias, into: yRows, columns: columns, finished: finishedRows)
+                w.multiply(x, m: rows.upperBound, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
             }
         case .bf16(let w):
             guard let bf16Activations else { preconditionFailure("BF16 weights need BF16 activations") }
