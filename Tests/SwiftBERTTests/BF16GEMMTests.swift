@@ -5,7 +5,7 @@ import XCTest
 /// products, sums in Double), within FP32 summation error; and its layout, rounding and threads.
 final class BF16GEMMTests: XCTestCase {
     /// Odd shapes: single rows and channels, odd K (a pair padded with zero), N across panel
-    /// edges, M across tile edges (tiles are 6 rows with vdpbf16ps, 5 without; panels 64 channels).
+    /// edges, M across tile edges (tiles are 6 rows with vdpbf16ps, 4 widened; panels 64 channels).
     let shapes: [(m: Int, k: Int, n: Int)] = [
         (1, 1, 1), (1, 7, 3), (2, 4, 64), (3, 5, 65), (5, 16, 17), (6, 33, 130), (7, 259, 70),
         (11, 64, 128), (13, 130, 191), (1, 768, 96),
@@ -60,6 +60,27 @@ final class BF16GEMMTests: XCTestCase {
             activations.round(x, m: m, k: k)
             packed.multiply(activations, bias: bias, into: &y, columns: 0..<n)
             assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "m \(m) k \(k) n \(n)")
+        }
+    }
+
+    /// Both ways to multiply (vdpbf16ps where this build has it, and BF16 widened to FP32 for
+    /// FMA) add the same products in the same order: their results are bit-identical, on
+    /// shapes across the tile edges of both (6 and 4 rows) and an odd k.
+    func testEveryBF16ProductGivesTheSameBits() {
+        var random = TestRandom(seed: 15)
+        for (m, k, n) in shapes + [(25, 385, 70), (4, 2, 64)] {
+            let x = random.floats(m * k, scale: 2), w = random.floats(n * k, scale: 0.1), bias = random.floats(n, scale: 1)
+            let packed = PackedBF16Matrix(w, n: n, k: k)
+            var results: [[Float]] = []
+            for product in BF16Product.allCases {
+                let activations = BF16Activations(product: product)
+                activations.round(x, m: m, k: k)
+                var y = [Float](repeating: .nan, count: m * n)
+                packed.multiply(activations, bias: bias, into: &y, columns: 0..<n)
+                assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "\(product) m \(m) k \(k) n \(n)")
+                results.append(y)
+            }
+            for y in results.dropFirst() { XCTAssertEqual(y.map(\.bitPattern), results[0].map(\.bitPattern), "m \(m) k \(k) n \(n)") }
         }
     }
 

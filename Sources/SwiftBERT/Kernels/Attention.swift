@@ -49,7 +49,8 @@ final class AttentionScratch {
         (self.maxLength, self.headDim) = (maxLength, headDim)
         paddedHeadDim = roundUp16(headDim)
         let keys = roundUp16(maxLength)
-        buffers = FloatBuffers([headDim * keys, keys * paddedHeadDim, attentionQueryBlock * attentionKeyBlock,
+        // Kᵀ has a row more than d for the widened BF16 products, which pad an odd d to pairs.
+        buffers = FloatBuffers([(headDim + 1) * keys, keys * paddedHeadDim, attentionQueryBlock * attentionKeyBlock,
                                 attentionQueryBlock * paddedHeadDim, attentionQueryBlock, attentionQueryBlock,
                                 attentionQueryBlock * paddedHeadDim, attentionQueryBlock * attentionKeyBlock / 2,
                                 attentionQueryBlock, keys, keys, paddedHeadDim, attentionQueryBlock * paddedHeadDim], zeroed: true)
@@ -133,8 +134,16 @@ func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: Uns
             attendHead(FP32Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
                        bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
         case .bf16:
-            attendHead(BF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+            switch BF16Product.preferred {
+            #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+            case .dotInstruction:
+                attendHead(BF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+                           bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+            #endif
+            case .widened:
+                attendHead(WidenedBF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+                           bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+            }
         case .int8:
             attendHead(Int8Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
                        bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
@@ -300,6 +309,78 @@ enum BF16Attention: AttentionArithmetic {
     }
 
     @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 / 2 }
+}
+
+/// BF16 products by FMA on floats (`BF16Product.widened`): Q, K, V and P rounded to BF16 as
+/// `BF16Attention` rounds them, but kept as floats, and each pair along a product's depth
+/// stored odd element first, so that the FP32 tile adds the odd product, then the even one, as
+/// vdpbf16ps does: the same sums, bit for bit. An odd d or key count pairs its last element
+/// with zero, as there.
+enum WidenedBF16Attention: AttentionArithmetic {
+    @inline(__always)
+    static func step(_ acc: inout SIMD16<Float>, _ x: Float, _ w: SIMD16<Float>) { acc.accumulateProduct(SIMD16(repeating: x), w) }
+
+    /// x rounded to BF16, as a float.
+    @inline(__always) private static func rounded(_ x: Float) -> Float { BFloat16.float(low: BFloat16.bits(x)) }
+
+    /// out[0..<2 · pairs] = x[0..<count] rounded, each pair swapped; a last odd one pairs with 0.
+    @inline(__always)
+    private static func roundSwappingPairs(_ x: UnsafePointer<Float>, count: Int, into out: UnsafeMutablePointer<Float>) {
+        for i in 0..<(count / 2) {
+            out[2 &* i] = rounded(x[2 &* i &+ 1])
+            out[2 &* i &+ 1] = rounded(x[2 &* i])
+        }
+        if count % 2 == 1 { (out[count - 1], out[count]) = (0, rounded(x[count - 1])) }
+    }
+
+    @inline(__always)
+    static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
+                                        _ scratch: AttentionScratch,
+                                        _ body: (UnsafePointer<Float>, UnsafePointer<Float>) -> Void) {
+        let (d, dPad, nPad, keysT, values) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n), scratch.keysT, scratch.values)
+        // Kᵀ [2 · dPairs × nPad]: row 2p holds channel 2p + 1 of every key, row 2p + 1 channel 2p.
+        for c in 0..<d {
+            let row = keysT + (c % 2 == 0 ? c + 1 : c - 1) * nPad
+            for j in 0..<n { row[j] = rounded(k[j &* ld &+ c]) }
+            for j in n..<nPad { row[j] = 0 }
+        }
+        if d % 2 == 1 { (keysT + (d - 1) * nPad).update(repeating: 0, count: nPad) }
+        // V [2 · nPairs × dPad]: row 2p holds key 2p + 1, row 2p + 1 key 2p; the pad columns stay zero.
+        for j in 0..<n {
+            let row = values + (j % 2 == 0 ? j + 1 : j - 1) * dPad
+            for c in 0..<d { row[c] = rounded(v[j &* ld &+ c]) }
+        }
+        if n % 2 == 1 { (values + (n - 1) * dPad).update(repeating: 0, count: d) }
+        body(keysT, values)
+    }
+
+    @inline(__always)
+    static func queries(_ q: UnsafePointer<Float>, ld: Int, rows: Int, _ scratch: AttentionScratch) -> (UnsafePointer<Float>, Int, Int) {
+        let d = scratch.headDim, dPad = scratch.paddedHeadDim
+        let out = UnsafeMutableRawPointer(scratch.queryPairs).assumingMemoryBound(to: Float.self)
+        for r in 0..<rows { roundSwappingPairs(q + r * ld, count: d, into: out + r * dPad) }
+        return (UnsafePointer(out), dPad, 2 * ((d + 1) / 2))
+    }
+
+    /// Rounded in place: the block's scores are not read again once P·V has them.
+    @inline(__always)
+    static func probabilities(_ p: UnsafePointer<Float>, ld: Int, rows: Int, cols: Int, _ scratch: AttentionScratch) -> (UnsafePointer<Float>, Int, Int) {
+        let rowsBits = UnsafeMutableRawPointer(mutating: p).assumingMemoryBound(to: UInt32.self)
+        for r in 0..<rows {
+            // Probabilities are finite and non-negative: rounding needs no NaN case, and the
+            // loop vectorises.
+            let row = rowsBits + r * ld
+            for i in 0..<(cols / 2) {
+                let (even, odd) = (row[2 &* i], row[2 &* i &+ 1])
+                row[2 &* i] = BFloat16.bits(ofNonNaN: odd) &<< 16
+                row[2 &* i &+ 1] = BFloat16.bits(ofNonNaN: even) &<< 16
+            }
+            if cols % 2 == 1 { (row[cols - 1], row[cols]) = (0, BFloat16.bits(ofNonNaN: row[cols - 1]) &<< 16) }
+        }
+        return (p, ld, 2 * ((cols + 1) / 2))
+    }
+
+    @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 }
 }
 
 /// INT8 products (the `int8` precision), four multiply-adds per lane of one vpdpbusd:

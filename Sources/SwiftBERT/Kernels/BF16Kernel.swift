@@ -1,32 +1,60 @@
-// The BF16 inner product: BF16 activations × BF16 weights into FP32 accumulators, a tile of up
-// to 6 rows × 64 output channels (MicroKernel.swift).
+// The BF16 inner product: BF16 activations × BF16 weights into FP32 accumulators, a tile of
+// 6 rows × 64 output channels (MicroKernel.swift).
 //
 // BF16 is the top half of an FP32: 8 exponent bits, 7 mantissa bits. Weights are rounded from
 // the FP32 file when the model loads; each Linear rounds its input activations once (both
 // round-to-nearest-even, as PyTorch's `.to(torch.bfloat16)`); products of two BF16 values are
 // exact in FP32 and every sum is FP32, so only the two roundings differ from FP32.
 //
-// With AVX512_BF16, SwiftBERTVNNI gives vdpbf16ps: a row's pair of activations (k, k + 1),
-// broadcast as one 32-bit lane, times the pair's weights of 16 channels, added into 16 floats:
-// 32 multiply-adds per instruction, twice FP32's FMA. Per K-pair, a 6-row tile runs 24
-// vdpbf16ps on 4 loads and 6 broadcasts: 24 accumulators + 4 weights + 1 broadcast registers.
-//
-// Without it (other CPUs, portable builds), BF16 becomes FP32 by a shift (the even k of a pair)
-// or a mask (the odd k), and FMA accumulates, in the instruction's order: odd k, then even k.
+// Two ways to run it, with the same sums (`BF16Product`):
+// - vdpbf16ps (AVX512_BF16, from SwiftBERTVNNI): a row's pair of activations (k, k + 1),
+//   broadcast as one 32-bit lane, times the pair's weights of 16 channels: 32 multiply-adds an
+//   instruction. Per K-pair, 24 of them on 4 loads and 6 broadcasts.
+// - widened: each K-pair of weights becomes FP32 in registers, the odd k by a mask and the even
+//   k by a shift (1 instruction per 16 weights), and FMA adds in vdpbf16ps's order, odd k, then
+//   even k. Activations are kept as rounded floats, broadcast straight from memory. Per K-pair
+//   of a 4-row tile: 32 FMA and 8 widenings, so FMA runs at up to 80 % of its rate.
+// Which is faster depends on the core, not the ISA: Intel's cores without AMX (measured here on
+// Emerald Rapids: 1.39 vdpbf16ps a ns against 5.54 FMA) run vdpbf16ps at a quarter of FMA's
+// instruction rate, half its multiply-adds; AMD's Zen 4 and Zen 5 run it at FMA's instruction
+// rate, twice its multiply-adds.
 
 import Foundation
 #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
 import SwiftBERTVNNI
 #endif
 
-/// Which BF16 micro-kernel this build runs (for benchmark reports).
-#if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
-let bf16Kernel = "vdpbf16ps (AVX512_BF16)"
-#elseif SWIFTBERT_NATIVE_ISA
-let bf16Kernel = "widened to FP32 by shifts, then FMA (plain Swift)"
-#else
-let bf16Kernel = "widened to FP32 by shifts, then multiply and add (plain Swift; no FMA in a portable build)"
-#endif
+/// How the BF16 kernels (Linear layers and attention) multiply. Every product of two BF16
+/// values is exact in FP32 and both ways add the odd k's product, then the even k's, each
+/// rounded to FP32, so they give the same results (vdpbf16ps also flushes denormals, which BF16
+/// activations and weights of a BERT model do not reach): the choice is one of speed.
+enum BF16Product: String, Sendable, CaseIterable {
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+    /// vdpbf16ps: 32 multiply-adds an instruction.
+    case dotInstruction = "vdpbf16ps (AVX512_BF16)"
+    #endif
+    #if SWIFTBERT_NATIVE_ISA
+    /// BF16 widened to FP32 in registers by a shift or a mask, then FMA (16 an instruction).
+    case widened = "widened to FP32 in registers, then FMA (AVX-512)"
+    #else
+    case widened = "widened to FP32 by shifts, then multiply and add (plain Swift; no FMA in a portable build)"
+    #endif
+
+    /// The faster one on this CPU: vdpbf16ps where the build has it and the CPU is AMD's (Zen 4
+    /// and 5 run it at FMA's instruction rate); widened elsewhere (Intel's cores without AMX run
+    /// it at a quarter of that). `SWIFTBERT_BF16_PRODUCT=dot` or `=widened` overrides, for
+    /// measuring both on one machine.
+    static let preferred: BF16Product = {
+        let all = BF16Product.allCases
+        switch ProcessInfo.processInfo.environment["SWIFTBERT_BF16_PRODUCT"] {
+        case "widened": return .widened
+        case "dot": return all.first!  // vdpbf16ps where the build has it
+        default:
+            let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+            return cpuinfo.contains("AuthenticAMD") ? all.first! : .widened
+        }
+    }()
+}
 
 /// Round-to-nearest-even FP32 → BF16, as PyTorch rounds (c10::BFloat16): NaN stays a quiet NaN.
 enum BFloat16 {
@@ -108,49 +136,87 @@ final class PackedBF16Matrix: @unchecked Sendable {
     }
 
     /// y[rows, columns] = activations · Wᵀ[rows, columns] + bias[columns], y [m × n] row-major,
-    /// from activations already rounded (all rows unless `rows` says). Disjoint blocks may run
-    /// on different threads.
+    /// from activations already rounded (all rows unless `rows` says), by the activations'
+    /// `product`. Disjoint blocks may run on different threads.
     func multiply(_ activations: BF16Activations, bias: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
                   rows: Range<Int>? = nil, columns: Range<Int>, finished: FinishedBlock? = nil) {
         precondition(activations.k == k, "activations have \(activations.k) features, weights \(k)")
         precondition(columns.lowerBound >= 0 && columns.upperBound <= n, "columns \(columns) outside 0..<\(n)")
         let (n, kPairs, panelStride, lanes) = (self.n, self.kPairs, self.panelStride, self.lanes)
-        panelGEMM(rows: rows ?? 0..<activations.m, columns: columns, panelBytes: panelStride * 4,
-                  kernel: { row, panel in
-                      BF16Kernel(activations: activations.pairs + row * kPairs, lda: kPairs,
-                                 panel: lanes + panel * panelStride, kPairs: kPairs)
-                  },
-                  epilogue: { row, first, inPanel in
-                      TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)
-                  }, finished: finished)
+        let rows = rows ?? 0..<activations.m
+        @inline(__always) func epilogue(_ row: Int, _ first: Int, _ inPanel: Range<Int>) -> TileEpilogue {
+            TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)
+        }
+        switch activations.product {
+        #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+        case .dotInstruction:
+            let pairs = activations.pairs
+            panelGEMM(rows: rows, columns: columns, panelBytes: panelStride * 4,
+                      kernel: { row, panel in
+                          BF16DotKernel(activations: pairs + row * kPairs, lda: kPairs, panel: lanes + panel * panelStride, kPairs: kPairs)
+                      }, epilogue: epilogue, finished: finished)
+        #endif
+        case .widened:
+            let floats = activations.floats
+            panelGEMM(rows: rows, columns: columns, panelBytes: panelStride * 4,
+                      kernel: { row, panel in
+                          WidenedBF16Kernel(x: floats + row * 2 * kPairs, ldx: 2 * kPairs, panel: lanes + panel * panelStride, kPairs: kPairs)
+                      }, epilogue: epilogue, finished: finished)
+        }
     }
 }
 
-/// The activations of one BF16 Linear call, rounded once and shared by every column block:
-/// per row, kPairs lanes of two BF16 values (a last odd k pairs with zero). Owned by the forward
-/// pass's scratch; it only allocates when a call needs more room than any before it.
+/// The activations of one BF16 Linear call, rounded once and shared by every column block, in
+/// the form `product` multiplies: per row, kPairs lanes of two BF16 values (`pairs`, for
+/// vdpbf16ps), or 2 · kPairs floats holding the rounded values (`floats`, widened); a last odd
+/// k pairs with zero. Owned by the forward pass's scratch; it only allocates when a call needs
+/// more room than any before it.
 final class BF16Activations: @unchecked Sendable {
+    let product: BF16Product
     private(set) var m = 0
     private(set) var k = 0
-    private(set) var pairs: UnsafeMutablePointer<UInt32>
-    private var capacity = 1
+    private var storage: UnsafeMutableRawPointer
+    private var capacity = 8  // bytes
 
-    init() { pairs = .allocate(capacity: capacity) }
-    deinit { pairs.deallocate() }
+    init(product: BF16Product = .preferred) {
+        self.product = product
+        storage = .allocate(byteCount: capacity, alignment: 64)
+    }
+    deinit { storage.deallocate() }
+
+    /// The rows as BF16 pairs (the vdpbf16ps form).
+    var pairs: UnsafeMutablePointer<UInt32> { storage.assumingMemoryBound(to: UInt32.self) }
+    /// The rows as rounded floats (the widened form).
+    var floats: UnsafeMutablePointer<Float> { storage.assumingMemoryBound(to: Float.self) }
 
     /// Rounds x [m × k] to BF16, row by row (rows split across `threads`).
     func round(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
         precondition(m >= 0 && k > 0, "BF16 activations need m ≥ 0 and k > 0")
         let kPairs = (k + 1) / 2
-        if m * kPairs > capacity {
-            pairs.deallocate()
-            capacity = m * kPairs
-            pairs = .allocate(capacity: capacity)
+        let widened = product == .widened
+        let bytes = m * kPairs * (widened ? 8 : 4)
+        if bytes > capacity {
+            storage.deallocate()
+            capacity = bytes
+            storage = .allocate(byteCount: capacity, alignment: 64)
         }
         (self.m, self.k) = (m, k)
-        let pairs = pairs
-        parallelRows(m, columns: k, threads: threads) { rows in
-            for row in rows { BFloat16.roundPairs(x + row * k, count: k, into: pairs + row * kPairs) }
+        if widened {
+            storage.bindMemory(to: Float.self, capacity: capacity / 4)
+            let floats = floats
+            parallelRows(m, columns: k, threads: threads) { rows in
+                for row in rows {
+                    let (source, out) = (x + row * k, floats + row * 2 * kPairs)
+                    for i in 0..<k { out[i] = BFloat16.float(low: BFloat16.bits(source[i])) }
+                    if k % 2 == 1 { out[k] = 0 }
+                }
+            }
+        } else {
+            storage.bindMemory(to: UInt32.self, capacity: capacity / 4)
+            let pairs = pairs
+            parallelRows(m, columns: k, threads: threads) { rows in
+                for row in rows { BFloat16.roundPairs(x + row * k, count: k, into: pairs + row * kPairs) }
+            }
         }
     }
 }
@@ -177,28 +243,11 @@ extension TileRow where Scalar == Float {
         v3 = dotBF16Pairs(v3, broadcast, w.v3)
     }
 }
-#else
-extension TileRow where Scalar == Float {
-    /// The odd (sub-step 0) or even (sub-step 1) k of a K-pair of weights, as floats.
-    @inline(__always)
-    init(weightsOf pair: TileRow<UInt32>, subStep: Int) {
-        @inline(__always) func float(_ v: SIMD16<UInt32>) -> SIMD16<Float> {
-            unsafeBitCast(subStep == 0 ? v & 0xFFFF_0000 : v &<< 16, to: SIMD16<Float>.self)
-        }
-        self.init(float(pair.v0), float(pair.v1), float(pair.v2), float(pair.v3))
-    }
-}
-#endif
 
-/// BF16: one K-pair per load; with vdpbf16ps one sub-step, without it two (odd k, then even k).
-private struct BF16Kernel: PanelKernel {
-    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+/// vdpbf16ps: one K-pair per load, one sub-step; 24 accumulators + 4 weights + 1 broadcast.
+private struct BF16DotKernel: PanelKernel {
     static var tileRows: Int { 6 }
     static var subSteps: Int { 1 }
-    #else
-    static var tileRows: Int { 5 }  // 20 accumulators + 4 packed + 4 widened weights + 1 broadcast
-    static var subSteps: Int { 2 }
-    #endif
     let activations: UnsafePointer<UInt32>
     let lda: Int
     let panel: UnsafePointer<UInt32>
@@ -206,20 +255,47 @@ private struct BF16Kernel: PanelKernel {
     var fullLoads: Int { kPairs }
     var tailSubSteps: Int { 0 }  // an odd k is padded with a zero weight and a zero activation
 
-    @inline(__always) func load(_ index: Int) -> TileRow<UInt32> { TileRow(loadingPair: panel + index * panelWidth) }
-
-    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+    @inline(__always) func load(_ index: Int) -> TileRow<UInt32> { TileRow(loadingPair: panel + index &* panelWidth) }
     @inline(__always) func operand(_ load: TileRow<UInt32>, subStep: Int) -> TileRow<UInt32> { load }
     @inline(__always) func accumulate(_ acc: inout FloatTileRow, row: Int, load: Int, subStep: Int, _ w: TileRow<UInt32>) {
-        acc.accumulate(pair: activations[row * lda + load], w)
+        acc.accumulate(pair: activations[row &* lda &+ load], w)
     }
-    #else
-    @inline(__always) func operand(_ load: TileRow<UInt32>, subStep: Int) -> FloatTileRow {
-        FloatTileRow(weightsOf: load, subStep: subStep)
+}
+#endif
+
+extension TileRow where Scalar == Float {
+    /// The odd (sub-step 0) or even (sub-step 1) k of the K-pair of weights at p, as floats.
+    @inline(__always)
+    init(widening p: UnsafePointer<UInt32>, subStep: Int) {
+        let pair = TileRow<UInt32>(loadingPair: p)
+        @inline(__always) func float(_ v: SIMD16<UInt32>) -> SIMD16<Float> {
+            unsafeBitCast(subStep == 0 ? v & 0xFFFF_0000 : v &<< 16, to: SIMD16<Float>.self)
+        }
+        self.init(float(pair.v0), float(pair.v1), float(pair.v2), float(pair.v3))
+    }
+}
+
+/// Widened: two sub-steps per K-pair, odd k then even k. 4 rows: LLVM loads the pair's 4
+/// weight vectors once and broadcasts both activations of every row ahead, so a tile holds
+/// 16 accumulators, 8 broadcasts, 4 packed and 2 widened weights and the mask. With 6 rows
+/// (24 accumulators, 12 broadcasts) it spilled accumulators to the stack every K-pair, and
+/// MiniLM's BF16 pass at 1x128 took 32.6 ms against 27.2.
+private struct WidenedBF16Kernel: PanelKernel {
+    static var tileRows: Int { 4 }
+    static var subSteps: Int { 2 }
+    /// Rounded activations, 2 · kPairs floats a row.
+    let x: UnsafePointer<Float>
+    let ldx: Int
+    let panel: UnsafePointer<UInt32>
+    let kPairs: Int
+    var fullLoads: Int { kPairs }
+    var tailSubSteps: Int { 0 }  // an odd k is padded with a zero weight and a zero activation
+
+    @inline(__always) func load(_ index: Int) -> UnsafePointer<UInt32> { panel + index &* panelWidth }
+    @inline(__always) func operand(_ load: UnsafePointer<UInt32>, subStep: Int) -> FloatTileRow {
+        FloatTileRow(widening: load, subStep: subStep)
     }
     @inline(__always) func accumulate(_ acc: inout FloatTileRow, row: Int, load: Int, subStep: Int, _ w: FloatTileRow) {
-        let pair = activations[row * lda + load]
-        acc.accumulate(subStep == 0 ? BFloat16.float(high: pair) : BFloat16.float(low: pair), w)
+        acc.accumulate(x[row &* ldx &+ 2 &* load &+ (1 &- subStep)], w)
     }
-    #endif
 }

@@ -70,7 +70,7 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
         #else
         int8Linear = "plain Swift for generic x86-64 (SSE2)"
         #endif
-        bf16Linear = bf16Kernel
+        bf16Linear = BF16Product.preferred.rawValue
         self.cpuFeatures = cpuFeatures
     }
 
