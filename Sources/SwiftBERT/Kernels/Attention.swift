@@ -134,16 +134,8 @@ func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: Uns
             attendHead(FP32Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
                        bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
         case .bf16:
-            switch BF16Product.preferred {
-            #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
-            case .dotInstruction:
-                attendHead(BF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                           bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
-            #endif
-            case .widened:
-                attendHead(WidenedBF16Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                           bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
-            }
+            attendHead(bf16: .preferred, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+                       bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
         case .int8:
             attendHead(Int8Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
                        bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
@@ -589,6 +581,22 @@ func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: U
     A.withPackedKeysAndValues(k: k, v: v, ld: ld, n: n, scratch) { keysT, values in
         attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window ?? n,
                      keysT: keysT, values: values, into: out, ldo: ldo, scratch)
+    }
+}
+
+/// `attendHead` with BF16 products, by `product`'s arithmetic (the same results either way).
+func attendHead(bf16 product: BF16Product, q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>,
+                ld: Int, n: Int, scale: Float, bias: (RelativeAttentionBias, head: Int)? = nil,
+                window: Int? = nil, into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
+    switch product {
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+    case .dotInstruction:
+        attendHead(BF16Attention.self, q: q, k: k, v: v, ld: ld, n: n, scale: scale, bias: bias, window: window,
+                   into: out, ldo: ldo, scratch)
+    #endif
+    case .widened:
+        attendHead(WidenedBF16Attention.self, q: q, k: k, v: v, ld: ld, n: n, scale: scale, bias: bias, window: window,
+                   into: out, ldo: ldo, scratch)
     }
 }
 
