@@ -254,6 +254,7 @@ private struct BF16DotKernel: PanelKernel {
     let kPairs: Int
     var fullLoads: Int { kPairs }
     var tailSubSteps: Int { 0 }  // an odd k is padded with a zero weight and a zero activation
+    var panelStart: UnsafeRawPointer { UnsafeRawPointer(panel) }
 
     @inline(__always) func load(_ index: Int) -> TileRow<UInt32> { TileRow(loadingPair: panel + index &* panelWidth) }
     @inline(__always) func operand(_ load: TileRow<UInt32>, subStep: Int) -> TileRow<UInt32> { load }
@@ -290,6 +291,7 @@ private struct WidenedBF16Kernel: PanelKernel {
     let kPairs: Int
     var fullLoads: Int { kPairs }
     var tailSubSteps: Int { 0 }  // an odd k is padded with a zero weight and a zero activation
+    var panelStart: UnsafeRawPointer { UnsafeRawPointer(panel) }
 
     @inline(__always) func load(_ index: Int) -> UnsafePointer<UInt32> { panel + index &* panelWidth }
     @inline(__always) func operand(_ load: UnsafePointer<UInt32>, subStep: Int) -> FloatTileRow {

@@ -103,6 +103,7 @@ private struct FP32Kernel: PanelKernel {
     let k: Int
     var fullLoads: Int { k }
     var tailSubSteps: Int { 0 }
+    var panelStart: UnsafeRawPointer { UnsafeRawPointer(panel) }
 
     @inline(__always) func load(_ index: Int) -> UnsafePointer<Float> { panel + index &* panelWidth }
     @inline(__always) func operand(_ load: UnsafePointer<Float>, subStep: Int) -> UnsafePointer<Float> { load }

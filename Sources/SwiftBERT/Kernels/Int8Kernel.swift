@@ -76,6 +76,7 @@ private struct Int8Kernel: PanelKernel {
     let kQuads: Int
     var fullLoads: Int { kQuads }
     var tailSubSteps: Int { 0 }  // activations are padded to whole quads with zeros
+    var panelStart: UnsafeRawPointer { UnsafeRawPointer(panel) }
 
     @inline(__always) func load(_ index: Int) -> Int32TileRow {
         Int32TileRow(loadingQuad: panel + index &* Int8PanelLayout.quadBytes)

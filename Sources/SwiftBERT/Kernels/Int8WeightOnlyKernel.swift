@@ -29,6 +29,7 @@ private struct Int8WeightOnlyKernel: PanelKernel {
     let k: Int
     var fullLoads: Int { k / Int8PanelLayout.kGroup }
     var tailSubSteps: Int { k % Int8PanelLayout.kGroup }
+    var panelStart: UnsafeRawPointer { UnsafeRawPointer(panel) }
 
     @inline(__always) func load(_ index: Int) -> Int32TileRow {
         Int32TileRow(loadingQuad: panel + index &* Int8PanelLayout.quadBytes)

@@ -13,6 +13,8 @@
 // -Ounchecked (a versioned dependency cannot set it), and overflow checks in the tile loop
 // cost INT8 about 10 %. The bounds are the callers' preconditions.
 
+import SwiftBERTVNNI
+
 /// Output channels per panel: four 16-lane vectors.
 let panelWidth = 64
 
@@ -73,6 +75,8 @@ protocol PanelKernel {
     static var tileRows: Int { get }
     /// Sub-steps per load (1 to 4): 4 when a load holds 4 k per channel fed one at a time.
     static var subSteps: Int { get }
+    /// Where the kernel's panel starts (for prefetching the next one).
+    var panelStart: UnsafeRawPointer { get }
     /// Full loads over the whole k, then the sub-steps of a last, partial load (0: none).
     var fullLoads: Int { get }
     var tailSubSteps: Int { get }
@@ -131,9 +135,29 @@ struct TileEpilogue {
     }
 }
 
+/// What a tile prefetches while it runs, one cache line per load of its panel: a type, so that
+/// a tile without a prefetch gets its own copy of the loop with none in it (an idle prefetch in
+/// the loop cost the FP32 tile 3 %; an optional checked around two copies of the loop, 8×).
+protocol TilePrefetching {
+    func callAsFunction(_ load: Int)
+}
+
+/// No prefetch.
+struct NoPrefetch: TilePrefetching {
+    @inline(__always) func callAsFunction(_ load: Int) {}
+}
+
+/// From `start`, one cache line every `stride` bytes.
+struct LinePrefetch: TilePrefetching {
+    let start: UnsafeRawPointer
+    let stride: Int
+    @inline(__always) func callAsFunction(_ load: Int) { prefetchToL2(start + load &* stride) }
+}
+
 /// One tile: `Rows.rows` rows of the kernel's input times one panel, then the epilogue.
 @inline(never)
-private func panelTile<K: PanelKernel, Rows: TileRowCount>(_ kernel: K, _: Rows.Type, _ epilogue: TileEpilogue) {
+private func panelTile<K: PanelKernel, Rows: TileRowCount, P: TilePrefetching>(_ kernel: K, _: Rows.Type,
+                                                                               _ epilogue: TileEpilogue, _ prefetch: P) {
     let rows = Rows.rows
     var acc0 = K.Accumulator(), acc1 = K.Accumulator(), acc2 = K.Accumulator()
     var acc3 = K.Accumulator(), acc4 = K.Accumulator(), acc5 = K.Accumulator()
@@ -155,7 +179,10 @@ private func panelTile<K: PanelKernel, Rows: TileRowCount>(_ kernel: K, _: Rows.
         if subSteps > 2 { step(2) }
         if subSteps > 3 { step(3) }
     }
-    for index in 0..<kernel.fullLoads { run(index, subSteps: K.subSteps) }
+    for index in 0..<kernel.fullLoads {
+        prefetch(index)
+        run(index, subSteps: K.subSteps)
+    }
     if kernel.tailSubSteps > 0 { run(kernel.fullLoads, subSteps: kernel.tailSubSteps) }
     epilogue.store(acc0, row: 0)
     if rows > 1 { epilogue.store(acc1, row: 1) }
@@ -167,22 +194,28 @@ private func panelTile<K: PanelKernel, Rows: TileRowCount>(_ kernel: K, _: Rows.
 
 /// Runs the tile specialised for `rows` (1...K.tileRows).
 @inline(__always)
-private func panelTile<K: PanelKernel>(_ kernel: K, rows: Int, _ epilogue: TileEpilogue) {
-    withTileRows(rows, PanelTile(kernel: kernel, epilogue: epilogue))
+private func panelTile<K: PanelKernel, P: TilePrefetching>(_ kernel: K, rows: Int, _ epilogue: TileEpilogue, _ prefetch: P) {
+    withTileRows(rows, PanelTile(kernel: kernel, epilogue: epilogue, prefetch: prefetch))
 }
 
 /// `panelTile` for the row count `withTileRows` gives.
-private struct PanelTile<K: PanelKernel>: TileRowsBody {
+private struct PanelTile<K: PanelKernel, P: TilePrefetching>: TileRowsBody {
     let kernel: K
     let epilogue: TileEpilogue
+    let prefetch: P
     @inline(__always)
-    func callAsFunction<Rows: TileRowCount>(_ rows: Rows.Type) { panelTile(kernel, rows, epilogue) }
+    func callAsFunction<Rows: TileRowCount>(_ rows: Rows.Type) { panelTile(kernel, rows, epilogue, prefetch) }
 }
 
-/// Covers y[rows, columns] tile by tile. Order: blocks of panels of about 512 KiB of packed
-/// weights (half a Zen L2) outermost, so a block stays cached while every row tile runs across
-/// it; then row tiles of up to `K.tileRows`; then the block's panels. Panels that fit L1 go the
-/// other way in calls of a few rows (`l1PanelBytes`, `l1PanelRows`): panels, then row tiles.
+/// Covers y[rows, columns] tile by tile, in one of two orders.
+/// - Panel by panel, each serving every row tile before the next one: for calls of a few rows
+///   (`streamingRows`), whose weights come from memory once, and for panels that fit L1
+///   (`l1PanelBytes`, `l1PanelRows`). While a panel's tiles run, they prefetch the next panel
+///   into L2, each tile its share, a line per load, so that memory streams during the arithmetic
+///   rather than between panels.
+/// - Otherwise blocks of panels of about 512 KiB of packed weights (half a Zen L2) outermost, so
+///   a block stays cached while every row tile runs across it; then row tiles of up to
+///   `K.tileRows`; then the block's panels.
 /// `kernel` makes the kernel for a tile (its first row and its panel); `epilogue` says where
 /// and how it stores (its first row, the panel's first channel, the columns of the panel to
 /// write). `finished`, if any, gets each block of y as soon as it is complete (its rows and
@@ -198,20 +231,27 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
     @inline(__always) func written(_ first: Int, _ end: Int) -> Range<Int> {
         max(columns.lowerBound, first * panelWidth)..<min(columns.upperBound, end * panelWidth)
     }
-    @inline(__always) func tile(_ row: Int, _ rows: Int, _ panel: Int) {
-        let first = panel * panelWidth, inY = written(panel, panel + 1)
-        panelTile(kernel(row, panel), rows: rows, epilogue(row, first, (inY.lowerBound - first)..<(inY.upperBound - first)))
+    /// The tile of `rows` rows from `row` on, in `panel`, prefetching the `share` bytes at `next`.
+    @inline(__always) func tile(_ row: Int, _ rows: Int, _ panel: Int, prefetching next: UnsafeRawPointer? = nil, share: Int = 0) {
+        let first = panel * panelWidth, inY = written(panel, panel + 1), kernel = kernel(row, panel)
+        let epilogue = epilogue(row, first, (inY.lowerBound - first)..<(inY.upperBound - first))
+        if let next {
+            let loads = kernel.fullLoads + (kernel.tailSubSteps > 0 ? 1 : 0)
+            panelTile(kernel, rows: rows, epilogue, LinePrefetch(start: next, stride: (share + loads - 1) / loads))
+        } else {
+            panelTile(kernel, rows: rows, epilogue, NoPrefetch())
+        }
     }
-    if panelBytes <= l1PanelBytes && range.count <= l1PanelRows {
-        // A panel that fits L1 serves every row tile before the next one loads, rather than
-        // coming again from L2 for each tile: with the 6-row INT8 tile, MiniLM INT8 1x16 to 1x512
-        // got 9-16 % faster.
+    if range.count <= streamingRows || (panelBytes <= l1PanelBytes && range.count <= l1PanelRows) {
+        let tiles = (range.count + K.tileRows - 1) / K.tileRows, share = (panelBytes + tiles - 1) / tiles
         for panel in panels {
-            var row = range.lowerBound
+            let next = panel + 1 < panels.upperBound ? kernel(range.lowerBound, panel + 1).panelStart : nil
+            var (row, tileIndex) = (range.lowerBound, 0)
             while row < range.upperBound {
                 let rows = min(K.tileRows, range.upperBound - row)
-                tile(row, rows, panel)
+                tile(row, rows, panel, prefetching: next.map { $0 + tileIndex * share }, share: share)
                 row += rows
+                tileIndex += 1
             }
             finished?(range, written(panel, panel + 1))
         }
@@ -224,7 +264,9 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
         var row = range.lowerBound
         while row < range.upperBound {
             let rows = min(K.tileRows, range.upperBound - row)
-            for panel in blockStart..<blockEnd { tile(row, rows, panel) }
+            for panel in blockStart..<blockEnd {
+                tile(row, rows, panel)
+            }
             finished?(row..<(row + rows), blockColumns)
             row += rows
         }
@@ -234,6 +276,11 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
 /// Called with a block of the output once it is complete (its rows and its columns), while it
 /// is still in cache: what a Linear layer's activation runs on.
 typealias FinishedBlock = (_ rows: Range<Int>, _ columns: Range<Int>) -> Void
+
+/// Calls of up to this many rows go panel by panel, prefetching (`panelGEMM`): below about 30
+/// rows a panel's bytes take longer to come from memory than its arithmetic takes (FP32 and
+/// INT8 read 128/M bytes a cycle at two instructions a cycle, against about 5 from memory).
+let streamingRows = 48
 
 /// Packed panels up to this size are kept in L1 across row tiles (`panelGEMM`): INT8 panels
 /// at k ≤ 512 (24 KiB at MiniLM's 384). L1D is 32 KiB on Zen 4, 48 KiB on Zen 5 and on Intel
