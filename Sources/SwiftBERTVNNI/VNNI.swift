@@ -3,7 +3,7 @@
 // LLVM does not turn 4-way byte dot products written in Swift into vpdpbusd, and Swift has
 // no x86 intrinsics. This module imports the compiler's Builtin module (the experimental feature
 // BuiltinModule, which SwiftPM allows in a versioned dependency, unlike -parse-stdlib) and,
-// through it, LLVM's intrinsic by name. Builtin is used here and for a prefetch (Prefetch.swift) only. The intrinsic
+// through it, LLVM's intrinsic by name. It is the engine's only use of Builtin. The intrinsic
 // compiles only for a target CPU that has AVX-512 VNNI, so it exists only in native builds
 // (SWIFTBERT_NATIVE_ISA, the build line's `-target-cpu native`) on a host that has VNNI
 // (SWIFTBERT_HOST_VNNI, from Package.swift); otherwise the kernel uses vpdpwssd, which plain

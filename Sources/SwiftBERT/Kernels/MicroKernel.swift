@@ -135,76 +135,88 @@ struct TileEpilogue {
     }
 }
 
-/// What a tile prefetches while it runs, one cache line per load of its panel: a type, so that
-/// a tile without a prefetch gets its own copy of the loop with none in it (an idle prefetch in
-/// the loop cost the FP32 tile 3 %; an optional checked around two copies of the loop, 8×).
-protocol TilePrefetching {
-    func callAsFunction(_ load: Int)
-}
-
-/// No prefetch.
-struct NoPrefetch: TilePrefetching {
-    @inline(__always) func callAsFunction(_ load: Int) {}
-}
-
-/// From `start`, one cache line every `stride` bytes.
-struct LinePrefetch: TilePrefetching {
+/// `kernel` that also prefetches, one cache line per load of its panel: from `start`, one every
+/// `stride` bytes. A kernel type of its own, so that tiles without a prefetch keep a loop with
+/// none in it (an idle prefetch in the loop cost the FP32 tile 3 %).
+struct PrefetchingKernel<K: PanelKernel>: PanelKernel {
+    let kernel: K
     let start: UnsafeRawPointer
     let stride: Int
-    @inline(__always) func callAsFunction(_ load: Int) { prefetchToL2(start + load &* stride) }
+    static var tileRows: Int { K.tileRows }
+    static var subSteps: Int { K.subSteps }
+    var panelStart: UnsafeRawPointer { kernel.panelStart }
+    var fullLoads: Int { kernel.fullLoads }
+    var tailSubSteps: Int { kernel.tailSubSteps }
+
+    @inline(__always) func load(_ index: Int) -> K.Load {
+        prefetchToL2(start + index &* stride)
+        return kernel.load(index)
+    }
+    @inline(__always) func operand(_ load: K.Load, subStep: Int) -> K.Operand { kernel.operand(load, subStep: subStep) }
+    @inline(__always) func accumulate(_ acc: inout K.Accumulator, row: Int, load: Int, subStep: Int, _ w: K.Operand) {
+        kernel.accumulate(&acc, row: row, load: load, subStep: subStep, w)
+    }
+}
+
+/// The accumulators of one tile and its steps: a struct with mutating methods rather than local
+/// variables captured by nested functions, which in the largest tiles (FP32's 6 rows, the
+/// weight-only kernel's 4 sub-steps, once a prefetch was in them) the optimiser left under
+/// run-time exclusivity checks (`swift_beginAccess`).
+private struct TileAccumulators<K: PanelKernel, Rows: TileRowCount> {
+    var acc0 = K.Accumulator(), acc1 = K.Accumulator(), acc2 = K.Accumulator()
+    var acc3 = K.Accumulator(), acc4 = K.Accumulator(), acc5 = K.Accumulator()
+
+    @inline(__always)
+    mutating func step(_ kernel: K, _ loaded: K.Load, load index: Int, subStep: Int) {
+        let rows = Rows.rows
+        let w = kernel.operand(loaded, subStep: subStep)
+        kernel.accumulate(&acc0, row: 0, load: index, subStep: subStep, w)
+        if rows > 1 { kernel.accumulate(&acc1, row: 1, load: index, subStep: subStep, w) }
+        if rows > 2 { kernel.accumulate(&acc2, row: 2, load: index, subStep: subStep, w) }
+        if rows > 3 { kernel.accumulate(&acc3, row: 3, load: index, subStep: subStep, w) }
+        if rows > 4 { kernel.accumulate(&acc4, row: 4, load: index, subStep: subStep, w) }
+        if rows > 5 { kernel.accumulate(&acc5, row: 5, load: index, subStep: subStep, w) }
+    }
+
+    @inline(__always)
+    mutating func run(_ kernel: K, load index: Int, subSteps: Int) {
+        let loaded = kernel.load(index)
+        // Unrolled by hand (at most 4 sub-steps): constant sub-steps give constant shifts in
+        // the INT8 kernels; a loop here cost 30 % more instructions in the INT8 tile.
+        step(kernel, loaded, load: index, subStep: 0)
+        if subSteps > 1 { step(kernel, loaded, load: index, subStep: 1) }
+        if subSteps > 2 { step(kernel, loaded, load: index, subStep: 2) }
+        if subSteps > 3 { step(kernel, loaded, load: index, subStep: 3) }
+    }
 }
 
 /// One tile: `Rows.rows` rows of the kernel's input times one panel, then the epilogue.
 @inline(never)
-private func panelTile<K: PanelKernel, Rows: TileRowCount, P: TilePrefetching>(_ kernel: K, _: Rows.Type,
-                                                                               _ epilogue: TileEpilogue, _ prefetch: P) {
+private func panelTile<K: PanelKernel, Rows: TileRowCount>(_ kernel: K, _: Rows.Type, _ epilogue: TileEpilogue) {
     let rows = Rows.rows
-    var acc0 = K.Accumulator(), acc1 = K.Accumulator(), acc2 = K.Accumulator()
-    var acc3 = K.Accumulator(), acc4 = K.Accumulator(), acc5 = K.Accumulator()
-    @inline(__always) func run(_ index: Int, subSteps: Int) {
-        let loaded = kernel.load(index)
-        @inline(__always) func step(_ subStep: Int) {
-            let w = kernel.operand(loaded, subStep: subStep)
-            kernel.accumulate(&acc0, row: 0, load: index, subStep: subStep, w)
-            if rows > 1 { kernel.accumulate(&acc1, row: 1, load: index, subStep: subStep, w) }
-            if rows > 2 { kernel.accumulate(&acc2, row: 2, load: index, subStep: subStep, w) }
-            if rows > 3 { kernel.accumulate(&acc3, row: 3, load: index, subStep: subStep, w) }
-            if rows > 4 { kernel.accumulate(&acc4, row: 4, load: index, subStep: subStep, w) }
-            if rows > 5 { kernel.accumulate(&acc5, row: 5, load: index, subStep: subStep, w) }
-        }
-        // Unrolled by hand (at most 4 sub-steps): constant sub-steps give constant shifts in
-        // the INT8 kernels; a loop here cost 30 % more instructions in the INT8 tile.
-        step(0)
-        if subSteps > 1 { step(1) }
-        if subSteps > 2 { step(2) }
-        if subSteps > 3 { step(3) }
-    }
-    for index in 0..<kernel.fullLoads {
-        prefetch(index)
-        run(index, subSteps: K.subSteps)
-    }
-    if kernel.tailSubSteps > 0 { run(kernel.fullLoads, subSteps: kernel.tailSubSteps) }
-    epilogue.store(acc0, row: 0)
-    if rows > 1 { epilogue.store(acc1, row: 1) }
-    if rows > 2 { epilogue.store(acc2, row: 2) }
-    if rows > 3 { epilogue.store(acc3, row: 3) }
-    if rows > 4 { epilogue.store(acc4, row: 4) }
-    if rows > 5 { epilogue.store(acc5, row: 5) }
+    var tile = TileAccumulators<K, Rows>()
+    for index in 0..<kernel.fullLoads { tile.run(kernel, load: index, subSteps: K.subSteps) }
+    if kernel.tailSubSteps > 0 { tile.run(kernel, load: kernel.fullLoads, subSteps: kernel.tailSubSteps) }
+    epilogue.store(tile.acc0, row: 0)
+    if rows > 1 { epilogue.store(tile.acc1, row: 1) }
+    if rows > 2 { epilogue.store(tile.acc2, row: 2) }
+    if rows > 3 { epilogue.store(tile.acc3, row: 3) }
+    if rows > 4 { epilogue.store(tile.acc4, row: 4) }
+    if rows > 5 { epilogue.store(tile.acc5, row: 5) }
 }
 
 /// Runs the tile specialised for `rows` (1...K.tileRows).
 @inline(__always)
-private func panelTile<K: PanelKernel, P: TilePrefetching>(_ kernel: K, rows: Int, _ epilogue: TileEpilogue, _ prefetch: P) {
-    withTileRows(rows, PanelTile(kernel: kernel, epilogue: epilogue, prefetch: prefetch))
+private func panelTile<K: PanelKernel>(_ kernel: K, rows: Int, _ epilogue: TileEpilogue) {
+    withTileRows(rows, PanelTile(kernel: kernel, epilogue: epilogue))
 }
 
 /// `panelTile` for the row count `withTileRows` gives.
-private struct PanelTile<K: PanelKernel, P: TilePrefetching>: TileRowsBody {
+private struct PanelTile<K: PanelKernel>: TileRowsBody {
     let kernel: K
     let epilogue: TileEpilogue
-    let prefetch: P
     @inline(__always)
-    func callAsFunction<Rows: TileRowCount>(_ rows: Rows.Type) { panelTile(kernel, rows, epilogue, prefetch) }
+    func callAsFunction<Rows: TileRowCount>(_ rows: Rows.Type) { panelTile(kernel, rows, epilogue) }
 }
 
 /// Covers y[rows, columns] tile by tile, in one of two orders.
@@ -237,9 +249,9 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
         let epilogue = epilogue(row, first, (inY.lowerBound - first)..<(inY.upperBound - first))
         if let next {
             let loads = kernel.fullLoads + (kernel.tailSubSteps > 0 ? 1 : 0)
-            panelTile(kernel, rows: rows, epilogue, LinePrefetch(start: next, stride: (share + loads - 1) / loads))
+            panelTile(PrefetchingKernel(kernel: kernel, start: next, stride: (share + loads - 1) / loads), rows: rows, epilogue)
         } else {
-            panelTile(kernel, rows: rows, epilogue, NoPrefetch())
+            panelTile(kernel, rows: rows, epilogue)
         }
     }
     if range.count <= streamingRows || (panelBytes <= l1PanelBytes && range.count <= l1PanelRows) {
