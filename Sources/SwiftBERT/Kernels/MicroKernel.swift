@@ -13,7 +13,9 @@
 // -Ounchecked (a versioned dependency cannot set it), and overflow checks in the tile loop
 // cost INT8 about 10 %. The bounds are the callers' preconditions.
 
+#if canImport(SwiftBERTVNNI)  // the package's builds; the fuzzers compile the library without it
 import SwiftBERTVNNI
+#endif
 
 /// Output channels per panel: four 16-lane vectors.
 let panelWidth = 64
@@ -149,7 +151,9 @@ struct PrefetchingKernel<K: PanelKernel>: PanelKernel {
     var tailSubSteps: Int { kernel.tailSubSteps }
 
     @inline(__always) func load(_ index: Int) -> K.Load {
+        #if canImport(SwiftBERTVNNI)
         prefetchToL2(start + index &* stride)
+        #endif
         return kernel.load(index)
     }
     @inline(__always) func operand(_ load: K.Load, subStep: Int) -> K.Operand { kernel.operand(load, subStep: subStep) }
