@@ -22,10 +22,10 @@ static inline __attribute__((always_inline, target("avx512f,avx512bf16")))
 swiftbert_f32x16 swiftbert_dpbf16ps(swiftbert_f32x16 acc, swiftbert_bf16x2x16 a, swiftbert_bf16x2x16 b) {
     return (swiftbert_f32x16)_mm512_dpbf16_ps((__m512)acc, (__m512bh)a, (__m512bh)b);
 }
+
 /// A prefetch of the cache line at p into L2 (prefetcht1), for SwiftBERTVNNI's prefetchToL2
-/// (Prefetch.swift). Here rather than through Swift's Builtin module: the builtin's unknown
-/// memory effects kept Swift's exclusivity checks (swift_beginAccess) around the tile's
-/// accumulators, where a call to this inlined C function does not.
+/// (Prefetch.swift), which the Linear kernels call on weights streamed from memory. Inlined
+/// into the Swift caller, as swiftbert_dpbf16ps is.
 static inline __attribute__((always_inline)) void swiftbert_prefetch_l2(const void *p) {
     __builtin_prefetch(p, 0, 2);
 }

@@ -312,17 +312,14 @@ enum WidenedBF16Attention: AttentionArithmetic {
     @inline(__always)
     static func step(_ acc: inout SIMD16<Float>, _ x: Float, _ w: SIMD16<Float>) { acc.accumulateProduct(SIMD16(repeating: x), w) }
 
-    /// x rounded to BF16, as a float.
-    @inline(__always) private static func rounded(_ x: Float) -> Float { BFloat16.float(low: BFloat16.bits(x)) }
-
     /// out[0..<2 · pairs] = x[0..<count] rounded, each pair swapped; a last odd one pairs with 0.
     @inline(__always)
     private static func roundSwappingPairs(_ x: UnsafePointer<Float>, count: Int, into out: UnsafeMutablePointer<Float>) {
         for i in 0..<(count / 2) {
-            out[2 &* i] = rounded(x[2 &* i &+ 1])
-            out[2 &* i &+ 1] = rounded(x[2 &* i])
+            out[2 &* i] = BFloat16.rounded(x[2 &* i &+ 1])
+            out[2 &* i &+ 1] = BFloat16.rounded(x[2 &* i])
         }
-        if count % 2 == 1 { (out[count - 1], out[count]) = (0, rounded(x[count - 1])) }
+        if count % 2 == 1 { (out[count - 1], out[count]) = (0, BFloat16.rounded(x[count - 1])) }
     }
 
     @inline(__always)
@@ -333,14 +330,14 @@ enum WidenedBF16Attention: AttentionArithmetic {
         // Kᵀ [2 · dPairs × nPad]: row 2p holds channel 2p + 1 of every key, row 2p + 1 channel 2p.
         for c in 0..<d {
             let row = keysT + (c % 2 == 0 ? c + 1 : c - 1) * nPad
-            for j in 0..<n { row[j] = rounded(k[j &* ld &+ c]) }
+            for j in 0..<n { row[j] = BFloat16.rounded(k[j &* ld &+ c]) }
             for j in n..<nPad { row[j] = 0 }
         }
         if d % 2 == 1 { (keysT + (d - 1) * nPad).update(repeating: 0, count: nPad) }
         // V [2 · nPairs × dPad]: row 2p holds key 2p + 1, row 2p + 1 key 2p; the pad columns stay zero.
         for j in 0..<n {
             let row = values + (j % 2 == 0 ? j + 1 : j - 1) * dPad
-            for c in 0..<d { row[c] = rounded(v[j &* ld &+ c]) }
+            for c in 0..<d { row[c] = BFloat16.rounded(v[j &* ld &+ c]) }
         }
         if n % 2 == 1 { (values + (n - 1) * dPad).update(repeating: 0, count: d) }
         body(keysT, values)

@@ -83,7 +83,8 @@ enum BFloat16 {
     @inline(__always)
     static func float(high pair: UInt32) -> Float { Float(bitPattern: pair & 0xFFFF_0000) }
 
-    /// x rounded to BF16 and back (for references and accuracy checks).
+    /// x rounded to BF16 and back: the widened product's activations, and references.
+    @inline(__always)
     static func rounded(_ x: Float) -> Float { float(low: bits(x)) }
 }
 
@@ -205,7 +206,7 @@ final class BF16Activations: @unchecked Sendable {
             parallelRows(m, columns: k, threads: threads) { rows in
                 for row in rows {
                     let (source, out) = (x + row * k, floats + row * 2 * kPairs)
-                    for i in 0..<k { out[i] = BFloat16.float(low: BFloat16.bits(source[i])) }
+                    for i in 0..<k { out[i] = BFloat16.rounded(source[i]) }
                     if k % 2 == 1 { out[k] = 0 }
                 }
             }

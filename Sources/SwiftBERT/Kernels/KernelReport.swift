@@ -53,7 +53,10 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The report for this process.
-    public static let current = KernelReport(cpuFeatures: cpuFeatures(cpuinfo: try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)))
+    public static let current = KernelReport(cpuFeatures: cpuFeatures(cpuinfo: cpuinfo))
+
+    /// /proc/cpuinfo, read once per process (nil where it cannot be read).
+    private static let cpuinfo = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
 
     init(cpuFeatures: [String]) {
         #if SWIFTBERT_NATIVE_ISA
@@ -77,10 +80,7 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
     /// Whether /proc/cpuinfo names AMD as the vendor (for `BF16Product.preferred`). Read here,
     /// with the features, and not beside the kernels: the string search's generic code then sits
     /// away from them in the binary, where tools/check_kernels.py does not take it for theirs.
-    static let cpuIsAMD: Bool = {
-        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        return cpuinfo.contains("AuthenticAMD")
-    }()
+    static let cpuIsAMD = cpuinfo?.contains("AuthenticAMD") ?? false
 
     /// The features SwiftBERT's kernels use, in /proc/cpuinfo's names, that the first "flags"
     /// line of `cpuinfo` lists.

@@ -280,9 +280,7 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
         var row = range.lowerBound
         while row < range.upperBound {
             let rows = min(K.tileRows, range.upperBound - row)
-            for panel in blockStart..<blockEnd {
-                tile(row, rows, panel)
-            }
+            for panel in blockStart..<blockEnd { tile(row, rows, panel) }
             finished?(row..<(row + rows), blockColumns)
             row += rows
         }
