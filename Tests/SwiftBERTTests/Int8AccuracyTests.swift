@@ -19,9 +19,23 @@ final class Int8AccuracyTests: XCTestCase {
         }
     }
 
+    /// `name`'s folder, with its int8-static file calibrated on Fixtures/calibration.txt (300
+    /// other sentences from the same texts, none of them in sentences.txt), once per test run.
+    static func calibratedModel(_ name: String) throws -> URL {
+        let folder = try convertedModel(name)
+        if !calibrated.contains(name) {
+            let url = Bundle.module.url(forResource: "Fixtures/calibration", withExtension: "txt")!
+            let text = try String(contentsOf: url, encoding: .utf8)
+            try Quantizer.calibrate(folder: folder, sentences: text.split(separator: "\n").map(String.init))
+            calibrated.insert(name)
+        }
+        return folder
+    }
+    nonisolated(unsafe) private static var calibrated: Set<String> = []
+
     /// Mean and smallest cosine between `precision`'s and FP32's sentence embeddings.
     static func embeddingAgreement(_ precision: Precision) throws -> (mean: Float, min: Float) {
-        let folder = try convertedModel("all-MiniLM-L6-v2")
+        let folder = precision == .int8Static ? try calibratedModel("all-MiniLM-L6-v2") : try convertedModel("all-MiniLM-L6-v2")
         let fp32 = try SentenceEmbedder(folder: folder)
         let other = try SentenceEmbedder(model: try BertModel(folder: folder, precision: precision), tokenizer: fp32.tokenizer)
         let sentences = Self.sentences
@@ -34,7 +48,7 @@ final class Int8AccuracyTests: XCTestCase {
     }
 
     func testMiniLMInt8EmbeddingsStayCloseToFP32() throws {
-        for precision in [Precision.int8, .int8Attention, .int8Weights] {
+        for precision in [Precision.int8, .int8Attention, .int8Weights, .int8Static] {
             let (mean, smallest) = try Self.embeddingAgreement(precision)
             XCTAssertGreaterThanOrEqual(mean, 0.995, precision.rawValue)
             XCTAssertGreaterThanOrEqual(smallest, 0.98, precision.rawValue)
@@ -43,7 +57,7 @@ final class Int8AccuracyTests: XCTestCase {
 
     /// Top-1 agreement and mean top-5 overlap with FP32 at one masked word per sentence.
     static func fillMaskAgreement(_ precision: Precision) throws -> (top1: Double, top5: Double) {
-        let folder = try convertedModel("splade-tiny")
+        let folder = precision == .int8Static ? try calibratedModel("splade-tiny") : try convertedModel("splade-tiny")
         let fp32 = try FillMask(folder: folder)
         let other = try FillMask(model: BertModel(folder: folder, precision: precision), tokenizer: fp32.tokenizer)
         var agreeing = 0, overlap = 0.0, total = 0
@@ -81,5 +95,9 @@ final class Int8AccuracyTests: XCTestCase {
         let integerAttention = try Self.fillMaskAgreement(.int8Attention)
         XCTAssertGreaterThanOrEqual(integerAttention.top1, full.top1 - 1.0 / 281)
         XCTAssertGreaterThanOrEqual(integerAttention.top5, 0.9)
+        // Calibrated static activations keep int8's top-1 agreement (issue 28: "unchanged").
+        let calibrated = try Self.fillMaskAgreement(.int8Static)
+        XCTAssertGreaterThanOrEqual(calibrated.top1, full.top1)
+        XCTAssertGreaterThanOrEqual(calibrated.top5, 0.9)
     }
 }

@@ -53,6 +53,44 @@ final class Int8GEMMTests: XCTestCase {
         }
     }
 
+    /// int8-static's calibrated inputs (a multiplier per channel, a zero point, a step) through
+    /// the same kernel: exact against the quantisation written out plainly, with inputs beyond
+    /// the calibrated range clamped to 0 and 255 and zero points away from the kernel's 128.
+    func testStaticInputLinearEqualsScalarReferenceOnOddShapes() {
+        var random = TestRandom(seed: 7)
+        let workspace = Int8Activations()
+        for ((m, k, n), zeroPoint) in zip(shapes, [0, 3, 100, 128, 200, 255, 37, 90, 128, 1, 254, 60]) {
+            let x = random.floats(m * k, scale: 3)  // some beyond the range the step covers
+            let w = random.floats(n * k, scale: 0.1), bias = random.floats(n, scale: 1)
+            let multipliers = random.floats(k, scale: 1).map { 20 + 20 * abs($0) }
+            let step: Float = 0.013
+            let weights = PackedInt8Matrix(weights: w, n: n, k: k)
+            let mapped = UnsafeMutablePointer<Float>.allocate(capacity: k)  // as the weights file holds them
+            defer { mapped.deallocate() }
+            mapped.initialize(from: multipliers, count: k)
+            let input = StaticInt8Input(k: k, multipliers: mapped, zeroPoint: Int32(zeroPoint), step: step, weights: weights)
+            var y = [Float](repeating: .nan, count: m * n)
+            workspace.quantize(x, m: m, k: k, with: input)
+            weights.multiply(workspace, bias: bias, into: &y, columns: 0..<n)
+            let (qw, weightScales) = referenceQuantize(w, rows: n, cols: k)
+            var expected = [Float](repeating: 0, count: m * n)
+            for row in 0..<m {
+                let u = (0..<k).map { i in
+                    min(max(Int32((x[row * k + i] * multipliers[i]).rounded(.toNearestOrEven)) + Int32(zeroPoint), 0), 255)
+                }
+                for column in 0..<n {
+                    var acc: Int32 = 0
+                    for i in 0..<k { acc += (u[i] - Int32(zeroPoint)) * qw[column * k + i] }
+                    expected[row * n + column] = Float(acc) * (step * weightScales[column]) + bias[column]
+                }
+            }
+            XCTAssertEqual(maxDifference(y, expected), 0, "m \(m) k \(k) n \(n) zero point \(zeroPoint)")
+            // Per-row activations afterwards use the kernel's own corrections again.
+            int8Linear(x, m: m, weights: weights, bias: bias, output: &y, activations: workspace)
+            XCTAssertEqual(maxDifference(y, referenceInt8Linear(x: x, m: m, w: w, n: n, k: k, bias: bias)), 0)
+        }
+    }
+
     func testColumnBlocksWriteOnlyTheirColumnsAndShareOneQuantization() {
         var random = TestRandom(seed: 2)
         let (m, k, n) = (7, 45, 150)

@@ -12,6 +12,8 @@ final class Int8Activations: @unchecked Sendable {
     private(set) var quantized: UnsafeMutablePointer<UInt8>
     /// Per row: x ≈ q · rowScales[row].
     private(set) var rowScales: UnsafeMutablePointer<Float>
+    /// The calibrated quantisation these activations were made with, or nil (per row, symmetric).
+    private(set) var staticInput: StaticInt8Input?
     private var byteCapacity: Int
     private var rowCapacity: Int
 
@@ -31,20 +33,9 @@ final class Int8Activations: @unchecked Sendable {
     /// Quantises x [m × k] per row (rows split across `threads`), once per Linear call; the
     /// result serves every column block.
     func quantize(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
-        precondition(m >= 0 && k > 0, "INT8 activations need m ≥ 0 and k > 0")
-        let stride = Int8PanelLayout.paddedK(k)
-        if m * stride > byteCapacity {
-            quantized.deallocate()
-            byteCapacity = m * stride
-            quantized = .allocate(capacity: byteCapacity)
-        }
-        if m > rowCapacity {
-            rowScales.deallocate()
-            rowCapacity = m
-            rowScales = .allocate(capacity: rowCapacity)
-        }
-        (self.m, self.k, self.stride) = (m, k, stride)
-        let (quantized, rowScales) = (quantized, rowScales)
+        reserve(m: m, k: k)
+        staticInput = nil
+        let (quantized, rowScales, stride) = (quantized, rowScales, stride)
         parallelRows(m, columns: k, threads: threads) { rows in
             for row in rows {
                 let input = x + row &* k
@@ -58,5 +49,76 @@ final class Int8Activations: @unchecked Sendable {
                 for i in k..<stride { output[i] = 128 }
             }
         }
+    }
+
+    /// Quantises x [m × k] with a Linear layer's calibrated scale and zero point: one pass, no
+    /// per-row maximum.
+    func quantize(_ x: UnsafePointer<Float>, m: Int, k: Int, with input: StaticInt8Input, threads: Int = 1) {
+        precondition(input.k == k, "the calibration is for \(input.k) features, the activations have \(k)")
+        reserve(m: m, k: k)
+        staticInput = input
+        let (quantized, rowScales, stride) = (quantized, rowScales, stride)
+        parallelRows(m, columns: k, threads: threads) { rows in
+            for row in rows {
+                input.quantize(x + row &* k, into: quantized + row &* stride, stride: stride)
+                rowScales[row] = input.step
+            }
+        }
+    }
+
+    /// Room for m × k activations, and the shape they will have.
+    private func reserve(m: Int, k: Int) {
+        precondition(m >= 0 && k > 0, "INT8 activations need m ≥ 0 and k > 0")
+        let stride = Int8PanelLayout.paddedK(k)
+        if m * stride > byteCapacity {
+            quantized.deallocate()
+            byteCapacity = m * stride
+            quantized = .allocate(capacity: byteCapacity)
+        }
+        if m > rowCapacity {
+            rowScales.deallocate()
+            rowCapacity = m
+            rowScales = .allocate(capacity: rowCapacity)
+        }
+        (self.m, self.k, self.stride) = (m, k, stride)
+    }
+}
+
+/// A Linear layer's calibrated input quantisation (`bert quantize --calibrate`, docs/int8.md):
+/// u = clamp(round(x[c] · multipliers[c]) + zeroPoint, 0, 255), so that
+/// x[c] / smoothing[c] ≈ (u − zeroPoint) · step. The multipliers hold 1 / (smoothing[c] · step);
+/// the weights were multiplied by the smoothing (SmoothQuant) before they were quantised, which
+/// moves the outlier channels' range into the weights and lets one range serve every channel.
+final class StaticInt8Input: @unchecked Sendable {
+    /// The tensors beside `NAME.weight_packed` that hold it.
+    static let multipliersSuffix = ".input_multipliers", zeroPointSuffix = ".input_zero_point", stepSuffix = ".input_step"
+    let k: Int
+    /// [k] (mapped from the weights file).
+    let multipliers: UnsafePointer<Float>
+    let zeroPoint: Int32
+    let step: Float
+    /// zeroPoint · Σᵢ q[c, i] per (padded) output channel: what the kernel's unsigned inputs add.
+    let corrections: UnsafeMutablePointer<Int32>
+
+    init(k: Int, multipliers: UnsafePointer<Float>, zeroPoint: Int32, step: Float, weights: PackedInt8Matrix) {
+        (self.k, self.multipliers, self.zeroPoint, self.step) = (k, multipliers, zeroPoint, step)
+        let shifted = weights.shiftCorrections  // 128 · Σ q
+        corrections = .allocate(capacity: shifted.count)
+        for (c, correction) in shifted.enumerated() { corrections[c] = correction / 128 &* zeroPoint }
+    }
+
+    deinit { corrections.deallocate() }
+
+    /// One row: k values into `stride` bytes (the padding holds the zero point).
+    @inline(__always)
+    func quantize(_ x: UnsafePointer<Float>, into output: UnsafeMutablePointer<UInt8>, stride: Int) {
+        let (multipliers, zeroPoint) = (multipliers, zeroPoint)
+        for i in 0..<k {
+            // Clamped first so the rounding trick stays exact (|v| < 2^22) for any input.
+            let v = min(max(x[i] * multipliers[i], -1_000_000), 1_000_000)
+            let q = SymmetricInt8.quantize(v, reciprocal: 1) &+ zeroPoint
+            output[i] = UInt8(truncatingIfNeeded: min(max(q, 0), 255))
+        }
+        for i in k..<stride { output[i] = UInt8(truncatingIfNeeded: zeroPoint) }
     }
 }

@@ -107,6 +107,8 @@ extension PackedInt8Matrix {
         let packed = self.packed.baseAddress!
         paddedScales.withUnsafeBufferPointer { channelScales in
             shiftCorrections.withUnsafeBufferPointer { corrections in
+                // Calibrated activations carry their own zero point's corrections.
+                let offsets = activations.staticInput.map { UnsafePointer($0.corrections) } ?? corrections.baseAddress!
                 panelGEMM(rows: rows ?? 0..<activations.m, columns: columns, panelBytes: panelStride,
                           kernel: { row, panel in
                               Int8Kernel(activations: activations.quantized + row * stride, lda: stride,
@@ -116,7 +118,7 @@ extension PackedInt8Matrix {
                               TileEpilogue(y: y + row * n + first, ldy: n,
                                            scale: .perTokenAndChannel(token: activations.rowScales + row,
                                                                       channel: channelScales.baseAddress! + first,
-                                                                      offset: corrections.baseAddress! + first),
+                                                                      offset: offsets + first),
                                            bias: bias.map { $0 + first }, columns: inPanel)
                           }, finished: finished)
             }

@@ -17,15 +17,26 @@ public enum Precision: String, CaseIterable, Sendable {
     /// to BF16 once per Linear, FP32 accumulation; LayerNorm, softmax and heads in FP32
     /// (see docs/bf16.md).
     case bf16
+    /// `int8-attention` with each Linear layer's input quantised by a range calibrated offline
+    /// (`bert quantize --calibrate FILE`, SmoothQuant's per-channel smoothing folded into the
+    /// weights, an asymmetric per-tensor scale and zero point), not by a per-row maximum at run
+    /// time; its own file, model.int8-static.safetensors (docs/int8.md).
+    case int8Static = "int8-static"
 
     /// The weights file of this precision inside a converted model folder.
-    public var fileName: String { self == .fp32 || self == .bf16 ? WeightFiles.fp32 : WeightFiles.int8 }
-    /// Whether activations are quantised per token before each Linear layer.
-    package var quantizesActivations: Bool { self == .int8 || self == .int8Attention }
+    public var fileName: String {
+        switch self {
+        case .fp32, .bf16: WeightFiles.fp32
+        case .int8, .int8Attention, .int8Weights: WeightFiles.int8
+        case .int8Static: WeightFiles.int8Static
+        }
+    }
+    /// Whether activations are quantised before each Linear layer.
+    package var quantizesActivations: Bool { self == .int8 || self == .int8Attention || self == .int8Static }
     /// The arithmetic of attention's products.
     var attention: AttentionPrecision {
         switch self {
-        case .int8Attention: .int8
+        case .int8Attention, .int8Static: .int8
         case .bf16: .bf16
         case .fp32, .int8, .int8Weights: .fp32
         }

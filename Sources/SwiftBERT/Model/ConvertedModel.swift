@@ -49,7 +49,8 @@ func openConvertedModel(folder: URL, precision: Precision, threads: Int?, checks
     let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
     let weightsPath = folder.appendingPathComponent(precision.fileName).path
     if precision.fileName != WeightFiles.fp32, !FileManager.default.fileExists(atPath: weightsPath) {
-        throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `bert quantize \(folder.path)`.")
+        let command = precision == .int8Static ? "bert quantize --calibrate SENTENCES.txt" : "bert quantize"
+        throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `\(command) \(folder.path)`.")
     }
     let weights = try SafeTensorsFile(path: weightsPath)
     // A NaN or infinity in any float32 tensor would turn every output into NaN without a

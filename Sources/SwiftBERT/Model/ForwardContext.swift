@@ -24,6 +24,8 @@ final class ForwardContext {
     /// INT8 activations of the current Linear layer, when the precision quantises activations
     /// (nil: FP32, or INT8 weights with float activations).
     let int8Activations: Int8Activations?
+    /// When set, every Linear layer records its input's range here (calibration).
+    var activationRanges: ActivationRanges?
     /// The arithmetic of attention's products: the precision's (Kernels/Attention.swift).
     let attention: AttentionPrecision
     /// BF16 activations of the current Linear layer, made on the first BF16 Linear.

@@ -95,25 +95,42 @@ enum WeightMatrix {
 /// y = x·Wᵀ + b with W stored [n, k] (PyTorch's [out, in]).
 /// Read-only after load (its weights are memory-mapped or repacked once), so any thread may run it.
 struct Linear: @unchecked Sendable {
+    /// The checkpoint name ("encoder.layer.0.intermediate.dense"): what calibration records under.
+    let name: String
     let weight: WeightMatrix
     let bias: UnsafePointer<Float>
     /// Input features.
     let k: Int
     /// Output features.
     let n: Int
+    /// The calibrated input quantisation (`int8-static` files); nil: per-row scales at run time.
+    let staticInput: StaticInt8Input?
 
     /// Loads `name.weight` (or its INT8 form, whatever `precision` says) and `name.bias`; `.bf16`
-    /// rounds FP32 weights to BF16, any other precision keeps the file's.
+    /// rounds FP32 weights to BF16, any other precision keeps the file's. An INT8 matrix with
+    /// `name.input_multipliers`, `.input_zero_point` and `.input_step` (`Quantizer.calibrate`)
+    /// quantises its input with them under `.int8Static`.
     init(_ file: SafeTensorsFile, _ name: String, k: Int, n: Int, precision: Precision = .fp32) throws {
         weight = try WeightMatrix(file, name, n: n, k: k).forLinearKernels(n: n, k: k, precision: precision) {
             file.releasePages(of: name + ".weight")  // the mapped original is not read again
         }
         bias = try file.floats(name + ".bias", shape: [n]).baseAddress!
-        (self.k, self.n) = (k, n)
+        (self.name, self.k, self.n) = (name, k, n)
+        if precision == .int8Static, case .int8(let packed) = weight, file.tensors[name + StaticInt8Input.multipliersSuffix] != nil {
+            let multipliers = try file.floats(name + StaticInt8Input.multipliersSuffix, shape: [k])
+            let zeroPoint = try file.floats(name + StaticInt8Input.zeroPointSuffix, shape: [1])[0]
+            let step = try file.floats(name + StaticInt8Input.stepSuffix, shape: [1])[0]
+            guard (0...255).contains(zeroPoint), zeroPoint.rounded() == zeroPoint, step > 0, step.isFinite else {
+                throw BertError.invalidWeights(path: file.path, reason: "\(name): input zero point \(zeroPoint) or step \(step) is out of range; calibrate again (bert quantize --calibrate)")
+            }
+            staticInput = StaticInt8Input(k: k, multipliers: multipliers.baseAddress!, zeroPoint: Int32(zeroPoint), step: step, weights: packed)
+        } else {
+            staticInput = nil
+        }
     }
 
-    init(weight: WeightMatrix, bias: UnsafePointer<Float>, k: Int, n: Int) {
-        (self.weight, self.bias, self.k, self.n) = (weight, bias, k, n)
+    init(weight: WeightMatrix, bias: UnsafePointer<Float>, k: Int, n: Int, name: String = "") {
+        (self.name, self.weight, self.bias, self.k, self.n, self.staticInput) = (name, weight, bias, k, n, nil)
     }
 
     /// y[m × n] = x[m × k]·Wᵀ + b: the engine's one GEMM path. INT8 activations are quantised
@@ -125,8 +142,15 @@ struct Linear: @unchecked Sendable {
     /// output from memory at b32x128.
     func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext,
                         then epilogue: ((_ y: UnsafeMutablePointer<Float>, _ rows: Range<Int>, _ columns: Range<Int>) -> Void)? = nil) {
+        context.activationRanges?.record(name, x, m: m, k: k)
         let activations = weight.isInt8 ? context.int8Activations : nil
-        activations?.quantize(x, m: m, k: k, threads: context.threads)
+        if let activations {
+            if let staticInput {
+                activations.quantize(x, m: m, k: k, with: staticInput, threads: context.threads)
+            } else {
+                activations.quantize(x, m: m, k: k, threads: context.threads)
+            }
+        }
         let bf16Activations = weight.isBF16 ? context.bf16Activations : nil
         bf16Activations?.round(x, m: m, k: k, threads: context.threads)
         // Split by columns, each thread reads every row of the activations once per block of
@@ -206,6 +230,8 @@ public final class LinearLayer {
             copy.initialize(from: weights, count: n * k)
             weight = WeightMatrix.float32(copy).forLinearKernels(n: n, k: k)
             ownedWeights = copy
+        case .int8Static:
+            throw BertError.invalidInput(reason: "int8-static needs activation ranges calibrated on a model (bert quantize --calibrate); a LinearLayer takes fp32, bf16, int8, int8-attention or int8-weights")
         case .int8, .int8Attention, .int8Weights:
             weight = .int8(weights.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, n: n, k: k) })
             ownedWeights = nil

@@ -208,4 +208,6 @@ enum WeightFiles {
     static let fp32 = "model.safetensors"
     /// INT8 (packed), written beside it by the quantizer.
     static let int8 = "model.int8.safetensors"
+    /// `int8-static`: INT8 weights smoothed for calibrated activation ranges (`Quantizer.calibrate`).
+    static let int8Static = "model.int8-static.safetensors"
 }
