@@ -351,6 +351,36 @@ final class CLIFailureTests: CLITestCase {
         assertFailure(try bert("embed", "--model", "/nonexistent/model", "x"), status: 66, mentions: ["/nonexistent/model"])
     }
 
+    /// `bert quantize --calibrate`: a missing or empty text is a typed error; the calibrated file
+    /// runs under `--precision int8-static`; a model without it says how to make it.
+    func testQuantizeCalibrateWritesTheStaticFile() throws {
+        let folder = temporaryPath("calibrated-model")
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let source = try convertedModel("all-MiniLM-L6-v2")
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path)
+        where !file.hasPrefix("model.int8") && !file.hasPrefix(".") {
+            try FileManager.default.createSymbolicLink(atPath: folder + "/" + file, withDestinationPath: source.appendingPathComponent(file).path)
+        }
+        assertFailure(try bert("embed", "--model", folder, "--precision", "int8-static", "x"), status: 66,
+                      mentions: ["model.int8-static.safetensors", "--calibrate"])
+        assertFailure(try bert("quantize", "--calibrate", "/nonexistent/text.txt", folder), status: 66, mentions: ["/nonexistent/text.txt"])
+        let empty = temporaryPath("empty.txt")
+        try Data("\n \n".utf8).write(to: URL(fileURLWithPath: empty))
+        assertFailure(try bert("quantize", "--calibrate", empty, folder), status: 65, mentions: ["no sentences"])
+
+        let calibration = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/calibration.txt").path
+        let made = try bert("quantize", "--calibrate", calibration, folder)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        XCTAssertTrue(made.stdout.contains("model.int8-static.safetensors"), made.stdout)
+        let texts = ["A man is eating food.", "The licence grants the right to copy the program."]
+        let result = try bert(["embed", "--model", folder, "--precision", "int8-static", "--format", "jsonl"] + texts)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        for (a, b) in zip(try parseJSONLines(result.stdout), try libraryVectors(texts)) {
+            XCTAssertGreaterThanOrEqual(cosineSimilarity(a, b), 0.98)  // issue 28's smallest cosine
+        }
+    }
+
     func testFillWithoutMask() throws {
         _ = try convertedModel("splade-tiny")
         assertFailure(try bert("fill", "There is nothing to predict here."), status: 65, mentions: ["[MASK]"])

@@ -100,8 +100,13 @@ final class StaticInt8Input: @unchecked Sendable {
     /// zeroPoint · Σᵢ q[c, i] per (padded) output channel: what the kernel's unsigned inputs add.
     let corrections: UnsafeMutablePointer<Int32>
 
+    /// The quantised values' bounds before the zero point is added: −zeroPoint and 255 − zeroPoint.
+    private let lowest: Float, highest: Float
+
     init(k: Int, multipliers: UnsafePointer<Float>, zeroPoint: Int32, step: Float, weights: PackedInt8Matrix) {
+        precondition((0...255).contains(zeroPoint), "a zero point is a byte")
         (self.k, self.multipliers, self.zeroPoint, self.step) = (k, multipliers, zeroPoint, step)
+        (lowest, highest) = (Float(-zeroPoint), Float(255 - zeroPoint))
         let shifted = weights.shiftCorrections  // 128 · Σ q
         corrections = .allocate(capacity: shifted.count)
         for (c, correction) in shifted.enumerated() { corrections[c] = correction / 128 &* zeroPoint }
@@ -112,12 +117,12 @@ final class StaticInt8Input: @unchecked Sendable {
     /// One row: k values into `stride` bytes (the padding holds the zero point).
     @inline(__always)
     func quantize(_ x: UnsafePointer<Float>, into output: UnsafeMutablePointer<UInt8>, stride: Int) {
-        let (multipliers, zeroPoint) = (multipliers, zeroPoint)
+        let (multipliers, zeroPoint, lowest, highest) = (multipliers, zeroPoint, lowest, highest)
         for i in 0..<k {
-            // Clamped first so the rounding trick stays exact (|v| < 2^22) for any input.
-            let v = min(max(x[i] * multipliers[i], -1_000_000), 1_000_000)
-            let q = SymmetricInt8.quantize(v, reciprocal: 1) &+ zeroPoint
-            output[i] = UInt8(truncatingIfNeeded: min(max(q, 0), 255))
+            // Clamped to the bytes' range before rounding (the rounding trick needs |v| < 2^22),
+            // so the integer needs no clamp after it. NaN becomes the lower bound.
+            let v = min(max(x[i] * multipliers[i], lowest), highest)
+            output[i] = UInt8(truncatingIfNeeded: SymmetricInt8.quantize(v, reciprocal: 1) &+ zeroPoint)
         }
         for i in k..<stride { output[i] = UInt8(truncatingIfNeeded: zeroPoint) }
     }
