@@ -10,7 +10,7 @@ package struct BenchmarkOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("model"), help: ArgumentHelp("Models (names under weights/ or paths). (default: all-MiniLM-L6-v2,splade-tiny)", valueName: "names"))
     package var models: [String] = []
 
-    @Option(name: .customLong("precision"), help: ArgumentHelp("Precisions to compare: fp32, int8, int8-weights, bf16. (default: fp32,int8)", valueName: "list"))
+    @Option(name: .customLong("precision"), help: ArgumentHelp("Precisions to compare: fp32, bf16, int8, int8-attention, int8-weights, int8-static. (default: fp32,int8)", valueName: "list"))
     package var precisions: [String] = []
 
     @Option(name: .customLong("batch"), help: ArgumentHelp("Sequences per pass. With --seq, every combination is run. (default: cells 1x16, 1x128, 32x128)", valueName: "list"))

@@ -75,6 +75,7 @@ struct Models: ParsableCommand {
             }
             var precisions = ["fp32", "bf16"]
             if files.contains(Quantizer.fileName) { precisions += ["int8", "int8-attention", "int8-weights"] }
+            if files.contains(Precision.int8Static.fileName) { precisions.append("int8-static") }
             var heads: [String] = []
             heads.append("embed(\(config.sentence.pooling.rawValue))")
             if config.hasMaskedLMHead { heads.append("fill,sparse") }

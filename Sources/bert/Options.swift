@@ -13,7 +13,7 @@ extension EmbeddingFormat: ExpressibleByArgument {}
 
 /// How the encoder runs: --precision, --threads.
 struct EngineOptions: ParsableArguments {
-    @Option(help: "Encoder precision: fp32 (exact), bf16 (BF16 Linear layers), int8, int8-attention (attention in integers too) or int8-weights (faster, approximate; need `bert quantize`).")
+    @Option(help: "Encoder precision: fp32 (exact), bf16 (BF16 Linear layers), int8, int8-attention (attention in integers too) or int8-weights (faster, approximate; need `bert quantize`), int8-static (calibrated activation ranges; needs `bert quantize --calibrate FILE`).")
     var precision: Precision = .fp32
 
     @Option(help: "Worker threads for a forward pass (default: one per core).")

@@ -111,6 +111,32 @@ final class EngineExactnessTests: XCTestCase {
         }
     }
 
+    /// `BertModel.encode` runs a batch of more than `chunkTokens` tokens a thread in chunks of
+    /// sequences: every sequence still gets what it gets alone, in every chunk and precision.
+    func testLongBatchRunsInChunksThatEqualEachSequenceAlone() throws {
+        let ids = try Reference("all-MiniLM-L6-v2").meta.input_ids
+        var batch: [[Int32]] = []
+        while batch.reduce(0, { $0 + $1.count }) < 3 * BertModel.chunkTokens { batch += ids }
+        let lengths = PackedSequences(lengths: batch.map(\.count))
+        XCTAssertGreaterThan(lengths.chunks(tokens: BertModel.chunkTokens).count, 2)
+        for precision in [Precision.fp32, .int8] {
+            let model = try BertModel(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1, precision: precision)
+            let output = try model.encode(batch)
+            for i in [0, batch.count / 2, batch.count - 1] {
+                let alone = try model.encode([batch[i]])
+                XCTAssertLessThanOrEqual(maxAbsDifference(alone.hiddenStates(0), output.hiddenStates(i)), 1e-5, "\(precision) sequence \(i)")
+            }
+        }
+    }
+
+    func testChunksCoverTheSequencesInOrderWithinTheBudget() {
+        let sequences = PackedSequences(lengths: [300, 200, 12, 100, 600, 10, 502])
+        XCTAssertEqual(sequences.chunks(tokens: 512), [0..<3, 3..<4, 4..<5, 5..<7])  // 512 fits; 600 alone
+        XCTAssertEqual(sequences.chunks(tokens: 10_000), [0..<7])
+        XCTAssertEqual(sequences.chunks(tokens: 1), (0..<7).map { $0..<($0 + 1) })
+        XCTAssertEqual(PackedSequences(lengths: []).chunks(tokens: 512), [])
+    }
+
     func testSameInputSameOutputAcrossRunsAndThreadCounts() throws {
         let ids = try Reference("all-MiniLM-L6-v2").meta.input_ids
         let one = try loadModel("all-MiniLM-L6-v2", threads: 1)

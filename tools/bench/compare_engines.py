@@ -17,7 +17,8 @@ What it does, in order (every step is skipped when its output is already there):
 2. Builds `SwiftBERTBenchmarks` (release; `--swift-binary` takes a built one and the `bert` beside
    it instead) and, when missing, makes the models: the random bert-base-shaped checkpoint
    (tools/fixtures/make_random_bert.py), the converted folders and their INT8 files (`bert convert`,
-   `bert quantize`).
+   `bert quantize`), and int8-static's file (`bert quantize --calibrate`) on the same 300 corpus
+   sentences NNCF calibrates OpenVINO INT8 on.
 3. Exports the peers' models from the same Hugging Face weights (weights/.cache/hf/<model>):
    ONNX (torch.onnx, fused with onnxruntime.transformers.optimizer; INT8 with
    onnxruntime.quantization.quantize_dynamic) and CTranslate2 (its transformers converter,
@@ -72,9 +73,10 @@ SWIFT_ENGINES = [
     ("swift-int8", "SwiftBERT INT8 (W8A8)", "int8", "int8", False),
     ("swift-int8a", "SwiftBERT INT8 (W8A8) + INT8 attention", "int8", "int8-attention", False),
     ("swift-int8w", "SwiftBERT INT8 weight-only", "int8", "int8-weights", False),
+    ("swift-int8s", "SwiftBERT INT8 static (calibrated) + INT8 attention", "int8", "int8-static", False),
     ("swift-int8-auto", "SwiftBERT INT8 (W8A8), OpenBLAS auto", "int8", "int8", True),
 ]
-SWIFT_DEFAULT = ["swift-fp32", "swift-fp32-auto", "swift-bf16", "swift-int8", "swift-int8a", "swift-int8w"]
+SWIFT_DEFAULT = ["swift-fp32", "swift-fp32-auto", "swift-bf16", "swift-int8", "swift-int8a", "swift-int8w", "swift-int8s"]
 PEER_ENGINES = {  # id: (label, family, precision class)
     "torch-fp32": ("PyTorch FP32", "torch", "fp32"),
     "ort-fp32": ("ONNX Runtime FP32", "ort", "fp32"),
@@ -102,7 +104,7 @@ MODELS = {
 }
 # The SwiftBERT engine each target is judged on, and the peers it is judged against.
 TARGETS = [("swift-fp32", "fp32"), ("swift-fp32-auto", "fp32"), ("swift-bf16", "bf16"), ("swift-int8", "int8"),
-           ("swift-int8a", "int8")]
+           ("swift-int8a", "int8"), ("swift-int8s", "int8")]
 # Issue 28: SwiftBERT's time at most 0.8 x the fastest peer's of the same precision (1.25 x as fast).
 TARGET_TIME_RATIO = 0.8
 PRECISION_TITLES = {"fp32": "FP32", "bf16": "BF16", "int8": "INT8"}
@@ -166,7 +168,9 @@ def swift_build(product):
     return pathlib.Path(binpath) / product
 
 
-def ensure_swift_models(names, build):
+def ensure_swift_models(names, build, calibration):
+    """Converted and quantised models for every SwiftBERT precision; int8-static calibrated on
+    `calibration`, the same sentences NNCF calibrates OpenVINO INT8 on."""
     if not (HF / "all-MiniLM-L6-v2/config.json").exists():
         subprocess.run([str(ROOT / "tools/setup.sh")], cwd=ROOT, check=True)
     if "bert-base-random" in names and not (HF / "bert-base-random/model.safetensors").exists():
@@ -180,6 +184,15 @@ def ensure_swift_models(names, build):
         if not (folder / "model.int8.safetensors").exists():
             bert = bert or build("bert")
             subprocess.run([str(bert), "quantize", str(folder)], cwd=ROOT, check=True)
+        text = WORK / "calibration.txt"
+        text.parent.mkdir(parents=True, exist_ok=True)
+        text.write_text("\n".join(calibration) + "\n")
+        stamp = folder / ".int8-static-calibration"
+        key = hashlib.sha256(text.read_bytes()).hexdigest()[:16]
+        if not (folder / "model.int8-static.safetensors").exists() or not stamp.exists() or stamp.read_text() != key:
+            bert = bert or build("bert")
+            subprocess.run([str(bert), "quantize", "--calibrate", str(text), str(folder)], cwd=ROOT, check=True)
+            stamp.write_text(key)
     return build("SwiftBERTBenchmarks")
 
 
@@ -251,6 +264,11 @@ def export_peer_models(name):
     return out
 
 
+def ov_calibration(lines):
+    """NNCF's calibration set (and SwiftBERT int8-static's): every third corpus sentence."""
+    return lines[::3][:OV_CALIBRATION_SENTENCES]
+
+
 def quantize_for_openvino(out, name, lines):
     """OpenVINO INT8: NNCF's static post-training quantisation of ONNX Runtime's FP32 graph
     (model.fused.onnx, the graph ov-fp32 runs), calibrated on real corpus sentences, saved as
@@ -263,7 +281,7 @@ def quantize_for_openvino(out, name, lines):
     source = out / "model.fused.onnx"
     target = out / "ov-int8"
     stamp = target / ".quantized"
-    calibration = lines[::3][:OV_CALIBRATION_SENTENCES]
+    calibration = ov_calibration(lines)
     key = json.dumps({"source_mtime": source.stat().st_mtime, "sentences": len(calibration),
                       "corpus_sha256": hashlib.sha256("\n".join(calibration).encode()).hexdigest()[:16]})
     if stamp.exists() and stamp.read_text() == key:
@@ -1537,8 +1555,8 @@ def main():
             return path
         return swift_build(product)
 
-    swift_binary = ensure_swift_models([MODELS[k]["name"] for k in keys], build)
     lines = corpus_lines()
+    swift_binary = ensure_swift_models([MODELS[k]["name"] for k in keys], build, ov_calibration(lines))
     (WORK / "sentences.txt").write_text("\n".join(lines) + "\n")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = WORK / f"results-{stamp}.json"

@@ -13,6 +13,21 @@ struct PackedSequences {
         for length in lengths { starts.append(offset); offset += length }
         self.starts = starts
     }
+
+    /// Consecutive runs of sequences of at most `tokens` tokens each (a longer sequence alone),
+    /// as ranges of sequence indices covering them all.
+    func chunks(tokens: Int) -> [Range<Int>] {
+        var chunks: [Range<Int>] = [], first = 0, count = 0
+        for (i, length) in lengths.enumerated() {
+            if i > first && count + length > tokens {
+                chunks.append(first..<i)
+                (first, count) = (i, 0)
+            }
+            count += length
+        }
+        if first < lengths.count { chunks.append(first..<lengths.count) }
+        return chunks
+    }
 }
 
 /// What every module's forward needs besides its input, made once per forward pass: the batch
