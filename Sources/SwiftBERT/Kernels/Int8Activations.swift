@@ -120,7 +120,8 @@ final class StaticInt8Input: @unchecked Sendable {
         let (multipliers, zeroPoint, lowest, highest) = (multipliers, zeroPoint, lowest, highest)
         for i in 0..<k {
             // Clamped to the bytes' range before rounding (the rounding trick needs |v| < 2^22),
-            // so the integer needs no clamp after it. NaN becomes the lower bound.
+            // so the integer needs no clamp after it. (A NaN would give some byte, not NaN; the
+            // encoder's activations are finite, its weights checked so at load.)
             let v = min(max(x[i] * multipliers[i], lowest), highest)
             output[i] = UInt8(truncatingIfNeeded: SymmetricInt8.quantize(v, reciprocal: 1) &+ zeroPoint)
         }
