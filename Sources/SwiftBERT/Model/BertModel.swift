@@ -80,6 +80,13 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     /// [CLS]/[SEP]). Sequences may differ in length; none is padded. Pass a `StageProfile` to
     /// learn where the time goes.
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
+        try encode(batch, typeIds: typeIds, profile: profile, recordingInto: nil)
+    }
+
+    /// `encode`, every Linear layer recording its input's range into `ranges` when given
+    /// (`Quantizer.calibrate`).
+    func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?,
+                recordingInto ranges: ActivationRanges?) throws -> EncoderOutput {
         let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
         let h = config.hiddenSize
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
@@ -88,8 +95,9 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         for chunk in sequences.chunks(tokens: Self.chunkTokens * threads) {
             let part = PackedSequences(lengths: Array(sequences.lengths[chunk]))
             let tokens = sequences.starts[chunk.lowerBound]..<(sequences.starts[chunk.lowerBound] + part.tokenCount)
-            forward(ids: Array(ids[tokens]), typeIds: Array(types[tokens]), hidden: hidden + tokens.lowerBound * h,
-                    context(for: part, profile: profile))
+            let context = context(for: part, profile: profile)
+            context.activationRanges = ranges
+            forward(ids: Array(ids[tokens]), typeIds: Array(types[tokens]), hidden: hidden + tokens.lowerBound * h, context)
         }
         return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: config.hiddenSize)
     }

@@ -17,7 +17,7 @@ public enum Quantizer {
 
     @discardableResult
     public static func quantize(folder: URL) throws -> Report {
-        try write(folder: folder, fileName: fileName, format: "swiftbert-int8") { _, weights, _, _ in (weights, nil) }
+        try write(folder: folder, fileName: fileName, format: "swiftbert-int8") { _, weights, _, _ in (weights, []) }
     }
 
     /// SmoothQuant's migration strength: how much of an input channel's range moves into the
@@ -61,15 +61,10 @@ public enum Quantizer {
                     return (ids, encoding.typeIds)
                 }
             }
-            let (ids, types, sequences) = try model.config.pack(batch.map(\.0), typeIds: batch.map(\.1))
-            let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * model.config.hiddenSize)
-            defer { hidden.deallocate() }
-            let context = model.context(for: sequences)
-            context.activationRanges = ranges
-            model.forward(ids: ids, typeIds: types, hidden: hidden, context)
+            _ = try model.encode(batch.map(\.0), typeIds: batch.map(\.1), profile: nil, recordingInto: ranges)
         }
         return try write(folder: folder, fileName: WeightFiles.int8Static, format: "swiftbert-int8-static") { name, weights, n, k in
-            guard let range = ranges.ranges[name] else { return (weights, nil) }
+            guard let range = ranges.ranges[name] else { return (weights, []) }
             return smoothed(weights, n: n, k: k, range: range, alpha: alpha, name: name)
         }
     }
@@ -104,7 +99,7 @@ public enum Quantizer {
     /// tensor as it is.
     private static func write(folder: URL, fileName: String, format: String,
                               transform: (_ name: String, _ weights: UnsafePointer<Float>, _ n: Int, _ k: Int)
-                                  -> (UnsafePointer<Float>, [SafeTensorsWriter.Entry]?)) throws -> Report {
+                                  -> (UnsafePointer<Float>, [SafeTensorsWriter.Entry])) throws -> Report {
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
         let source = try SafeTensorsFile(path: folder.appendingPathComponent(WeightFiles.fp32).path)
         let matrices = TensorNames.int8Matrices(config)
@@ -120,7 +115,7 @@ public enum Quantizer {
             entries.append(.init(name: matrix.name + ".weight_packed", dtype: .i8, shape: [packed.count],
                                  data: packed.withUnsafeBytes { Data($0) }))
             entries.append(.init(name: matrix.name + ".weight_scale", shape: [n], floats: scales))
-            entries += extra ?? []
+            entries += extra
         }
         for (name, info) in source.tensors where !quantized.contains(name) {
             entries.append(.init(name: name, dtype: info.dtype, shape: info.shape,
