@@ -2,7 +2,7 @@ import Foundation
 import SwiftBERT
 import SwiftBERTVNNI
 
-/// `SwiftBERTBenchmarks roofline [--model all-MiniLM-L6-v2] [--seq 128] [--seconds 10] [--precision fp32,bf16,int8,int8-attention]`
+/// `SwiftBERTBenchmarks roofline [--model all-MiniLM-L6-v2] [--seq 128] [--seconds 10] [--precision fp32,bf16,int8,int8-attention,int8-static]`
 ///
 /// 1. This core's peaks, from register-only loops on one thread: FP32 FMA (vfmadd, 16 multiply-
 ///    adds per instruction), INT8 VNNI (vpdpbusd, 64) and BF16 (vdpbf16ps, 32), each with 16
@@ -10,11 +10,14 @@ import SwiftBERTVNNI
 /// 2. One sequence of `--seq` tokens through the model at one thread, the precisions taking
 ///    turns each round, with a `StageProfile`: per stage the median time, the FLOPs it does (a
 ///    multiply-add is 2; INT8 counts integer operations the same way) and the rate achieved
-///    against the peak of the instruction that stage runs on. Attention's products run in FP32
-///    (FMA) in every precision but `bf16`, whose attention runs vdpbf16ps (`BF16Attention`), and
-///    `int8-attention`, whose attention runs vpdpbusd (`Int8Attention`; P·V takes two passes, one
-///    per byte of its 16-bit probabilities, so its ceiling is two thirds of that peak);
-///    LayerNorm, embeddings, softmax and GELU are not counted as FLOPs.
+///    against the peak of the instruction that stage runs on. `bf16` runs vdpbf16ps where
+///    `BF16Product.preferred` picks it (AMD), otherwise BF16 widened to FP32 and FMA, so its
+///    stages count against whichever of the two peaks this CPU's kernels use
+///    (`KernelReport.current.bf16Linear`). Attention's products run in FP32 (FMA) in `fp32`,
+///    `int8` and `int8-weights`, in BF16 in `bf16`, and on vpdpbusd in `int8-attention` and
+///    `int8-static` (`Int8Attention`; P·V takes two passes, one per byte of its 16-bit
+///    probabilities, so its ceiling is two thirds of that peak); LayerNorm, embeddings, softmax
+///    and GELU are not counted as FLOPs.
 func runRooflineBenchmark(arguments: [String]) throws {
     func option(_ name: String) -> String? {
         arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
@@ -22,7 +25,7 @@ func runRooflineBenchmark(arguments: [String]) throws {
     let modelName = option("--model") ?? "all-MiniLM-L6-v2"
     let tokens = option("--seq").flatMap(Int.init) ?? 128
     let seconds = option("--seconds").flatMap(Double.init) ?? 10
-    let requested = (option("--precision") ?? "fp32,bf16,int8,int8-attention").split(separator: ",").compactMap { Precision(rawValue: String($0)) }
+    let requested = (option("--precision") ?? "fp32,bf16,int8,int8-attention,int8-static").split(separator: ",").compactMap { Precision(rawValue: String($0)) }
 
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
     print("Roofline, one thread; load average \(load) at start")
@@ -65,13 +68,15 @@ func runRooflineBenchmark(arguments: [String]) throws {
         .feedForwardIn: 2 * t * h * ffn * layers,
         .feedForwardOut: 2 * t * ffn * h * layers,
     ]
+    let bf16OnDotInstruction = KernelReport.current.bf16Linear.contains("vdpbf16ps")
+    print("\nBF16 kernels: \(KernelReport.current.bf16Linear)")
     func peak(for stage: StageProfile.Stage, _ precision: Precision) -> Peak? {
         guard flops[stage] != nil else { return nil }
         switch (stage, precision) {
-        case (_, .bf16): return peaks.first { $0.kind == .bf16 }  // Linear layers and attention
-        case (.attention, .int8Attention): return peaks.first { $0.kind == .int8 }
+        case (_, .bf16): return peaks.first { $0.kind == (bf16OnDotInstruction ? .bf16 : .fp32) }  // Linear layers and attention
+        case (.attention, .int8Attention), (.attention, .int8Static): return peaks.first { $0.kind == .int8 }
         case (.attention, _): return peaks.first { $0.kind == .fp32 }
-        case (_, .int8), (_, .int8Attention): return peaks.first { $0.kind == .int8 }
+        case (_, .int8), (_, .int8Attention), (_, .int8Static): return peaks.first { $0.kind == .int8 }
         default: return peaks.first { $0.kind == .fp32 }  // FP32 Linear, INT8 weight-only
         }
     }
