@@ -42,7 +42,9 @@ final class AttentionScratch {
     /// INT8 only: each query row's and key row's scale, 128 × each key's byte sum (the u8
     /// offset of the queries to take off), each value channel's scale over 65535 (P's fixed
     /// point), and one block of P·V's Int32 sums (also scratch while V is quantised).
-    let queryScales, keyScales, keyOffsets, valueScales, products: UnsafeMutablePointer<Float>
+    let queryScales, keyScales, valueScales, products: UnsafeMutablePointer<Float>
+    /// INT8 only: 128 × each key's byte sum, the u8 offset of the queries to take off.
+    let keyOffsets: UnsafeMutablePointer<Int32>
     private let buffers: FloatBuffers
 
     init(maxLength: Int, headDim: Int) {
@@ -58,7 +60,8 @@ final class AttentionScratch {
         (keysT, values, scores, output, rowMax, rowSum) = (p[0], p[1], p[2], p[3], p[4], p[5])
         queryPairs = UnsafeMutableRawPointer(p[6]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * paddedHeadDim)
         probabilityPairs = UnsafeMutableRawPointer(p[7]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * attentionKeyBlock / 2)
-        (queryScales, keyScales, keyOffsets, valueScales, products) = (p[8], p[9], p[10], p[11], p[12])
+        (queryScales, keyScales, valueScales, products) = (p[8], p[9], p[11], p[12])
+        keyOffsets = UnsafeMutableRawPointer(p[10]).bindMemory(to: Int32.self, capacity: keys)
     }
 
     /// body(Kᵀ, V) over the packed-keys and packed-values buffers as 32-bit lanes: BF16 pairs or
@@ -451,8 +454,7 @@ enum Int8Attention: AttentionArithmetic {
                 let sum = quantize(key, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 0,
                                    into: keyBytes)
                 for p in 0..<dQuads { keysT[p &* nPad &+ j] = keyBytes.load(fromByteOffset: 4 &* p, as: UInt32.self) }
-                // At most 128 · 127 · d: exact in a Float for any head up to 1,024 wide.
-                keyOffsets[j] = Float(128 * sum)
+                keyOffsets[j] = 128 &* sum
             }
             for p in 0..<dQuads { for j in n..<nPad { keysT[p &* nPad &+ j] = 0 } }
             // V [nQuads × dPad]: lane (jq, c) = V[4jq ..< 4jq + 4][c] as signed bytes, one scale
@@ -519,10 +521,11 @@ enum Int8Attention: AttentionArithmetic {
             let s = UnsafeMutableRawPointer(scores + r * ld), queryScale = SIMD16<Float>(repeating: scratch.queryScales[r])
             // Whole 16-key steps (the tile's; the scales past the sequence are finite).
             for c in stride(from: 0, to: cols, by: 16) {
-                let sums = SIMD16<Float>(s.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Int32>.self))
-                let offsets = UnsafeRawPointer(keyOffsets + c).loadUnaligned(as: SIMD16<Float>.self)
+                let sums = s.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Int32>.self)
+                let offsets = UnsafeRawPointer(keyOffsets + c).loadUnaligned(as: SIMD16<Int32>.self)
                 let scales = UnsafeRawPointer(keyScales + c).loadUnaligned(as: SIMD16<Float>.self)
-                s.storeBytes(of: (sums - offsets) * (queryScale * scales), toByteOffset: 4 &* c, as: SIMD16<Float>.self)
+                s.storeBytes(of: exactFloats(sums &- offsets, headDim: scratch.headDim) * (queryScale * scales),
+                             toByteOffset: 4 &* c, as: SIMD16<Float>.self)
             }
         }
     }
@@ -564,6 +567,17 @@ enum Int8Attention: AttentionArithmetic {
             }
         }
     }
+}
+
+/// Q·Kᵀ's integer dot products Σ q·k (each |q|, |k| ≤ 127) as floats, exactly. Up to heads
+/// 256 wide |Σ q·k| < 2²², where adding 0x4B40_0000 to the bits gives those of 1.5 · 2²³ + it,
+/// so a subtraction finishes the conversion in two instructions: `SIMD16<Float>(_:)` of Int32
+/// lanes is not inlined, and its call (with the vector in four pieces) took a tenth of INT8
+/// attention's time at 512 tokens.
+@inline(__always)
+private func exactFloats(_ dots: SIMD16<Int32>, headDim: Int) -> SIMD16<Float> {
+    guard headDim <= 256 else { return SIMD16<Float>(dots) }
+    return unsafeBitCast(dots &+ 0x4B40_0000, to: SIMD16<Float>.self) - 12_582_912
 }
 
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
