@@ -21,4 +21,13 @@ public func dotBytes(_ acc: SIMD16<Int32>, unsigned: SIMD16<Int32>, signed: SIMD
         acc._storage._value, unsigned._storage._value, signed._storage._value)
     return result
 }
+
+/// acc + s16(a.low) · s16(w.low) + s16(a.high) · s16(w.high), lane by lane over 16 Int32 lanes
+/// (vpdpwssd): each lane of `a` and `w` holds two signed 16-bit halves. No saturation.
+@inlinable @inline(__always)
+public func dotWordPairs(_ acc: SIMD16<Int32>, _ a: SIMD16<Int32>, _ w: SIMD16<Int32>) -> SIMD16<Int32> {
+    var result = SIMD16<Int32>()
+    result._storage._value = Builtin.int_x86_avx512_vpdpwssd_512(acc._storage._value, a._storage._value, w._storage._value)
+    return result
+}
 #endif

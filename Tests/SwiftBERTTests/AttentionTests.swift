@@ -74,7 +74,7 @@ final class AttentionTests: XCTestCase {
 
     /// INT8 attention (`Int8Attention`, the `int8` precision) against the same arithmetic written
     /// out here in scalars: Q and K per row and V per channel quantised symmetrically (Q as
-    /// q + 128), scores from the integer sums, softmax in Float, probabilities as round(p · 65535),
+    /// q + 128), scores from the integer sums, softmax in Float, probabilities as round(p · 32767),
     /// output Σ p_fixed · v_byte · scale / Σ p. Up to 256 tokens there is one key block, so the
     /// online softmax is the plain one; at 512 tokens it is written out block by block. The two
     /// agree to float rounding (1e-5 of the values' size); a head of 24 and lengths off the 4-
@@ -136,12 +136,12 @@ final class AttentionTests: XCTestCase {
                             let newTop = max(top, scores[block].max()! * scale2)
                             let correction = exp2OfNonPositive(top - newTop)
                             let p = scores[block].map { exp2OfNonPositive((-newTop).addingProduct($0, scale2)) }
-                            let fixed = p.map { SymmetricInt8.quantize($0, reciprocal: 65535) }
+                            let fixed = p.map { SymmetricInt8.quantize($0, reciprocal: 32767) }
                             total = total * correction + p.reduce(0, +)
                             for c in 0..<d {
                                 var sum: Int64 = 0
                                 for (b, j) in block.enumerated() { sum += Int64(fixed[b] * channels[c].q[j]) }
-                                output[c] = output[c] * correction + Float(sum) * channels[c].scale / 65535
+                                output[c] = output[c] * correction + Float(sum) * channels[c].scale / 32767
                             }
                             top = newTop
                         }

@@ -146,12 +146,17 @@ func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: Uns
     }
 }
 
-/// The arithmetic of attention's two products, QKᵀ and P·V: what the tile multiplies and how its
-/// operands are packed. One depth step of the tile is one element (FP32) or one pair (BF16).
-protocol AttentionArithmetic {
+/// What one depth step of the attention tile multiplies: one element (FP32), one pair (BF16,
+/// INT8's probabilities) or one quad (INT8's scores).
+protocol AttentionProduct {
     associatedtype Scalar: SIMDScalar
     /// acc += x · w, lane by lane, x broadcast: one depth step of a tile row.
     static func step(_ acc: inout SIMD16<Float>, _ x: Scalar, _ w: SIMD16<Scalar>)
+}
+
+/// The arithmetic of attention's two products, QKᵀ and P·V: what the tile multiplies and how its
+/// operands are packed.
+protocol AttentionArithmetic: AttentionProduct {
     /// body(Kᵀ [steps of d × nPad], V [steps of nPad × dPad]) for one head's k and v (n rows,
     /// `ld` apart), packed into the scratch; padding is zero.
     static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
@@ -375,16 +380,19 @@ enum WidenedBF16Attention: AttentionArithmetic {
     @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 }
 }
 
-/// INT8 products (the `int8` precision), four multiply-adds per lane of one vpdpbusd:
-/// - Q·Kᵀ: each query row as unsigned bytes q + 128 with its own scale, each key row as signed
-///   bytes with its own; the + 128 comes off with 128 × the key's byte sum.
-/// - P·V: probabilities, in [0, 1], as 16-bit fixed point p · 65535 (no offset needed), split
-///   into a high and a low byte and multiplied in two passes; V as signed bytes with one scale
-///   per channel. P in one byte (p · 255, as NNCF's static INT8 has it) took all-mpnet-base-v2's
-///   smallest cosine to FP32 from 0.9835 to 0.9745: attention over a few dozen tokens is flat,
-///   and p · 255 of a few units loses most of each probability.
-/// Quads run along each product's depth (Kᵀ: 4 of d per key; V: 4 keys per channel), padded with
-/// zeros. The scales are the rows' own, found as they are quantised: one pass over n · d values,
+/// INT8 products (the `int8-attention` and `int8-static` precisions):
+/// - Q·Kᵀ: four multiply-adds per lane of one vpdpbusd. Each query row as unsigned bytes q + 128
+///   with its own scale, each key row as signed bytes with its own; the + 128 comes off with
+///   128 × the key's byte sum. Quads of d per key in Kᵀ.
+/// - P·V: two multiply-adds per lane of one vpdpwssd (`Int8ProbabilityProduct`). Probabilities,
+///   in [0, 1], as 15-bit fixed point p · 32767, in pairs of keys; V as signed bytes' values in
+///   16-bit halves, pairs of keys per channel, one scale per channel. A 256-key block sums at most
+///   256 · 32767 · 127 < 2³¹. P in one byte (p · 255, as NNCF's static INT8 has it) took
+///   all-mpnet-base-v2's smallest cosine to FP32 from 0.9835 to 0.9745: attention over a few
+///   dozen tokens is flat, and p · 255 of a few units loses most of each probability. (P as 16
+///   bits split into two byte planes for vpdpbusd does the same multiply-adds per instruction,
+///   with two passes and a byte split of every probability.)
+/// Both are padded with zeros along their depth. The scales are the rows' own, found as they are quantised: one pass over n · d values,
 /// against the products' n² · d. The tile keeps its Int32 sums in the bits of its float
 /// accumulators; `finishScores` and `addProducts` make floats of them.
 enum Int8Attention: AttentionArithmetic {
@@ -402,13 +410,6 @@ enum Int8Attention: AttentionArithmetic {
         }
         acc = unsafeBitCast(total, to: SIMD16<Float>.self)
         #endif
-    }
-
-    /// Four bytes as one lane, the first in the low byte (the order vpdpbusd pairs them in).
-    @inline(__always)
-    private static func quad(_ b0: Int32, _ b1: Int32, _ b2: Int32, _ b3: Int32) -> UInt32 {
-        UInt32(truncatingIfNeeded: b0 & 0xFF) | UInt32(truncatingIfNeeded: b1 & 0xFF) << 8
-            | UInt32(truncatingIfNeeded: b2 & 0xFF) << 16 | UInt32(truncatingIfNeeded: b3 & 0xFF) << 24
     }
 
     /// x[0 ..< count] as bytes round(x · reciprocal) + offset (as `SymmetricInt8.quantize`), then
@@ -441,7 +442,7 @@ enum Int8Attention: AttentionArithmetic {
                                         _ scratch: AttentionScratch,
                                         _ body: (UnsafePointer<UInt32>, UnsafePointer<UInt32>) -> Void) {
         let (d, dPad, nPad) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n))
-        let dQuads = (d + 3) / 4, nQuads = (n + 3) / 4
+        let dQuads = (d + 3) / 4, nPairs = (n + 1) / 2
         let (keyScales, keyOffsets, valueScales) = (scratch.keyScales, scratch.keyOffsets, scratch.valueScales)
         scratch.withLanes { keysT, values in
             // Kᵀ [dQuads × nPad]: lane (p, j) = K[j][4p ..< 4p + 4] as signed bytes; each key's
@@ -457,8 +458,9 @@ enum Int8Attention: AttentionArithmetic {
                 keyOffsets[j] = 128 &* sum
             }
             for p in 0..<dQuads { for j in n..<nPad { keysT[p &* nPad &+ j] = 0 } }
-            // V [nQuads × dPad]: lane (jq, c) = V[4jq ..< 4jq + 4][c] as signed bytes, one scale
-            // per channel (its largest |v| over the sequence); the pad columns stay zero.
+            // V [nPairs × dPad]: lane (jp, c) = V[2jp][c], V[2jp + 1][c] as signed bytes' values in
+            // 16-bit halves, one scale per channel (its largest |v| over the sequence); the pad
+            // columns stay zero.
             let largest = scratch.products, reciprocals = scratch.products + dPad
             let wide = d & ~15  // channels in whole 16-lane vectors; the rest one by one
             largest.update(repeating: 0, count: d)
@@ -474,26 +476,26 @@ enum Int8Attention: AttentionArithmetic {
             }
             for c in 0..<d {
                 reciprocals[c] = SymmetricInt8.reciprocalScale(maxAbs: largest[c])
-                valueScales[c] = largest[c] / (127 * 65535)  // P is p · 65535
+                valueScales[c] = largest[c] / (127 * 32767)  // P is p · 32767
             }
-            for jq in 0..<nQuads {
-                let row = values + jq * dPad, first = 4 * jq
-                let rows = min(4, n - first)
+            for jp in 0..<nPairs {
+                let row = values + jp * dPad, first = 2 * jp
+                let rows = min(2, n - first)
                 let v0 = v + first * ld
                 for c in stride(from: 0, to: wide, by: 16) {
                     let r = UnsafeRawPointer(reciprocals + c).loadUnaligned(as: SIMD16<Float>.self)
                     @inline(__always) func q(_ t: Int) -> SIMD16<Int32> {
                         guard t < rows else { return SIMD16() }
                         let x = UnsafeRawPointer(v0 + (t &* ld &+ c)).loadUnaligned(as: SIMD16<Float>.self)
-                        return (unsafeBitCast(x * r + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000) & 0xFF
+                        return unsafeBitCast(x * r + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000
                     }
-                    let quads = q(0) | q(1) &<< 8 | q(2) &<< 16 | q(3) &<< 24
-                    UnsafeMutableRawPointer(row + c).storeBytes(of: quads, as: SIMD16<Int32>.self)
+                    let pairs = q(0) & 0xFFFF | q(1) &<< 16
+                    UnsafeMutableRawPointer(row + c).storeBytes(of: pairs, as: SIMD16<Int32>.self)
                 }
                 @inline(__always) func q(_ t: Int, _ c: Int) -> Int32 {
                     t < rows ? SymmetricInt8.quantize(v0[t &* ld &+ c], reciprocal: reciprocals[c]) : 0
                 }
-                for c in wide..<d { row[c] = quad(q(0, c), q(1, c), q(2, c), q(3, c)) }
+                for c in wide..<d { row[c] = UInt32(truncatingIfNeeded: q(0, c) & 0xFFFF | q(1, c) &<< 16) }
             }
             body(keysT, values)
         }
@@ -532,40 +534,51 @@ enum Int8Attention: AttentionArithmetic {
 
     @inline(__always)
     static func probabilities(_ p: UnsafePointer<Float>, ld: Int, rows: Int, cols: Int, _ scratch: AttentionScratch) -> (UnsafePointer<UInt32>, Int, Int) {
-        let ldQuads = attentionKeyBlock / 2, out = scratch.probabilityPairs
+        let ldPairs = attentionKeyBlock / 2, out = scratch.probabilityPairs
         let lane = SIMD16<Int32>(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
         for r in 0..<rows {
-            let row = UnsafeRawPointer(p + r * ld), target = UnsafeMutableRawPointer(out + r * ldQuads)
-            // p ∈ [0, 1]: round(p · 65535) ∈ 0...65535, ties to even (as `SymmetricInt8.quantize`),
-            // its high bytes then its low bytes (a row of each); 16 keys give 4 quads of each.
-            // Keys past `cols` are 0.
+            let row = UnsafeRawPointer(p + r * ld), target = UnsafeMutableRawPointer(out + r * ldPairs)
+            // p ∈ [0, 1]: round(p · 32767) ∈ 0...32767, ties to even (as `SymmetricInt8.quantize`),
+            // as 16-bit halves in key order, so each lane holds a pair of keys. Keys past `cols` are 0.
             for c in stride(from: 0, to: cols, by: 16) {
-                let x = row.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Float>.self) * 65535 + 12_582_912
+                let x = row.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Float>.self) * 32767 + 12_582_912
                 var fixed = unsafeBitCast(x, to: SIMD16<Int32>.self) &- 0x4B40_0000
                 if c &+ 16 > cols { fixed.replace(with: 0, where: lane .>= Int32(cols &- c)) }
-                target.storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: fixed &>> 8), toByteOffset: c, as: SIMD16<UInt8>.self)
-                target.storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: fixed), toByteOffset: attentionKeyBlock &+ c,
-                                  as: SIMD16<UInt8>.self)
+                target.storeBytes(of: SIMD16<UInt16>(truncatingIfNeeded: fixed), toByteOffset: 2 &* c, as: SIMD16<UInt16>.self)
             }
         }
-        return (UnsafePointer(out), ldQuads, (cols + 3) / 4)
+        return (UnsafePointer(out), ldPairs, (cols + 1) / 2)
     }
 
-    @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 / 4 }
+    @inline(__always) static func valueRow(_ k0: Int) -> Int { k0 / 2 }
 
     @inline(__always)
     static func addProducts(_ p: UnsafePointer<UInt32>, ldp: Int, depth: Int, values: UnsafePointer<UInt32>,
                             into o: UnsafeMutablePointer<Float>, rows: Int, _ scratch: AttentionScratch) {
         let dPad = scratch.paddedHeadDim, products = scratch.products, valueScales = scratch.valueScales
-        // The high bytes' products count 256 times the low bytes'.
-        for (plane, weight) in [(p, Float(256)), (p + attentionKeyBlock / 4, 1)] {
-            attentionGEMM(Self.self, a: plane, lda: ldp, b: values, ldb: dPad, depth: depth, c: products, ldc: dPad,
-                          rows: rows, columns: dPad, accumulate: false)
-            for r in 0..<rows {
-                let row = o + r * dPad, sums = products + r * dPad
-                for c in 0..<dPad { row[c] += Float(Int32(bitPattern: sums[c].bitPattern)) * weight * valueScales[c] }
-            }
+        attentionGEMM(Int8ProbabilityProduct.self, a: p, lda: ldp, b: values, ldb: dPad, depth: depth, c: products,
+                      ldc: dPad, rows: rows, columns: dPad, accumulate: false)
+        for r in 0..<rows {
+            let row = o + r * dPad, sums = products + r * dPad
+            for c in 0..<dPad { row[c] += Float(Int32(bitPattern: sums[c].bitPattern)) * valueScales[c] }
         }
+    }
+}
+
+/// INT8 attention's P·V step: a pair of 16-bit probabilities (keys 2j, 2j + 1) times a pair of
+/// 16-bit values per channel, added to Int32 sums kept in the bits of the float accumulators.
+enum Int8ProbabilityProduct: AttentionProduct {
+    @inline(__always)
+    static func step(_ acc: inout SIMD16<Float>, _ x: UInt32, _ w: SIMD16<UInt32>) {
+        let sums = unsafeBitCast(acc, to: SIMD16<Int32>.self), pairs = unsafeBitCast(w, to: SIMD16<Int32>.self)
+        let broadcast = SIMD16<Int32>(repeating: Int32(bitPattern: x))
+        #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
+        acc = unsafeBitCast(dotWordPairs(sums, broadcast, pairs), to: SIMD16<Float>.self)
+        #else
+        // As vpdpwssd: the low halves' product plus the high halves', both signed.
+        let low = ((broadcast &<< 16) &>> 16) &* ((pairs &<< 16) &>> 16)
+        acc = unsafeBitCast(sums &+ low &+ (broadcast &>> 16) &* (pairs &>> 16), to: SIMD16<Float>.self)
+        #endif
     }
 }
 
@@ -772,7 +785,7 @@ private func scoreSum(_ x: UnsafePointer<Float>, count: Int) -> Float {
 /// C[rows × columns] (+)= A[rows × depth] · B[depth × columns], columns a multiple of 16, in
 /// tiles of up to 6 rows × 64 columns.
 @inline(__always)
-fileprivate func attentionGEMM<A: AttentionArithmetic>(_: A.Type, a: UnsafePointer<A.Scalar>, lda: Int, b: UnsafePointer<A.Scalar>,
+fileprivate func attentionGEMM<A: AttentionProduct>(_: A.Type, a: UnsafePointer<A.Scalar>, lda: Int, b: UnsafePointer<A.Scalar>,
                                                    ldb: Int, depth: Int, c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int,
                                                    columns: Int, accumulate: Bool) {
     var row = 0
@@ -791,14 +804,14 @@ fileprivate func attentionGEMM<A: AttentionArithmetic>(_: A.Type, a: UnsafePoint
 }
 
 /// The tile for the row count `withTileRows` gives, then for its count of vectors.
-private struct AttentionTileRows<A: AttentionArithmetic>: TileRowsBody {
+private struct AttentionTileRows<A: AttentionProduct>: TileRowsBody {
     let tile: AttentionTile<A>
     let vectors: Int
     @inline(__always)
     func callAsFunction<Rows: TileRowCount>(_: Rows.Type) { withTileRows(vectors, AttentionTileVectors<A, Rows>(tile: tile)) }
 }
 
-private struct AttentionTileVectors<A: AttentionArithmetic, Rows: TileRowCount>: TileRowsBody {
+private struct AttentionTileVectors<A: AttentionProduct, Rows: TileRowCount>: TileRowsBody {
     let tile: AttentionTile<A>
     @inline(__always)
     func callAsFunction<Vectors: TileRowCount>(_: Vectors.Type) { tile.run(Rows.self, Vectors.self) }
@@ -806,7 +819,7 @@ private struct AttentionTileVectors<A: AttentionArithmetic, Rows: TileRowCount>:
 
 /// One tile of `attentionGEMM`: `Rows` rows × `Vectors` 16-lane vectors, kept in registers over
 /// the whole depth.
-private struct AttentionTile<A: AttentionArithmetic> {
+private struct AttentionTile<A: AttentionProduct> {
     let a: UnsafePointer<A.Scalar>
     let lda: Int
     let b: UnsafePointer<A.Scalar>
