@@ -15,9 +15,9 @@ import SwiftBERTVNNI
 ///    stages count against whichever of the two peaks this CPU's kernels use
 ///    (`KernelReport.current.bf16Linear`). Attention's products run in FP32 (FMA) in `fp32`,
 ///    `int8` and `int8-weights`, in BF16 in `bf16`, and on vpdpbusd in `int8-attention` and
-///    `int8-static` (`Int8Attention`; P·V takes two passes, one per byte of its 16-bit
-///    probabilities, so its ceiling is two thirds of that peak); LayerNorm, embeddings, softmax
-///    and GELU are not counted as FLOPs.
+///    `int8-static` (`Int8Attention`: QKᵀ on vpdpbusd, P·V on vpdpwssd, which does half of
+///    vpdpbusd's multiply-adds an instruction, so its ceiling is two thirds of that peak);
+///    LayerNorm, embeddings, softmax and GELU are not counted as FLOPs.
 func runRooflineBenchmark(arguments: [String]) throws {
     func option(_ name: String) -> String? {
         arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
