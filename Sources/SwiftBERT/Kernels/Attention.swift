@@ -17,9 +17,11 @@
 // Q, K and V are the float outputs of the QKV projection in every precision. The products run in
 // FP32 (`FP32Attention`); for the `bf16` precision in BF16 pairs with FP32 accumulation
 // (`BF16Attention`: Q, K, V and the probabilities rounded to BF16, vdpbf16ps: twice the
-// multiply-adds per instruction); for the `int8` precision in quads of bytes with Int32
-// accumulation (`Int8Attention`, vpdpbusd: four times the multiply-adds of an FMA). The
-// softmax, its sums and the output are FP32 in all three.
+// multiply-adds per instruction, or FMA on the same values widened, as `BF16Product` picks); for
+// the `int8-attention` and `int8-static` precisions in integers with Int32 accumulation
+// (`Int8Attention`: QKᵀ on quads of bytes, vpdpbusd, four times the multiply-adds of an FMA; P·V
+// on pairs of 16-bit values, vpdpwssd, twice). The softmax, its sums and the output are FP32 in
+// all of them.
 
 #if SWIFTBERT_NATIVE_ISA && (SWIFTBERT_HOST_BF16 || SWIFTBERT_HOST_VNNI)
 import SwiftBERTVNNI
@@ -39,9 +41,8 @@ final class AttentionScratch {
     let paddedHeadDim: Int
     let keysT, values, scores, output, rowMax, rowSum: UnsafeMutablePointer<Float>
     let queryPairs, probabilityPairs: UnsafeMutablePointer<UInt32>
-    /// INT8 only: each query row's and key row's scale, 128 × each key's byte sum (the u8
-    /// offset of the queries to take off), each value channel's scale over 65535 (P's fixed
-    /// point), and one block of P·V's Int32 sums (also scratch while V is quantised).
+    /// INT8 only: each query row's and key row's scale, each value channel's scale over 32767
+    /// (P's fixed point), and one block of P·V's Int32 sums (also scratch while V is quantised).
     let queryScales, keyScales, valueScales, products: UnsafeMutablePointer<Float>
     /// INT8 only: 128 × each key's byte sum, the u8 offset of the queries to take off.
     let keyOffsets: UnsafeMutablePointer<Int32>
@@ -392,8 +393,8 @@ enum WidenedBF16Attention: AttentionArithmetic {
 ///   dozen tokens is flat, and p · 255 of a few units loses most of each probability. (P as 16
 ///   bits split into two byte planes for vpdpbusd does the same multiply-adds per instruction,
 ///   with two passes and a byte split of every probability.)
-/// Both are padded with zeros along their depth. The scales are the rows' own, found as they are quantised: one pass over n · d values,
-/// against the products' n² · d. The tile keeps its Int32 sums in the bits of its float
+/// Both are padded with zeros along their depth. The scales are the rows' own, found as they are
+/// quantised: one pass over n · d values, against the products' n² · d. The tile keeps its Int32 sums in the bits of its float
 /// accumulators; `finishScores` and `addProducts` make floats of them.
 enum Int8Attention: AttentionArithmetic {
     @inline(__always)
