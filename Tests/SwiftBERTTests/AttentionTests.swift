@@ -72,7 +72,7 @@ final class AttentionTests: XCTestCase {
         }
     }
 
-    /// INT8 attention (`Int8Attention`, the `int8` precision) against the same arithmetic written
+    /// INT8 attention (`Int8Attention`, the `int8-attention` and `int8-static` precisions) against the same arithmetic written
     /// out here in scalars: Q and K per row and V per channel quantised symmetrically (Q as
     /// q + 128), scores from the integer sums, softmax in Float, probabilities as round(p · 32767),
     /// output Σ p_fixed · v_byte · scale / Σ p. Up to 256 tokens there is one key block, so the

@@ -65,8 +65,9 @@ final class AttentionScratch {
         keyOffsets = UnsafeMutableRawPointer(p[10]).bindMemory(to: Int32.self, capacity: keys)
     }
 
-    /// body(Kᵀ, V) over the packed-keys and packed-values buffers as 32-bit lanes: BF16 pairs or
-    /// INT8 quads, which take no more room than the floats they replace.
+    /// body(Kᵀ, V) over the packed-keys and packed-values buffers as 32-bit lanes: BF16 pairs,
+    /// INT8's byte quads (Kᵀ) or 16-bit pairs (V), which take no more room than the floats they
+    /// replace.
     @inline(__always)
     func withLanes(_ body: (UnsafeMutablePointer<UInt32>, UnsafeMutablePointer<UInt32>) -> Void) {
         let keys = roundUp16(maxLength)
@@ -583,15 +584,12 @@ enum Int8ProbabilityProduct: AttentionProduct {
     }
 }
 
-/// Q·Kᵀ's integer dot products Σ q·k (each |q|, |k| ≤ 127) as floats, exactly. Up to heads
-/// 256 wide |Σ q·k| < 2²², where adding 0x4B40_0000 to the bits gives those of 1.5 · 2²³ + it,
-/// so a subtraction finishes the conversion in two instructions: `SIMD16<Float>(_:)` of Int32
-/// lanes is not inlined, and its call (with the vector in four pieces) took a tenth of INT8
-/// attention's time at 512 tokens.
+/// Q·Kᵀ's integer dot products Σ q·k (each |q|, |k| ≤ 127) as floats, exactly: for heads up to
+/// 256 wide |Σ q·k| < 2²², in reach of `init(smallIntegers:)` (the generic conversion's call
+/// took a tenth of INT8 attention's time at 512 tokens).
 @inline(__always)
 private func exactFloats(_ dots: SIMD16<Int32>, headDim: Int) -> SIMD16<Float> {
-    guard headDim <= 256 else { return SIMD16<Float>(dots) }
-    return unsafeBitCast(dots &+ 0x4B40_0000, to: SIMD16<Float>.self) - 12_582_912
+    headDim <= 256 ? SIMD16(smallIntegers: dots) : SIMD16(dots)
 }
 
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one

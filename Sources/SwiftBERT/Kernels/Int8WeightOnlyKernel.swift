@@ -4,17 +4,12 @@
 // accumulates with FMAs; the per-channel scale is applied once, in the epilogue.
 
 extension TileRow where Scalar == Float {
-    /// Byte t of every lane of a packed quad, as floats. Adding 0x4B40_0000 to a small
-    /// integer gives the bits of 12582912 + it, so a subtraction finishes the conversion
-    /// (SIMD16<Float>(SIMD16<Int32>) is not inlined, and this is cheaper than a call).
+    /// Byte t of every lane of a packed quad, as floats.
     @inline(__always)
     init(weightsOf quad: Int32TileRow, step t: Int) {
         let bytes = quad.signedBytes(t)
-        let magic = SIMD16<Float>(repeating: 12_582_912)
-        @inline(__always) func float(_ v: SIMD16<Int32>) -> SIMD16<Float> {
-            unsafeBitCast(v &+ 0x4B40_0000, to: SIMD16<Float>.self) - magic
-        }
-        self.init(float(bytes.v0), float(bytes.v1), float(bytes.v2), float(bytes.v3))
+        self.init(SIMD16(smallIntegers: bytes.v0), SIMD16(smallIntegers: bytes.v1),
+                  SIMD16(smallIntegers: bytes.v2), SIMD16(smallIntegers: bytes.v3))
     }
 }
 

@@ -15,6 +15,14 @@ extension Float {
 }
 
 extension SIMD16 where Scalar == Float {
+    /// Integers below 2²² in magnitude as floats, exactly, in two instructions: adding
+    /// 0x4B40_0000 to their bits gives those of 1.5 · 2²³ + x, and a subtraction finishes.
+    /// `SIMD16<Float>(_:)` of Int32 lanes is not inlined: a call with the vector in four pieces.
+    @inline(__always)
+    init(smallIntegers x: SIMD16<Int32>) {
+        self = unsafeBitCast(x &+ 0x4B40_0000, to: SIMD16<Float>.self) - 12_582_912
+    }
+
     /// self += a · b lane-wise.
     @inline(__always)
     mutating func accumulateProduct(_ a: SIMD16<Float>, _ b: SIMD16<Float>) {
