@@ -26,8 +26,7 @@ private func exercise(_ tokenizer: BertTokenizer) {
     }
 }
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzLoaders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzLoaders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size >= 1 else { return 0 }
     let body = Data(bytes: data + 1, count: size - 1)
     switch data[0] % 4 {

@@ -1,10 +1,10 @@
 // libFuzzer target: the safetensors header and tensor-table parser on arbitrary bytes.
-// Built by tools/fuzz/run.sh together with the library's sources (one module, so internal API
-// is reachable). Any trap, out-of-bounds read (AddressSanitizer) or broken invariant is a crash.
+// Built by tools/fuzz/run.sh into one binary with the library's sources and the other targets
+// (FuzzMain.swift picks one; one module, so internal API is reachable). Any trap, out-of-bounds
+// read (AddressSanitizer) or broken invariant is a crash.
 import Foundation
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzSafeTensors(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzSafeTensors(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let image = UnsafeRawBufferPointer(start: data, count: size)
     // The parser alone, on the fuzzer's own buffer: ASan sees any read past its end.
     guard let header = try? SafeTensorsFile.parseHeader(image, path: "fuzz.safetensors") else { return 0 }

@@ -69,8 +69,7 @@ private func readLines(_ bytes: UnsafeRawBufferPointer, format: InputFormat) {
     }
 }
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzTokenizer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzTokenizer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size >= 1 else { return 0 }
     let control = data[0]
     let body = UnsafeBufferPointer(start: data + 1, count: size - 1)

@@ -1,11 +1,10 @@
 // libFuzzer target: the torch.save checkpoint reader (stored zip, pickle, tensor table) on
-// arbitrary bytes. Built by tools/fuzz/run.sh together with the library's sources (one module, so
-// internal API is reachable). Any trap, out-of-bounds read (AddressSanitizer) or broken invariant
-// is a crash.
+// arbitrary bytes. Built by tools/fuzz/run.sh into one binary with the library's sources and the
+// other targets (FuzzMain.swift picks one; one module, so internal API is reachable). Any trap,
+// out-of-bounds read (AddressSanitizer) or broken invariant is a crash.
 import Foundation
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzTorchCheckpoint(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func fuzzTorchCheckpoint(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let image = UnsafeRawBufferPointer(start: data, count: size)
     // The parser alone, on the fuzzer's own buffer: ASan sees any read past its end.
     guard let parsed = try? TorchCheckpoint.parse(image, path: "fuzz.pt") else { return 0 }

@@ -7,10 +7,11 @@
 # tokenizer.json, vocab.txt), tokenizer (the tokenizer and line reader on arbitrary bytes) or
 # torch (the torch.save checkpoint reader: stored zip, restricted unpickler, tensor table);
 # default: all four. -t is the time per target (default 60 s; the recorded long runs in
-# docs/robustness.md use 600). -k keeps binaries already built even if sources changed since
-# (a long run on a snapshot while the tree is being edited). Each target is the library's sources compiled with swiftc
-# together with tools/fuzz/Fuzz<Target>.swift, under -sanitize=fuzzer,address and -O (as the
-# package, so overflows and bounds checks trap instead of wrapping silently).
+# docs/robustness.md use 600). -k keeps the binary already built even if sources changed since
+# (a long run on a snapshot while the tree is being edited). The binary, .build/fuzz/fuzz, is the
+# library's sources compiled with swiftc together with every tools/fuzz/Fuzz*.swift, under
+# -sanitize=fuzzer,address and -O (as the package, so overflows and bounds checks trap instead of
+# wrapping silently); SWIFTBERT_FUZZ_TARGET=TARGET picks the target it runs.
 #
 # The working corpus grows in .build/fuzz/corpus/TARGET, seeded from tools/fuzz/seeds/TARGET
 # (hand-written) and tools/fuzz/corpus/TARGET (the minimised corpus of the recorded long runs,
@@ -40,12 +41,9 @@ mkdir -p "$out"
 # The engine and the command line's readers (the tokenizer target fuzzes TextRecordReader), as one module.
 mapfile -t library < <(find Sources/SwiftBERT Sources/SwiftBERTCommandLine -name '*.swift' | sort)
 
-entry_file() {
+check_target() {
     case $1 in
-        safetensors) echo tools/fuzz/FuzzSafeTensors.swift ;;
-        loaders) echo tools/fuzz/FuzzLoaders.swift ;;
-        tokenizer) echo tools/fuzz/FuzzTokenizer.swift ;;
-        torch) echo tools/fuzz/FuzzTorchCheckpoint.swift ;;
+        safetensors|loaders|tokenizer|torch) ;;
         *) echo "unknown target $1 (safetensors, loaders, tokenizer, torch)" >&2; exit 64 ;;
     esac
 }
@@ -58,31 +56,34 @@ dictionary() {
     esac
 }
 
+# One binary holds all four targets (FuzzMain.swift picks one by SWIFTBERT_FUZZ_TARGET): each
+# build compiles the whole library with AddressSanitizer, about 3 minutes on 2 cores.
+binary=$out/fuzz
+entries=(tools/fuzz/Fuzz*.swift)
 build() {
-    local target=$1 entry binary
-    entry=$(entry_file "$target")
-    binary=$out/fuzz-$target
     # Rebuild only when a source is newer than the binary.
-    if [ -x "$binary" ] && { [ $keep = 1 ] || [ -z "$(find "${library[@]}" "$entry" -newer "$binary" | head -1)" ]; }; then
+    if [ -x "$binary" ] && { [ $keep = 1 ] || [ -z "$(find "${library[@]}" "${entries[@]}" -newer "$binary" | head -1)" ]; }; then
         return
     fi
     echo "building $binary" >&2
     rm -f "$binary"
     # From a snapshot of the sources: the tree may be edited while the compiler runs.
-    local snapshot=$out/src-$target
+    local snapshot=$out/src
     rm -rf "$snapshot"
-    mkdir -p "$snapshot"
-    cp -R Sources/SwiftBERT Sources/SwiftBERTCommandLine Sources/COpenBLAS "$entry" "$snapshot/"
-    mapfile -t sources < <(find "$snapshot/SwiftBERT" "$snapshot/SwiftBERTCommandLine" -name '*.swift' | sort)
-    "$swiftc" -module-name SwiftBERT -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g \
+    mkdir -p "$snapshot/entries"
+    cp -R Sources/SwiftBERT Sources/SwiftBERTCommandLine Sources/COpenBLAS "$snapshot/"
+    cp "${entries[@]}" "$snapshot/entries/"
+    mapfile -t sources < <(find "$snapshot/SwiftBERT" "$snapshot/SwiftBERTCommandLine" "$snapshot/entries" -name '*.swift' | sort)
+    "$swiftc" -module-name SwiftBERT -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g -num-threads 2 \
         -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" \
-        "${sources[@]}" "$snapshot/$(basename "$entry")" -lopenblas -o "$binary" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
+        "${sources[@]}" -lopenblas -o "$binary" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
     [ -x "$binary" ] || { echo "building $binary failed" >&2; exit 1; }
 }
 
+for target in "${targets[@]}"; do check_target "$target"; done
+build
 status=0
 for target in "${targets[@]}"; do
-    build "$target"
     corpus=$out/corpus/$target
     crashes=$out/crashes/$target
     log=$out/$target.log
@@ -93,7 +94,7 @@ for target in "${targets[@]}"; do
     # Leak checking is off: LeakSanitizer cannot see pointers Swift keeps in enum payloads with
     # spare-bit tags, so it reports reachable objects (and leaks are not a safety issue here).
     set +e
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$out/fuzz-$target" "$corpus" "tools/fuzz/seeds/$target" "tools/fuzz/corpus/$target" \
+    SWIFTBERT_FUZZ_TARGET=$target ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$binary" "$corpus" "tools/fuzz/seeds/$target" "tools/fuzz/corpus/$target" \
         -dict="$(dictionary "$target")" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -max_len=65536 -len_control=200 -print_final_stats=1 -detect_leaks=0 \
         -artifact_prefix="$crashes/" >"$log" 2>&1
