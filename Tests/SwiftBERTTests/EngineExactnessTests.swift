@@ -111,14 +111,14 @@ final class EngineExactnessTests: XCTestCase {
         }
     }
 
-    /// `BertModel.encode` runs a batch of more than `chunkTokens` tokens a thread in chunks of
-    /// sequences: every sequence still gets what it gets alone, in every chunk and precision.
+    /// `BertModel.encode` runs a batch of more than `chunkTokensPerThread` tokens a thread in
+    /// chunks of sequences: every sequence still gets what it gets alone, in every chunk and
+    /// precision. (MobileBERT and the rotary encoders: the same test in their suites.)
     func testLongBatchRunsInChunksThatEqualEachSequenceAlone() throws {
         let ids = try Reference("all-MiniLM-L6-v2").meta.input_ids
         var batch: [[Int32]] = []
-        while batch.reduce(0, { $0 + $1.count }) < 3 * BertModel.chunkTokens { batch += ids }
-        let lengths = PackedSequences(lengths: batch.map(\.count))
-        XCTAssertGreaterThan(lengths.chunks(tokens: BertModel.chunkTokens).count, 2)
+        while batch.reduce(0, { $0 + $1.count }) < 3 * PackedSequences.chunkTokensPerThread { batch += ids }
+        XCTAssertGreaterThan(PackedSequences(lengths: batch.map(\.count)).encoderChunks(threads: 1).count, 2)
         for precision in [Precision.fp32, .int8] {
             let model = try BertModel(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1, precision: precision)
             let output = try model.encode(batch)
@@ -135,6 +135,12 @@ final class EngineExactnessTests: XCTestCase {
         XCTAssertEqual(sequences.chunks(tokens: 10_000), [0..<7])
         XCTAssertEqual(sequences.chunks(tokens: 1), (0..<7).map { $0..<($0 + 1) })
         XCTAssertEqual(PackedSequences(lengths: []).chunks(tokens: 512), [])
+        // Each chunk's own layout and its rows in the batch, at 512 tokens a thread.
+        let chunks = sequences.encoderChunks(threads: 1)
+        XCTAssertEqual(chunks.map(\.tokens), [0..<512, 512..<612, 612..<1212, 1212..<1724])
+        XCTAssertEqual(chunks.map(\.sequences.lengths), [[300, 200, 12], [100], [600], [10, 502]])
+        XCTAssertEqual(chunks.map(\.sequences.starts), [[0, 300, 500], [0], [0], [0, 10]])
+        XCTAssertEqual(sequences.encoderChunks(threads: 2).map(\.tokens), [0..<612, 612..<1222, 1222..<1724])  // 1,024 a chunk
     }
 
     func testSameInputSameOutputAcrossRunsAndThreadCounts() throws {

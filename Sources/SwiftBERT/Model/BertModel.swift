@@ -90,24 +90,13 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
         let h = config.hiddenSize
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
-        // A long batch goes through the whole encoder a chunk of sequences at a time, so each
-        // chunk's activations stay in cache from one op to the next.
-        for chunk in sequences.chunks(tokens: Self.chunkTokens * threads) {
-            let part = PackedSequences(lengths: Array(sequences.lengths[chunk]))
-            let tokens = sequences.starts[chunk.lowerBound]..<(sequences.starts[chunk.lowerBound] + part.tokenCount)
+        for (part, tokens) in sequences.encoderChunks(threads: threads) {
             let context = context(for: part, profile: profile)
             context.activationRanges = ranges
             forward(ids: Array(ids[tokens]), typeIds: Array(types[tokens]), hidden: hidden + tokens.lowerBound * h, context)
         }
         return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: config.hiddenSize)
     }
-
-    /// Tokens per thread in one chunk of a batch (`encode`). MiniLM on the Xeon of 2026-11-26,
-    /// 1 thread, tokens per second at 1/2/4/32 sequences of 128 tokens: INT8 14,528 / 15,211 /
-    /// 15,168 / 12,346, FP32 5,370 / 5,978 / 6,198 / 6,003, BF16 4,780 / 5,005 / 5,021 / 4,630:
-    /// from about 1,000 tokens the activations no longer stay in cache between ops. It is also
-    /// where Linear splits rows between threads (`Linear.rowSplitMinimum`).
-    static let chunkTokens = Linear.rowSplitMinimum
 
     /// Threads, scratch and profile for one forward pass over `sequences`.
     func context(for sequences: PackedSequences, profile: StageProfile? = nil) -> ForwardContext {

@@ -46,9 +46,12 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
     /// with [CLS]/[SEP]); sequences may differ in length, none is padded.
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
         let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
-        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * config.hiddenSize)
-        let (context, buffers) = scratch(for: sequences, profile: profile)
-        forward(ids: ids, typeIds: types, hidden: hidden, context, buffers)
+        let h = config.hiddenSize
+        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
+        for (part, tokens) in sequences.encoderChunks(threads: threads) {
+            let (context, buffers) = scratch(for: part, profile: profile)
+            forward(ids: Array(ids[tokens]), typeIds: Array(types[tokens]), hidden: hidden + tokens.lowerBound * h, context, buffers)
+        }
         return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: config.hiddenSize)
     }
 

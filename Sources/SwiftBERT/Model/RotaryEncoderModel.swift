@@ -50,11 +50,13 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
         let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
         let h = config.hiddenSize
         let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
-        let context = ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
-                                     attention: precision.attention, profile: profile, hidden: h,
-                                     wideColumns: max(3 * h, 2 * config.intermediateSize), headDim: config.headDim,
-                                     gatedColumns: config.intermediateSize)
-        forward(ids: ids, typeIds: types, hidden: hidden, context)
+        for (part, tokens) in sequences.encoderChunks(threads: threads) {
+            let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
+                                         attention: precision.attention, profile: profile, hidden: h,
+                                         wideColumns: max(3 * h, 2 * config.intermediateSize), headDim: config.headDim,
+                                         gatedColumns: config.intermediateSize)
+            forward(ids: Array(ids[tokens]), typeIds: Array(types[tokens]), hidden: hidden + tokens.lowerBound * h, context)
+        }
         return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: h)
     }
 
