@@ -59,7 +59,8 @@ final class ConcurrencyTests: XCTestCase {
         try checkModel(BertModel(folder: folder, threads: 2), tokenizer: BertTokenizer.load(folder: folder))
     }
 
-    /// One pass split over 1, 2 or 3 threads gives the same bits, in every precision: each
+    /// One pass split over 1, 2 or 3 threads gives the same bits, in every precision (int8-static
+    /// too, on a quick calibration): each
     /// output element (a Linear column block, an attention head, a LayerNorm or quantisation
     /// row) is computed by the same code whichever thread runs it. Six 200-token sequences, so
     /// that every parallel region of the pass is split: the Linear layers split their 1,200 rows
@@ -75,9 +76,12 @@ final class ConcurrencyTests: XCTestCase {
         }
         var precisions: [Precision] = [.fp32, .bf16]
         if FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) {
-            precisions += [.int8, .int8Attention]
+            precisions += [.int8, .int8Attention, .int8Static]
         }
+        let calibrated = try Self.quicklyCalibrated(folder)
+        defer { try? FileManager.default.removeItem(at: calibrated) }
         for precision in precisions {
+            let folder = precision == .int8Static ? calibrated : folder
             let single = try BertModel(folder: folder, threads: 1, precision: precision).encode(ids)
             for threads in [2, 3] {
                 let split = try BertModel(folder: folder, threads: threads, precision: precision).encode(ids)
@@ -87,6 +91,22 @@ final class ConcurrencyTests: XCTestCase {
             }
         }
         XCTAssertTrue(precisions.contains(.int8), "no INT8 weights for all-MiniLM-L6-v2: run make setup")
+    }
+
+    /// A folder of links to `folder`'s files with an int8-static file of its own, calibrated on
+    /// 16 of Fixtures/calibration.txt's sentences: a file the engine runs (its static
+    /// quantisation is a threaded pass of its own), cheap under ThreadSanitizer. How accurate
+    /// calibration is, Int8AccuracyTests measures on all 300.
+    static func quicklyCalibrated(_ folder: URL) throws -> URL {
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-calibrated-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name != WeightFiles.int8Static {
+            try FileManager.default.createSymbolicLink(at: copy.appendingPathComponent(name),
+                                                       withDestinationURL: folder.appendingPathComponent(name))
+        }
+        let text = try String(contentsOf: Bundle.module.url(forResource: "Fixtures/calibration", withExtension: "txt")!, encoding: .utf8)
+        try Quantizer.calibrate(folder: copy, sentences: text.split(separator: "\n").prefix(16).map(String.init))
+        return copy
     }
 
     func testINT8ModelFromEightThreads() throws {
