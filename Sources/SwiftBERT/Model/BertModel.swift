@@ -88,14 +88,11 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?,
                 recordingInto ranges: ActivationRanges?) throws -> EncoderOutput {
         let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
-        let h = config.hiddenSize
-        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
-        for (part, tokens) in sequences.encoderChunks(threads: threads) {
+        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.hiddenSize, threads: threads) { part, ids, types, hidden in
             let context = context(for: part, profile: profile)
             context.activationRanges = ranges
-            forward(ids: Array(ids[tokens]), typeIds: Array(types[tokens]), hidden: hidden + tokens.lowerBound * h, context)
+            forward(ids: ids, typeIds: types, hidden: hidden, context)
         }
-        return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: config.hiddenSize)
     }
 
     /// Threads, scratch and profile for one forward pass over `sequences`.

@@ -42,10 +42,21 @@ struct PackedSequences {
     /// its tokens' rows in the packed batch.
     func encoderChunks(threads: Int) -> [(sequences: PackedSequences, tokens: Range<Int>)] {
         chunks(tokens: Self.chunkTokensPerThread * max(1, threads)).map { chunk in
-            let part = PackedSequences(lengths: Array(lengths[chunk]))
-            let first = chunk.isEmpty ? tokenCount : starts[chunk.lowerBound]
-            return (part, first..<(first + part.tokenCount))
+            let part = PackedSequences(lengths: Array(lengths[chunk]))  // a chunk holds a sequence at least
+            return (part, starts[chunk.lowerBound]..<(starts[chunk.lowerBound] + part.tokenCount))
         }
+    }
+
+    /// An encoder's pass over this packed batch, chunk by chunk (`encoderChunks`): `forward`
+    /// gets each chunk's layout, token ids and type ids, and the rows of the hidden states
+    /// [T × hiddenSize] it fills.
+    func encodeInChunks(ids: [Int32], typeIds: [Int32], hiddenSize h: Int, threads: Int,
+                        _ forward: (_ chunk: PackedSequences, _ ids: [Int32], _ typeIds: [Int32], _ hidden: UnsafeMutablePointer<Float>) -> Void) -> EncoderOutput {
+        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: tokenCount * h)
+        for (part, tokens) in encoderChunks(threads: threads) {
+            forward(part, Array(ids[tokens]), Array(typeIds[tokens]), hidden + tokens.lowerBound * h)
+        }
+        return EncoderOutput(owning: hidden, ids: ids, sequences: self, hiddenSize: h)
     }
 }
 

@@ -46,13 +46,10 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
     /// with [CLS]/[SEP]); sequences may differ in length, none is padded.
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
         let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
-        let h = config.hiddenSize
-        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
-        for (part, tokens) in sequences.encoderChunks(threads: threads) {
+        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.hiddenSize, threads: threads) { part, ids, types, hidden in
             let (context, buffers) = scratch(for: part, profile: profile)
-            forward(ids: Array(ids[tokens]), typeIds: Array(types[tokens]), hidden: hidden + tokens.lowerBound * h, context, buffers)
+            forward(ids: ids, typeIds: types, hidden: hidden, context, buffers)
         }
-        return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: config.hiddenSize)
     }
 
     /// Threads, profile and scratch for one forward pass over `sequences`.

@@ -49,15 +49,13 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
         let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
         let h = config.hiddenSize
-        let hidden = UnsafeMutablePointer<Float>.allocate(capacity: sequences.tokenCount * h)
-        for (part, tokens) in sequences.encoderChunks(threads: threads) {
+        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, types, hidden in
             let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
                                          attention: precision.attention, profile: profile, hidden: h,
                                          wideColumns: max(3 * h, 2 * config.intermediateSize), headDim: config.headDim,
                                          gatedColumns: config.intermediateSize)
-            forward(ids: Array(ids[tokens]), typeIds: Array(types[tokens]), hidden: hidden + tokens.lowerBound * h, context)
+            forward(ids: ids, typeIds: types, hidden: hidden, context)
         }
-        return EncoderOutput(owning: hidden, ids: ids, sequences: sequences, hiddenSize: h)
     }
 
     /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
