@@ -72,12 +72,12 @@ final class AttentionTests: XCTestCase {
         }
     }
 
-    /// INT8 attention (`Int8Attention`, the `int8-attention` and `int8-static` precisions) against the same arithmetic written
-    /// out here in scalars: Q and K per row and V per channel quantised symmetrically (Q as
-    /// q + 128), scores from the integer sums, softmax in Float, probabilities as round(p · 32767),
-    /// output Σ p_fixed · v_byte · scale / Σ p. Up to 256 tokens there is one key block, so the
-    /// online softmax is the plain one; at 512 tokens it is written out block by block. The two
-    /// agree to float rounding (1e-5 of the values' size); a head of 24 and lengths off the 4-
+    /// INT8 attention (`Int8Attention`, the `int8-attention` and `int8-static` precisions) against the
+    /// same arithmetic written out here in scalars: Q and K per row and V per channel quantised
+    /// symmetrically (Q as q + 128), scores from the integer sums, softmax in Float, probabilities as
+    /// round(p · 32767), output Σ p_fixed · v_byte · scale / Σ p. Up to 256 tokens there is one key
+    /// block, so the online softmax is the plain one; at 512 tokens it is written out block by block.
+    /// The two agree to float rounding (1e-5 of the values' size); a head of 24 and lengths off the 4-
     /// and 16-key steps check the padding.
     func testInt8AttentionMatchesItsScalarArithmetic() {
         var seed: UInt64 = 5

@@ -59,9 +59,8 @@ final class ConcurrencyTests: XCTestCase {
         try checkModel(BertModel(folder: folder, threads: 2), tokenizer: BertTokenizer.load(folder: folder))
     }
 
-    /// One pass split over 1, 2 or 3 threads gives the same bits, in every precision (int8-static
-    /// too, on a quick calibration): each
-    /// output element (a Linear column block, an attention head, a LayerNorm or quantisation
+    /// One pass split over 1, 2 or 3 threads gives the same bits, in every precision
+    /// (`int8-static` on a quick calibration of its own): each output element (a Linear column block, an attention head, a LayerNorm or quantisation
     /// row) is computed by the same code whichever thread runs it. Six 200-token sequences, so
     /// that every parallel region of the pass is split: the Linear layers split their 1,200 rows
     /// at 2 threads (`Linear.rowSplitMinimum` a thread) and their columns at 3. (Eight, for rows
@@ -78,10 +77,10 @@ final class ConcurrencyTests: XCTestCase {
         if FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) {
             precisions += [.int8, .int8Attention, .int8Static]
         }
-        let calibrated = try Self.quicklyCalibrated(folder)
-        defer { try? FileManager.default.removeItem(at: calibrated) }
+        let calibrated = precisions.contains(.int8Static) ? try Self.quicklyCalibrated(folder) : nil
+        defer { calibrated.map { try? FileManager.default.removeItem(at: $0) } }
         for precision in precisions {
-            let folder = precision == .int8Static ? calibrated : folder
+            let folder = precision == .int8Static ? calibrated ?? folder : folder
             let single = try BertModel(folder: folder, threads: 1, precision: precision).encode(ids)
             for threads in [2, 3] {
                 let split = try BertModel(folder: folder, threads: threads, precision: precision).encode(ids)

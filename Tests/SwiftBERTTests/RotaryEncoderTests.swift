@@ -151,16 +151,8 @@ final class RotaryEncoderTests: XCTestCase {
     /// (`PackedSequences.encoderChunks`): each sequence still gets what it gets alone.
     func testLongBatchRunsInChunksThatEqualEachSequenceAlone() throws {
         for name in ["nomic", "gte", "modernbert"] {
-            let texts = try model(name).texts.map(\.input_ids)
-            var batch: [[Int32]] = []
-            while batch.reduce(0, { $0 + $1.count }) < 3 * PackedSequences.chunkTokensPerThread { batch += texts }
-            XCTAssertGreaterThan(PackedSequences(lengths: batch.map(\.count)).encoderChunks(threads: 1).count, 2)
             let encoder = try loadEncoder(folder: Self.conversions.folder(name), threads: 1)
-            let output = try encoder.encode(batch)
-            for i in [0, batch.count / 2, batch.count - 1] {
-                let alone = try encoder.encode([batch[i]])
-                XCTAssertLessThanOrEqual(maxAbsDifference(alone.hiddenStates(0), output.hiddenStates(i)), 1e-5, "\(name) sequence \(i)")
-            }
+            try checkLongBatchEqualsEachSequenceAlone(encoder, try model(name).texts.map(\.input_ids), name)
         }
     }
 

@@ -129,3 +129,20 @@ final class ConvertedFixtures: @unchecked Sendable {
         return destination
     }
 }
+
+/// A batch of `sequences` repeated past three chunks (`PackedSequences.encoderChunks`, one
+/// thread): every encoder runs it chunk by chunk, and each sequence must still get what it
+/// gets alone (first, middle and last), within 1e-5.
+func checkLongBatchEqualsEachSequenceAlone(_ encoder: any EncoderModel, _ sequences: [[Int32]], _ label: String,
+                                           file: StaticString = #filePath, line: UInt = #line) throws {
+    var batch: [[Int32]] = []
+    while batch.reduce(0, { $0 + $1.count }) < 3 * PackedSequences.chunkTokensPerThread { batch += sequences }
+    XCTAssertGreaterThan(PackedSequences(lengths: batch.map(\.count)).encoderChunks(threads: encoder.threads).count, 2, label,
+                         file: file, line: line)
+    let output = try encoder.encode(batch)
+    for i in [0, batch.count / 2, batch.count - 1] {
+        let alone = try encoder.encode([batch[i]])
+        XCTAssertLessThanOrEqual(maxAbsDifference(alone.hiddenStates(0), output.hiddenStates(i)), 1e-5, "\(label) sequence \(i)",
+                                 file: file, line: line)
+    }
+}
