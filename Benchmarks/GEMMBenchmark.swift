@@ -2,7 +2,7 @@ import COpenBLAS
 import Foundation
 import SwiftBERT
 
-/// `SwiftBERTBenchmarks gemm [--threads T] [--seconds S] [--m 16,128,4096] [--clock cpu|wall]`
+/// `SwiftBERTBenchmarks gemm [--threads T] [--seconds S] [--m 16,128,4096] [--shapes KxN,...] [--clock cpu|wall]`
 ///
 /// Times, side by side in one run, a Linear layer y = x·Wᵀ + b at BERT shapes three ways:
 /// OpenBLAS cblas_sgemm (FP32), and the engine's own Linear path (`LinearLayer`) in FP32 (the
@@ -18,6 +18,7 @@ public func runGEMMBenchmark(arguments: [String]) {
     var secondsPerShape = 1.0
     var rowCounts = [16, 128, 4096]
     var clock: BenchmarkClock?
+    var shapes = [(768, 768), (768, 2304), (768, 3072), (3072, 768), (384, 384), (384, 1536), (1536, 384)]
     var index = 0
     while index < arguments.count {
         let value = index + 1 < arguments.count ? arguments[index + 1] : ""
@@ -26,14 +27,19 @@ public func runGEMMBenchmark(arguments: [String]) {
         case "--seconds": secondsPerShape = Double(value) ?? secondsPerShape; index += 1
         case "--m": rowCounts = value.split(separator: ",").compactMap { Int($0) }; index += 1
         case "--clock": clock = BenchmarkClock(rawValue: value); index += 1
+        case "--shapes":
+            shapes = value.split(separator: ",").compactMap { shape in
+                let kn = shape.split(separator: "x").compactMap { Int($0) }
+                return kn.count == 2 && kn[0] > 0 && kn[1] > 0 ? (kn[0], kn[1]) : nil
+            }
+            index += 1
         case "gemm": break
-        default: print("unknown argument \(arguments[index]); usage: gemm [--threads T] [--seconds S] [--m 16,128,4096] [--clock cpu|wall]"); return
+        default: print("unknown argument \(arguments[index]); usage: gemm [--threads T] [--seconds S] [--m 16,128,4096] [--shapes KxN,...] [--clock cpu|wall]"); return
         }
         index += 1
     }
     let timer = clock ?? (threads == 1 ? .cpu : .wall)
     openblas_set_num_threads(Int32(threads))
-    let shapes = [(768, 768), (768, 2304), (768, 3072), (3072, 768), (384, 384), (384, 1536), (1536, 384)]
     // The load average says how noisy the run was: other processes on a shared machine slow
     // every column, the ratios less so.
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"

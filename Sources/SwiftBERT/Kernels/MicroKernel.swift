@@ -274,13 +274,30 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
         return
     }
     let perBlock = max(1, (512 * 1024) / panelBytes)
+    let first = kernel(range.lowerBound, panels.lowerBound)
+    let bytesPerTile = (first.fullLoads + (first.tailSubSteps > 0 ? 1 : 0)) * 64
+    let rowTiles = (range.count + K.tileRows - 1) / K.tileRows
     for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
         let blockEnd = min(blockStart + perBlock, panels.upperBound)
         let blockColumns = written(blockStart, blockEnd)
-        var row = range.lowerBound
+        // The block's last tiles prefetch the next block, a line per load, so that its first
+        // row tile does not wait on memory for every line; not earlier, or the rows' outputs
+        // pushed it out of L2 again before its turn (b32x128).
+        let next = blockEnd < panels.upperBound ? kernel(range.lowerBound, blockEnd).panelStart : nil
+        let nextBytes = (min(blockEnd + perBlock, panels.upperBound) - blockEnd) * panelBytes
+        let tiles = rowTiles * (blockEnd - blockStart)
+        let firstPrefetching = tiles - min(tiles, (nextBytes + bytesPerTile - 1) / bytesPerTile)
+        var (row, tileIndex) = (range.lowerBound, 0)
         while row < range.upperBound {
             let rows = min(K.tileRows, range.upperBound - row)
-            for panel in blockStart..<blockEnd { tile(row, rows, panel) }
+            for panel in blockStart..<blockEnd {
+                if let next, tileIndex >= firstPrefetching {
+                    tile(row, rows, panel, prefetching: next + (tileIndex - firstPrefetching) * bytesPerTile, share: bytesPerTile)
+                } else {
+                    tile(row, rows, panel)
+                }
+                tileIndex += 1
+            }
             finished?(row..<(row + rows), blockColumns)
             row += rows
         }
