@@ -1,4 +1,5 @@
-// Int32 lanes to floats in one instruction (vcvtdq2ps), through the Builtin module as VNNI.swift.
+// Int32 lanes to floats (vcvtdq2ps) and to bytes (vpmovdb) in one instruction each, through the
+// Builtin module as VNNI.swift.
 //
 // `SIMD16<Float>(_:)` of SIMD16<Int32> is not inlined: a call that passes the vector in four
 // 128-bit pieces and ends in vzeroupper. LLVM's sitofp on the whole vector is one instruction on
@@ -11,5 +12,14 @@ import Builtin
 public func floats(_ x: SIMD16<Int32>) -> SIMD16<Float> {
     var result = SIMD16<Float>()
     result._storage._value = Builtin.sitofp_Vec16xInt32_Vec16xFPIEEE32(x._storage._value)
+    return result
+}
+
+/// The low byte of each lane (vpmovdb): `SIMD16<UInt8>(truncatingIfNeeded:)` of Int32 lanes is
+/// also a call where it is not inlined.
+@inlinable @inline(__always)
+public func lowBytes(_ x: SIMD16<Int32>) -> SIMD16<UInt8> {
+    var result = SIMD16<UInt8>()
+    result._storage._value = Builtin.trunc_Vec16xInt32_Vec16xInt8(x._storage._value)
     return result
 }

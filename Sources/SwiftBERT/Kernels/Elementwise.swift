@@ -6,19 +6,49 @@
 // keeps LLVM from vectorising it.
 
 /// x = LayerNorm(x + residual) row by row, with the two-pass mean/variance PyTorch uses.
+/// Three passes over a row on 16-lane vectors (x + residual with its sum; x − mean with its
+/// squares; the scale), in the order of the five passes they replace (which LLVM ran on 8-lane
+/// vectors), so the floats are the same.
 func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, rows: Int, cols: Int,
                   gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, eps: Float) {
-    let invN = 1 / Float(cols)
+    let invN = 1 / Float(cols), wide = cols & ~15
+    @inline(__always) func vector(_ p: UnsafePointer<Float>, _ c: Int) -> SIMD16<Float> {
+        UnsafeRawPointer(p + c).loadUnaligned(as: SIMD16<Float>.self)
+    }
+    @inline(__always) func store(_ v: SIMD16<Float>, _ p: UnsafeMutablePointer<Float>, _ c: Int) {
+        UnsafeMutableRawPointer(p + c).storeBytes(of: v, as: SIMD16<Float>.self)
+    }
     for r in 0..<rows {
         let row = x + r &* cols
+        var lanes = SIMD16<Float>()
         if let residual {
             let res = residual + r &* cols
-            for c in 0..<cols { row[c] += res[c] }
+            for c in stride(from: 0, to: wide, by: 16) {
+                let v = vector(row, c) + vector(res, c)
+                store(v, row, c)
+                lanes += v
+            }
+            for c in wide..<cols { row[c] += res[c] }
+        } else {
+            for c in stride(from: 0, to: wide, by: 16) { lanes += vector(row, c) }
         }
-        let mean = sum(row, count: cols) * invN
-        for c in 0..<cols { row[c] -= mean }
-        let invStd = 1 / (sumOfSquares(row, count: cols) * invN + eps).squareRoot()
-        for c in 0..<cols { row[c] = row[c] * invStd * gamma[c] + beta[c] }
+        var total = lanes.sum()  // as `sum`, so the same floats as before (INT8 amplifies a last-bit change)
+        for c in wide..<cols { total += row[c] }
+        let mean = total * invN
+        lanes = SIMD16()
+        for c in stride(from: 0, to: wide, by: 16) {
+            let v = vector(row, c) - mean
+            store(v, row, c)
+            lanes += v * v
+        }
+        var squares = lanes.sum()
+        for c in wide..<cols {
+            row[c] -= mean
+            squares += row[c] * row[c]
+        }
+        let invStd = 1 / (squares * invN + eps).squareRoot()
+        for c in stride(from: 0, to: wide, by: 16) { store(vector(row, c) * invStd * vector(gamma, c) + vector(beta, c), row, c) }
+        for c in wide..<cols { row[c] = row[c] * invStd * gamma[c] + beta[c] }
     }
 }
 

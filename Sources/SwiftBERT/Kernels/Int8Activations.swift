@@ -114,11 +114,22 @@ final class StaticInt8Input: @unchecked Sendable {
 
     deinit { corrections.deallocate() }
 
-    /// One row: k values into `stride` bytes (the padding holds the zero point).
+    /// One row: k values into `stride` bytes (the padding holds the zero point). On 16-lane
+    /// vectors (left to LLVM, 8-lane ones, each clamp a compare and a blend), then one by one.
     @inline(__always)
     func quantize(_ x: UnsafePointer<Float>, into output: UnsafeMutablePointer<UInt8>, stride: Int) {
         let (multipliers, zeroPoint, lowest, highest) = (multipliers, zeroPoint, lowest, highest)
-        for i in 0..<k {
+        let (low, high, zero) = (SIMD16<Float>(repeating: lowest), SIMD16<Float>(repeating: highest), SIMD16<Int32>(repeating: zeroPoint))
+        var i = 0
+        while i &+ 16 <= k {
+            let scaled = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)
+                * UnsafeRawPointer(multipliers + i).loadUnaligned(as: SIMD16<Float>.self)
+            let v = lanewiseMin(lanewiseMax(scaled, low), high)
+            let q = unsafeBitCast(v + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000  // as SymmetricInt8.quantize
+            UnsafeMutableRawPointer(output + i).storeBytes(of: truncatedToBytes(q &+ zero), as: SIMD16<UInt8>.self)
+            i &+= 16
+        }
+        for i in i..<k {
             // Clamped to the bytes' range before rounding (the rounding trick needs |v| < 2^22),
             // so the integer needs no clamp after it. (A NaN would give some byte, not NaN; the
             // encoder's activations are finite, its weights checked so at load.)

@@ -175,16 +175,6 @@ extension TileEpilogue {
     }
 }
 
-/// Int32 lanes as floats, rounded to nearest: one instruction where SwiftBERTVNNI is built.
-@inline(__always)
-func integersAsFloats(_ x: SIMD16<Int32>) -> SIMD16<Float> {
-    #if canImport(SwiftBERTVNNI)
-    floats(x)
-    #else
-    SIMD16<Float>(x)
-    #endif
-}
-
 /// `kernel` that also prefetches, one cache line per load of its panel: from `start`, one every
 /// `stride` bytes. A kernel type of its own, so that tiles without a prefetch keep a loop with
 /// none in it (an idle prefetch in the loop cost the FP32 tile 3 %).

@@ -3,6 +3,10 @@
 /// FMA). There LLVM keeps a fused multiply-add exact by calling libm's `fmaf` for every lane, which
 /// made the portable kernels that use it many times slower (docs/builds.md). The two builds'
 /// results then differ in the last bits, as they already do through OpenBLAS.
+#if canImport(SwiftBERTVNNI)  // the package's builds; the fuzzers compile the library without it
+import SwiftBERTVNNI
+#endif
+
 extension Float {
     @inline(__always)
     func plusProduct(_ a: Float, _ b: Float) -> Float {
@@ -32,4 +36,24 @@ extension SIMD16 where Scalar == Float {
         self += a * b
         #endif
     }
+}
+
+/// Int32 lanes as floats, rounded to nearest: one instruction where SwiftBERTVNNI is built.
+@inline(__always)
+func integersAsFloats(_ x: SIMD16<Int32>) -> SIMD16<Float> {
+    #if canImport(SwiftBERTVNNI)
+    floats(x)
+    #else
+    SIMD16<Float>(x)
+    #endif
+}
+
+/// The low byte of each Int32 lane: one instruction where SwiftBERTVNNI is built.
+@inline(__always)
+func truncatedToBytes(_ x: SIMD16<Int32>) -> SIMD16<UInt8> {
+    #if canImport(SwiftBERTVNNI)
+    lowBytes(x)
+    #else
+    SIMD16<UInt8>(truncatingIfNeeded: x)
+    #endif
 }
