@@ -78,6 +78,22 @@ final class KernelTests: XCTestCase {
         for (got, want) in zip(x, want) { XCTAssertEqual(Double(got), want, accuracy: 1e-6) }
     }
 
+    /// The 16-lane conversions the tile epilogue and the static INT8 quantisation use, against
+    /// the scalar ones, lane by lane, on values that round (above 2²⁴) and at Int32's ends.
+    func testVectorConversionsMatchScalarConversions() {
+        let values: [Int32] = [0, 1, -1, 127, -128, 255, 256, -129, 16_777_217, -16_777_219, 33_554_435,
+                               (1 << 30) + 65, Int32.max, Int32.min, Int32.min + 1, 123_456_789, -987_654_321]
+        for start in stride(from: 0, to: values.count, by: 16) {
+            var lanes = SIMD16<Int32>()
+            for i in 0..<16 { lanes[i] = values[(start + i) % values.count] }
+            let floats = integersAsFloats(lanes), bytes = truncatedToBytes(lanes)
+            for i in 0..<16 {
+                XCTAssertEqual(floats[i], Float(lanes[i]), "lane \(i): \(lanes[i])")
+                XCTAssertEqual(bytes[i], UInt8(truncatingIfNeeded: lanes[i]), "lane \(i): \(lanes[i])")
+            }
+        }
+    }
+
     func testReductionsOnSizesAroundTheVectorWidth() {
         for n in [1, 15, 16, 17, 33, 384] {
             let v = (0..<n).map { Float($0 % 7) - 3.5 }

@@ -269,7 +269,7 @@ private struct PanelTile<K: PanelKernel>: TileRowsBody {
 ///   rather than between panels.
 /// - Otherwise blocks of panels of about 512 KiB of packed weights (half a Zen L2) outermost, so
 ///   a block stays cached while every row tile runs across it; then row tiles of up to
-///   `K.tileRows`; then the block's panels.
+///   `K.tileRows`; then the block's panels. The block's last tiles prefetch the next block.
 /// `kernel` makes the kernel for a tile (its first row and its panel); `epilogue` says where
 /// and how it stores (its first row, the panel's first channel, the columns of the panel to
 /// write). `finished`, if any, gets each block of y as soon as it is complete (its rows and
@@ -313,7 +313,7 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
     }
     let perBlock = max(1, (512 * 1024) / panelBytes)
     let first = kernel(range.lowerBound, panels.lowerBound)
-    let bytesPerTile = (first.fullLoads + (first.tailSubSteps > 0 ? 1 : 0)) * 64
+    let cacheLine = 64, bytesPerTile = (first.fullLoads + (first.tailSubSteps > 0 ? 1 : 0)) * cacheLine
     let rowTiles = (range.count + K.tileRows - 1) / K.tileRows
     for blockStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perBlock) {
         let blockEnd = min(blockStart + perBlock, panels.upperBound)
