@@ -81,6 +81,10 @@ func sumOfSquares(_ x: UnsafePointer<Float>, count: Int) -> Float {
     a.replacing(with: b, where: a .< b)
 }
 
+@inline(__always) func lanewiseMin(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> {
+    a.replacing(with: b, where: b .< a)
+}
+
 @inline(__always)
 func maximum(_ x: UnsafePointer<Float>, count: Int) -> Float {
     var acc = SIMD16<Float>(repeating: -.infinity)
@@ -107,10 +111,6 @@ func gelu(_ x: UnsafeMutablePointer<Float>, count: Int) {
         x[i] = 0.5 * v * (1 + erf(v * 0.70710678118654752))
         i &+= 1
     }
-}
-
-@inline(__always) func lanewiseMin(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD16<Float> {
-    a.replacing(with: b, where: b .< a)
 }
 
 /// erf for float32 to within a few ulp: a rational minimax fit on [-4, 4] (outside, erf is ±1 in
