@@ -86,10 +86,28 @@ final class KernelTests: XCTestCase {
         for start in stride(from: 0, to: values.count, by: 16) {
             var lanes = SIMD16<Int32>()
             for i in 0..<16 { lanes[i] = values[(start + i) % values.count] }
-            let floats = integersAsFloats(lanes), bytes = truncatedToBytes(lanes)
+            let floats = integersAsFloats(lanes), bytes = truncatedToBytes(lanes), words = truncatedToWords(lanes)
             for i in 0..<16 {
                 XCTAssertEqual(floats[i], Float(lanes[i]), "lane \(i): \(lanes[i])")
                 XCTAssertEqual(bytes[i], UInt8(truncatingIfNeeded: lanes[i]), "lane \(i): \(lanes[i])")
+                XCTAssertEqual(words[i], UInt16(truncatingIfNeeded: lanes[i]), "lane \(i): \(lanes[i])")
+            }
+        }
+    }
+
+    /// The 16-lane quantisation gives the scalar one's integers, ties to even included.
+    func testVectorQuantizationMatchesScalarQuantization() {
+        let values: [Float] = [0, -0.0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, -126.5, 127, -127, 0.49999997,
+                               3.3, -7.7, 100.25, 1e-8, -1e-8, 63.5, 64.5]
+        for reciprocal: Float in [1, 0.37, 127 / 3.9] {
+            for start in stride(from: 0, to: values.count, by: 16) {
+                var lanes = SIMD16<Float>()
+                for i in 0..<16 { lanes[i] = values[(start + i) % values.count] / max(reciprocal, 1) }
+                let quantized = SymmetricInt8.quantize(lanes, reciprocal: SIMD16(repeating: reciprocal))
+                for i in 0..<16 {
+                    XCTAssertEqual(quantized[i], SymmetricInt8.quantize(lanes[i], reciprocal: reciprocal), "lane \(i): \(lanes[i])")
+                    XCTAssertEqual(quantized[i], Int32((lanes[i] * reciprocal).rounded(.toNearestOrEven)), "lane \(i): \(lanes[i])")
+                }
             }
         }
     }

@@ -422,10 +422,9 @@ enum Int8Attention: AttentionArithmetic {
         let factor = SIMD16<Float>(repeating: reciprocal)
         var sums = SIMD16<Int32>(), i = 0
         while i &+ 16 <= count {
-            let scaled = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self) * factor + 12_582_912
-            let q = unsafeBitCast(scaled, to: SIMD16<Int32>.self) &- 0x4B40_0000
+            let q = SymmetricInt8.quantize(UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self), reciprocal: factor)
             sums &+= q
-            out.storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: q &+ offset), toByteOffset: i, as: SIMD16<UInt8>.self)
+            out.storeBytes(of: truncatedToBytes(q &+ offset), toByteOffset: i, as: SIMD16<UInt8>.self)
             i &+= 16
         }
         var sum = sums.wrappedSum()
@@ -489,7 +488,7 @@ enum Int8Attention: AttentionArithmetic {
                     @inline(__always) func q(_ t: Int) -> SIMD16<Int32> {
                         guard t < rows else { return SIMD16() }
                         let x = UnsafeRawPointer(v0 + (t &* ld &+ c)).loadUnaligned(as: SIMD16<Float>.self)
-                        return unsafeBitCast(x * r + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000
+                        return SymmetricInt8.quantize(x, reciprocal: r)
                     }
                     let pairs = q(0) & 0xFFFF | q(1) &<< 16
                     UnsafeMutableRawPointer(row + c).storeBytes(of: pairs, as: SIMD16<Int32>.self)
@@ -528,7 +527,7 @@ enum Int8Attention: AttentionArithmetic {
                 let sums = s.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Int32>.self)
                 let offsets = UnsafeRawPointer(keyOffsets + c).loadUnaligned(as: SIMD16<Int32>.self)
                 let scales = UnsafeRawPointer(keyScales + c).loadUnaligned(as: SIMD16<Float>.self)
-                s.storeBytes(of: exactFloats(sums &- offsets, headDim: scratch.headDim) * (queryScale * scales),
+                s.storeBytes(of: integersAsFloats(sums &- offsets) * (queryScale * scales),
                              toByteOffset: 4 &* c, as: SIMD16<Float>.self)
             }
         }
@@ -543,10 +542,9 @@ enum Int8Attention: AttentionArithmetic {
             // p ∈ [0, 1]: round(p · 32767) ∈ 0...32767, ties to even (as `SymmetricInt8.quantize`),
             // as 16-bit halves in key order, so each lane holds a pair of keys. Keys past `cols` are 0.
             for c in stride(from: 0, to: cols, by: 16) {
-                let x = row.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Float>.self) * 32767 + 12_582_912
-                var fixed = unsafeBitCast(x, to: SIMD16<Int32>.self) &- 0x4B40_0000
+                var fixed = SymmetricInt8.rounded(row.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Float>.self) * 32767)
                 if c &+ 16 > cols { fixed.replace(with: 0, where: lane .>= Int32(cols &- c)) }
-                target.storeBytes(of: SIMD16<UInt16>(truncatingIfNeeded: fixed), toByteOffset: 2 &* c, as: SIMD16<UInt16>.self)
+                target.storeBytes(of: truncatedToWords(fixed), toByteOffset: 2 &* c, as: SIMD16<UInt16>.self)
             }
         }
         return (UnsafePointer(out), ldPairs, (cols + 1) / 2)
@@ -582,14 +580,6 @@ enum Int8ProbabilityProduct: AttentionProduct {
         acc = unsafeBitCast(sums &+ low &+ (broadcast &>> 16) &* (pairs &>> 16), to: SIMD16<Float>.self)
         #endif
     }
-}
-
-/// Q·Kᵀ's integer dot products Σ q·k (each |q|, |k| ≤ 127) as floats, exactly: for heads up to
-/// 256 wide |Σ q·k| < 2²², in reach of `init(smallIntegers:)` (the generic conversion's call
-/// took a tenth of INT8 attention's time at 512 tokens).
-@inline(__always)
-private func exactFloats(_ dots: SIMD16<Int32>, headDim: Int) -> SIMD16<Float> {
-    headDim <= 256 ? SIMD16(smallIntegers: dots) : SIMD16(dots)
 }
 
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
@@ -677,10 +667,12 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
                     for c in 0..<lo { s[c] = 0 }
                     for c in hi..<cols { s[c] = 0 }
                 }
-                let correction = exp2OfNonPositive(mOld - mNew)  // 0 on the first block (2^-inf)
-                rowSum[r] = rowSum[r] * correction + scoreSum(s, count: cols)
                 rowMax[r] = mNew
-                if k0 > 0 {
+                if k0 == firstKey {
+                    rowSum[r] = scoreSum(s, count: cols)
+                } else {
+                    let correction = exp2OfNonPositive(mOld - mNew)
+                    rowSum[r] = rowSum[r] * correction + scoreSum(s, count: cols)
                     let row = o + r * dPad
                     for c in 0..<dPad { row[c] *= correction }
                 }
@@ -752,19 +744,36 @@ private func exp2OfNonPositive(_ a: SIMD16<Float>) -> SIMD16<Float> {
 
 // Reductions of one row of scores: 16 lanes, then a tree across them. (`sum` and `maximum` in
 // Elementwise.swift end in a chain of 16 dependent scalar steps, which cost as much here as the
-// exponentials: they run once per row and key block.)
+// exponentials: they run once per row and key block.) The tree halves the lanes by rotating
+// them (one permute each): lane i meets lane i + 8, then i + 4, i + 2, i + 1.
+
+@inline(__always)
+private func rotated(_ a: SIMD16<Float>, by n: Int) -> SIMD16<Float> {
+    var result = SIMD16<Float>()
+    for i in 0..<16 { result[i] = a[(i &+ n) & 15] }
+    return result
+}
 
 @inline(__always)
 private func scoreMaximum(_ x: UnsafePointer<Float>, count: Int) -> Float {
-    var acc = SIMD16<Float>(repeating: -.infinity)
+    // Four chains of maxima, not one: the maximum is the same in any order.
+    var (a0, a1, a2, a3) = (SIMD16<Float>(repeating: -.infinity), SIMD16<Float>(repeating: -.infinity),
+                            SIMD16<Float>(repeating: -.infinity), SIMD16<Float>(repeating: -.infinity))
+    @inline(__always) func vector(_ i: Int) -> SIMD16<Float> { UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self) }
     var i = 0
-    while i + 16 <= count { acc = lanewiseMax(acc, UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)); i += 16 }
-    // The tree in scalars: `replacing(with:where:)` on the smaller vectors compiled to lane-by-lane code.
-    let a = acc
-    let b0 = max(a[0], a[8]), b1 = max(a[1], a[9]), b2 = max(a[2], a[10]), b3 = max(a[3], a[11])
-    let b4 = max(a[4], a[12]), b5 = max(a[5], a[13]), b6 = max(a[6], a[14]), b7 = max(a[7], a[15])
-    var best = max(max(max(b0, b4), max(b2, b6)), max(max(b1, b5), max(b3, b7)))
-    while i < count { best = max(best, x[i]); i += 1 }
+    while i &+ 64 <= count {
+        (a0, a1) = (lanewiseMax(a0, vector(i)), lanewiseMax(a1, vector(i &+ 16)))
+        (a2, a3) = (lanewiseMax(a2, vector(i &+ 32)), lanewiseMax(a3, vector(i &+ 48)))
+        i &+= 64
+    }
+    while i &+ 16 <= count { a0 = lanewiseMax(a0, vector(i)); i &+= 16 }
+    var v = lanewiseMax(lanewiseMax(a0, a1), lanewiseMax(a2, a3))
+    v = lanewiseMax(v, rotated(v, by: 8))
+    v = lanewiseMax(v, rotated(v, by: 4))
+    v = lanewiseMax(v, rotated(v, by: 2))
+    v = lanewiseMax(v, rotated(v, by: 1))
+    var best = v[0]
+    while i < count { best = max(best, x[i]); i &+= 1 }
     return best
 }
 
@@ -772,12 +781,15 @@ private func scoreMaximum(_ x: UnsafePointer<Float>, count: Int) -> Float {
 private func scoreSum(_ x: UnsafePointer<Float>, count: Int) -> Float {
     var acc = SIMD16<Float>()
     var i = 0
-    while i + 16 <= count { acc += UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self); i += 16 }
-    let a = acc
-    let b0 = a[0] + a[8], b1 = a[1] + a[9], b2 = a[2] + a[10], b3 = a[3] + a[11]
-    let b4 = a[4] + a[12], b5 = a[5] + a[13], b6 = a[6] + a[14], b7 = a[7] + a[15]
-    var total = ((b0 + b4) + (b2 + b6)) + ((b1 + b5) + (b3 + b7))
-    while i < count { total += x[i]; i += 1 }
+    while i &+ 16 <= count { acc += UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self); i &+= 16 }
+    // ((a0 + a8) + (a4 + a12)) ... as the scalar tree it replaces: the same sums.
+    var v = acc
+    v += rotated(v, by: 8)
+    v += rotated(v, by: 4)
+    v += rotated(v, by: 2)
+    v += rotated(v, by: 1)
+    var total = v[0]
+    while i < count { total += x[i]; i &+= 1 }
     return total
 }
 

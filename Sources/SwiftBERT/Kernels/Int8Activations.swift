@@ -43,7 +43,15 @@ final class Int8Activations: @unchecked Sendable {
                 let maxAbs = SymmetricInt8.maxAbs(input, count: k)
                 let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
                 rowScales[row] = maxAbs / 127
-                for i in 0..<k {
+                // 16 lanes written out, as the calibrated pass below (left to LLVM: 8-lane vectors).
+                let (factor, shift) = (SIMD16<Float>(repeating: reciprocal), SIMD16<Int32>(repeating: 128))
+                var i = 0
+                while i &+ 16 <= k {
+                    let q = SymmetricInt8.quantize(UnsafeRawPointer(input + i).loadUnaligned(as: SIMD16<Float>.self), reciprocal: factor)
+                    UnsafeMutableRawPointer(output + i).storeBytes(of: truncatedToBytes(q &+ shift), as: SIMD16<UInt8>.self)
+                    i &+= 16
+                }
+                for i in i..<k {
                     output[i] = UInt8(truncatingIfNeeded: SymmetricInt8.quantize(input[i], reciprocal: reciprocal) &+ 128)
                 }
                 for i in k..<stride { output[i] = 128 }
@@ -125,7 +133,7 @@ final class StaticInt8Input: @unchecked Sendable {
             let scaled = UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self)
                 * UnsafeRawPointer(multipliers + i).loadUnaligned(as: SIMD16<Float>.self)
             let v = lanewiseMin(lanewiseMax(scaled, low), high)
-            let q = unsafeBitCast(v + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000  // as SymmetricInt8.quantize
+            let q = SymmetricInt8.rounded(v)
             UnsafeMutableRawPointer(output + i).storeBytes(of: truncatedToBytes(q &+ zero), as: SIMD16<UInt8>.self)
             i &+= 16
         }

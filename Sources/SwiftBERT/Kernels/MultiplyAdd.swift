@@ -57,3 +57,13 @@ func truncatedToBytes(_ x: SIMD16<Int32>) -> SIMD16<UInt8> {
     SIMD16<UInt8>(truncatingIfNeeded: x)
     #endif
 }
+
+/// The low 16 bits of each Int32 lane: one instruction where SwiftBERTVNNI is built.
+@inline(__always)
+func truncatedToWords(_ x: SIMD16<Int32>) -> SIMD16<UInt16> {
+    #if canImport(SwiftBERTVNNI)
+    lowWords(x)
+    #else
+    SIMD16<UInt16>(truncatingIfNeeded: x)
+    #endif
+}

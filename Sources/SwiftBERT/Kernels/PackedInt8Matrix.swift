@@ -58,6 +58,19 @@ enum SymmetricInt8 {
     static func quantize(_ v: Float, reciprocal: Float) -> Int32 {
         Int32(bitPattern: (v * reciprocal + 12_582_912).bitPattern) &- 0x4B40_0000
     }
+
+    /// `quantize` on 16 lanes: the same operations, so the same integers.
+    @inline(__always)
+    static func quantize(_ v: SIMD16<Float>, reciprocal: SIMD16<Float>) -> SIMD16<Int32> {
+        rounded(v * reciprocal)
+    }
+
+    /// Each lane rounded to the nearest integer, ties to even, for |v| < 2^22: the rounding of
+    /// `quantize`, for values already scaled.
+    @inline(__always)
+    static func rounded(_ v: SIMD16<Float>) -> SIMD16<Int32> {
+        unsafeBitCast(v + 12_582_912, to: SIMD16<Int32>.self) &- 0x4B40_0000
+    }
 }
 
 /// A Linear layer's weights W [n out × k in] quantised to INT8 per output channel and packed
