@@ -40,6 +40,8 @@ final class AttentionScratch {
     let headDim: Int
     let paddedHeadDim: Int
     let keysT, values, scores, output, rowMax, rowSum: UnsafeMutablePointer<Float>
+    /// Each query row's maximum after the current key block, before the exponentials use it.
+    let blockMax: UnsafeMutablePointer<Float>
     let queryPairs, probabilityPairs: UnsafeMutablePointer<UInt32>
     /// INT8 only: each query row's and key row's scale, each value channel's scale over 32767
     /// (P's fixed point), and one block of P·V's Int32 sums (also scratch while V is quantised).
@@ -56,12 +58,13 @@ final class AttentionScratch {
         buffers = FloatBuffers([(headDim + 1) * keys, keys * paddedHeadDim, attentionQueryBlock * attentionKeyBlock,
                                 attentionQueryBlock * paddedHeadDim, attentionQueryBlock, attentionQueryBlock,
                                 attentionQueryBlock * paddedHeadDim, attentionQueryBlock * attentionKeyBlock / 2,
-                                attentionQueryBlock, keys, keys, paddedHeadDim, attentionQueryBlock * paddedHeadDim], zeroed: true)
+                                attentionQueryBlock, keys, keys, paddedHeadDim, attentionQueryBlock * paddedHeadDim,
+                                attentionQueryBlock], zeroed: true)
         let p = buffers.pointers
         (keysT, values, scores, output, rowMax, rowSum) = (p[0], p[1], p[2], p[3], p[4], p[5])
         queryPairs = UnsafeMutableRawPointer(p[6]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * paddedHeadDim)
         probabilityPairs = UnsafeMutableRawPointer(p[7]).bindMemory(to: UInt32.self, capacity: attentionQueryBlock * attentionKeyBlock / 2)
-        (queryScales, keyScales, valueScales, products) = (p[8], p[9], p[11], p[12])
+        (queryScales, keyScales, valueScales, products, blockMax) = (p[8], p[9], p[11], p[12], p[13])
         keyOffsets = UnsafeMutableRawPointer(p[10]).bindMemory(to: Int32.self, capacity: keys)
     }
 
@@ -620,6 +623,7 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
                                                   into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
     let scores = scratch.scores, o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
+    let blockMax = scratch.blockMax
     let ldS = attentionKeyBlock
     let scale2 = scale * 1.44269504088896341  // log2 e
     for q0 in stride(from: 0, to: n, by: attentionQueryBlock) {
@@ -639,22 +643,32 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
             A.finishScores(scores, ld: ldS, rows: rows, cols: cols, firstKey: k0, scratch)
             // Online softmax: P = e^(S·scale − m_new) in place, l and the output rows rescaled.
             // In powers of 2 (m in units of log2 e), which saves exp its range reduction.
+            // The columns query r sees: [lo, hi) (all of them without a window).
+            @inline(__always) func seen(_ r: Int) -> Range<Int> {
+                let lo = windowed ? min(cols, max(0, q0 + r - window - k0)) : 0
+                return lo..<(windowed ? max(lo, min(cols, q0 + r + window + 1 - k0)) : cols)
+            }
+            // Every row's new maximum first, then every row's exponentials: a row's exponentials
+            // wait on its maximum (a chain of loads, maxima and a tree), which the rows before
+            // it now hide.
             for r in 0..<rows {
                 let s = scores + r * ldS
                 if let (table, head) = bias {
                     let b = table.row(head: head, query: q0 + r, firstKey: k0)
                     for c in 0..<cols { s[c] += b[c] }
                 }
-                // The columns this query sees: [lo, hi) (all of them without a window).
-                let lo = windowed ? min(cols, max(0, q0 + r - window - k0)) : 0
-                let hi = windowed ? max(lo, min(cols, q0 + r + window + 1 - k0)) : cols
+                let columns = seen(r)
+                if !columns.isEmpty { blockMax[r] = max(rowMax[r], scoreMaximum(s + columns.lowerBound, count: columns.count) * scale2) }
+            }
+            for r in 0..<rows {
+                let s = scores + r * ldS
+                let (lo, hi) = (seen(r).lowerBound, seen(r).upperBound)
                 guard lo < hi else {
                     // No key of this block is in the query's window: it adds nothing.
                     s.update(repeating: 0, count: cols)
                     continue
                 }
-                let mOld = rowMax[r]
-                let mNew = max(mOld, scoreMaximum(s + lo, count: hi - lo) * scale2)
+                let (mOld, mNew) = (rowMax[r], blockMax[r])
                 // 16 lanes written out: left to LLVM, the loop ran on 8-lane vectors. The lanes past
                 // `cols` (up to the tile's 16-key steps) are computed and never read.
                 let (shift, factor) = (SIMD16<Float>(repeating: -mNew), SIMD16<Float>(repeating: scale2))
