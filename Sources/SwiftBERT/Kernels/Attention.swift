@@ -417,30 +417,6 @@ enum Int8Attention: AttentionArithmetic {
         #endif
     }
 
-    /// x[0 ..< count] as bytes round(x · reciprocal) + offset (as `SymmetricInt8.quantize`), then
-    /// `offset` up to a whole quad; returns the sum of the rounded values, offset left out.
-    @inline(__always)
-    private static func quantize(_ x: UnsafePointer<Float>, count: Int, reciprocal: Float, offset: Int32,
-                                 into out: UnsafeMutableRawPointer) -> Int32 {
-        let factor = SIMD16<Float>(repeating: reciprocal)
-        var sums = SIMD16<Int32>(), i = 0
-        while i &+ 16 <= count {
-            let q = SymmetricInt8.quantize(UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self), reciprocal: factor)
-            sums &+= q
-            out.storeBytes(of: truncatedToBytes(q &+ offset), toByteOffset: i, as: SIMD16<UInt8>.self)
-            i &+= 16
-        }
-        var sum = sums.wrappedSum()
-        while i < count {
-            let q = SymmetricInt8.quantize(x[i], reciprocal: reciprocal)
-            sum &+= q
-            out.storeBytes(of: UInt8(truncatingIfNeeded: q &+ offset), toByteOffset: i, as: UInt8.self)
-            i &+= 1
-        }
-        while i % 4 != 0 { out.storeBytes(of: UInt8(truncatingIfNeeded: offset), toByteOffset: i, as: UInt8.self); i &+= 1 }
-        return sum
-    }
-
     @inline(__always)
     static func withPackedKeysAndValues(k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int, n: Int,
                                         _ scratch: AttentionScratch,
@@ -456,8 +432,8 @@ enum Int8Attention: AttentionArithmetic {
                 let key = k + j * ld
                 let maxAbs = SymmetricInt8.maxAbs(key, count: d)
                 keyScales[j] = maxAbs / 127
-                let sum = quantize(key, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 0,
-                                   into: keyBytes)
+                let sum = SymmetricInt8.quantize(key, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 0,
+                                                 into: keyBytes)
                 for p in 0..<dQuads { keysT[p &* nPad &+ j] = keyBytes.load(fromByteOffset: 4 &* p, as: UInt32.self) }
                 keyOffsets[j] = 128 &* sum
             }
@@ -513,8 +489,8 @@ enum Int8Attention: AttentionArithmetic {
             let maxAbs = SymmetricInt8.maxAbs(row, count: d)
             scratch.queryScales[r] = maxAbs / 127
             // u8 = q + 128; padding is q = 0 (byte 128), against keys padded with 0.
-            _ = quantize(row, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 128,
-                         into: UnsafeMutableRawPointer(out + r &* dQuads))
+            SymmetricInt8.quantize(row, count: d, reciprocal: SymmetricInt8.reciprocalScale(maxAbs: maxAbs), offset: 128,
+                                   into: UnsafeMutableRawPointer(out + r &* dQuads))
         }
         return (UnsafePointer(out), dQuads, dQuads)
     }
@@ -662,7 +638,8 @@ private func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Fl
             }
             for r in 0..<rows {
                 let s = scores + r * ldS
-                let (lo, hi) = (seen(r).lowerBound, seen(r).upperBound)
+                let columns = seen(r)
+                let (lo, hi) = (columns.lowerBound, columns.upperBound)
                 guard lo < hi else {
                     // No key of this block is in the query's window: it adds nothing.
                     s.update(repeating: 0, count: cols)

@@ -43,18 +43,8 @@ final class Int8Activations: @unchecked Sendable {
                 let maxAbs = SymmetricInt8.maxAbs(input, count: k)
                 let reciprocal = SymmetricInt8.reciprocalScale(maxAbs: maxAbs)
                 rowScales[row] = maxAbs / 127
-                // 16 lanes written out, as the calibrated pass below (left to LLVM: 8-lane vectors).
-                let (factor, shift) = (SIMD16<Float>(repeating: reciprocal), SIMD16<Int32>(repeating: 128))
-                var i = 0
-                while i &+ 16 <= k {
-                    let q = SymmetricInt8.quantize(UnsafeRawPointer(input + i).loadUnaligned(as: SIMD16<Float>.self), reciprocal: factor)
-                    UnsafeMutableRawPointer(output + i).storeBytes(of: truncatedToBytes(q &+ shift), as: SIMD16<UInt8>.self)
-                    i &+= 16
-                }
-                for i in i..<k {
-                    output[i] = UInt8(truncatingIfNeeded: SymmetricInt8.quantize(input[i], reciprocal: reciprocal) &+ 128)
-                }
-                for i in k..<stride { output[i] = 128 }
+                // Padded with the zero byte (128) to a whole quad: the row's stride.
+                SymmetricInt8.quantize(input, count: k, reciprocal: reciprocal, offset: 128, into: UnsafeMutableRawPointer(output))
             }
         }
     }

@@ -59,6 +59,31 @@ enum SymmetricInt8 {
         Int32(bitPattern: (v * reciprocal + 12_582_912).bitPattern) &- 0x4B40_0000
     }
 
+    /// x[0 ..< count] as bytes round(x · reciprocal) + offset, 16 lanes at a time, then `offset`
+    /// up to a whole quad (the INT8 kernels' padding); returns the sum of the rounded values,
+    /// offset left out (INT8 attention's keys need it; where it is unused it is not computed).
+    @inline(__always) @discardableResult
+    static func quantize(_ x: UnsafePointer<Float>, count: Int, reciprocal: Float, offset: Int32,
+                         into out: UnsafeMutableRawPointer) -> Int32 {
+        let factor = SIMD16<Float>(repeating: reciprocal)
+        var sums = SIMD16<Int32>(), i = 0
+        while i &+ 16 <= count {
+            let q = quantize(UnsafeRawPointer(x + i).loadUnaligned(as: SIMD16<Float>.self), reciprocal: factor)
+            sums &+= q
+            out.storeBytes(of: truncatedToBytes(q &+ offset), toByteOffset: i, as: SIMD16<UInt8>.self)
+            i &+= 16
+        }
+        var sum = sums.wrappedSum()
+        while i < count {
+            let q = quantize(x[i], reciprocal: reciprocal)
+            sum &+= q
+            out.storeBytes(of: UInt8(truncatingIfNeeded: q &+ offset), toByteOffset: i, as: UInt8.self)
+            i &+= 1
+        }
+        while i % 4 != 0 { out.storeBytes(of: UInt8(truncatingIfNeeded: offset), toByteOffset: i, as: UInt8.self); i &+= 1 }
+        return sum
+    }
+
     /// `quantize` on 16 lanes: the same operations, so the same integers.
     @inline(__always)
     static func quantize(_ v: SIMD16<Float>, reciprocal: SIMD16<Float>) -> SIMD16<Int32> {
