@@ -123,7 +123,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SwiftBERTTests",
-            dependencies: ["SwiftBERT", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTCatalog"],
+            dependencies: ["SwiftBERT", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTCatalog",
+                           // The batcher in-process (BatcherTests); the rest of the server is tested over HTTP.
+                           .target(name: "SwiftBERTServer", condition: .when(traits: [server]))],
             resources: [.copy("Fixtures")]
         ),
         // The HTTP server: OpenAI and TEI routes, dynamic batching, Prometheus metrics. Its files

@@ -88,6 +88,11 @@ final class Batcher: @unchecked Sendable {
     /// other requests. Throws a `Failure` at once when the queue cannot take the sequences.
     func run<H: Head>(_ sequences: [[Int32]], typeIds: [[Int32]]? = nil, head: H, batch: HeadBatch,
                       timeout: Duration) async throws -> [H.Output] {
+        // Each request's own sequences are checked here, before they join other requests' in a
+        // shared forward pass, whose failure would fail every request batched with them.
+        for (index, ids) in sequences.enumerated() {
+            try model.validate(ids, typeIds: typeIds?[index], name: "input \(index)")
+        }
         let request = HeadRequest(head: head, batch: batch, count: sequences.count)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
             request.continuation = continuation

@@ -16,16 +16,15 @@ func readAllTexts(_ input: InputOptions) throws -> (texts: [String], skips: Skip
     return (texts, skips, reader.sourceName)
 }
 
-/// Reads every text of `input`, runs `results` over them `batchSize` at a time, and writes one
-/// record per text, in input order: a JSON line, or `text`'s rendering.
-func writeRecords<Record>(of input: InputOptions, batchSize: Int, json: Bool, _ results: ([String]) throws -> [Record],
+/// Reads every text of `input`, runs `results` over all of them (the pipeline batches them
+/// itself, so an error names the input by its place in the whole input), and writes one record
+/// per text, in input order: a JSON line, or `text`'s rendering.
+func writeRecords<Record>(of input: InputOptions, json: Bool, _ results: ([String]) throws -> [Record],
                           jsonLine: (Record) -> String, text: (Record) -> String) throws {
     let (texts, skips, source) = try readAllTexts(input)
     let sink = OutputSink.standardOutput()
-    for start in stride(from: 0, to: texts.count, by: batchSize) {
-        for record in try results(Array(texts[start..<min(start + batchSize, texts.count)])) {
-            try sink.write(json ? jsonLine(record) + "\n" : text(record))
-        }
+    for record in try results(texts) {
+        try sink.write(json ? jsonLine(record) + "\n" : text(record))
     }
     try sink.close()
     skips.summarize(source: source)
@@ -63,7 +62,7 @@ struct Classify: ParsableCommand {
 
     func run() throws {
         let classifier = try TextClassifier(engine.load(model))
-        try writeRecords(of: input, batchSize: batch.batchSize, json: json, { try classifier.classify($0, topK: topK, batchSize: batch.batchSize) },
+        try writeRecords(of: input, json: json, { try classifier.classify($0, topK: topK, batchSize: batch.batchSize, truncation: batch.truncation) },
                          jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
     }
 }
@@ -148,7 +147,7 @@ struct NER: ParsableCommand {
 
     func run() throws {
         let ner = try TokenClassifier(engine.load(model))
-        try writeRecords(of: input, batchSize: batch.batchSize, json: json, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize) },
+        try writeRecords(of: input, json: json, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize, truncation: batch.truncation) },
                          jsonLine: { EntityReport.json($0).text }, text: { EntityReport.text($0) })
     }
 }

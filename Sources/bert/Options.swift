@@ -236,4 +236,7 @@ struct BatchSizeOption: ParsableArguments {
     func validate() throws {
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
     }
+
+    /// --truncate / --no-truncate and --truncation-direction, as the library takes them.
+    var truncation: Truncation { Truncation(truncates: truncate, fromLeft: truncationDirection == .left) }
 }

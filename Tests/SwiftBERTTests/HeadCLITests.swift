@@ -107,6 +107,41 @@ final class HeadCLITests: CLITestCase {
         XCTAssertTrue(plain.stdout.hasPrefix(#"{"entities":[{"entity_group":"#), plain.stdout)
     }
 
+    /// classify and ner take --no-truncate and --truncation-direction as embed does: a text over
+    /// the model's 512 tokens is refused, naming it, or loses its start. Before, both flags were
+    /// accepted and ignored (the long text was cut on the right either way).
+    func testClassifyAndNERHonourTruncationFlags() throws {
+        let long = (0..<300).map { "Linus Torvalds released version \($0) of Linux." }.joined(separator: " ")
+        let texts = ["Hello!", long]
+        for (command, fixture) in [("classify", "bert-classifier"), ("ner", "bert-ner")] {
+            let folder = heads.appendingPathComponent(fixture).path
+            let refused = try bert([command, "--json", "--no-truncate", "--model", folder] + texts)
+            XCTAssertEqual(refused.status, 65, "\(command): \(refused.stderr)")
+            XCTAssertTrue(refused.stderr.contains("input 1 is longer than 512 tokens, the limit"), "\(command): \(refused.stderr)")
+            XCTAssertEqual(refused.stdout, "", command)
+
+            let right = try bert([command, "--json", "--model", folder] + texts)
+            let left = try bert([command, "--json", "--truncation-direction", "left", "--model", folder] + texts)
+            XCTAssertEqual(right.status, 0, right.stderr)
+            XCTAssertEqual(left.status, 0, left.stderr)
+            XCTAssertNotEqual(try jsonLines(left.stdout)[1] as NSDictionary, try jsonLines(right.stdout)[1] as NSDictionary,
+                              "\(command): the long text's kept tokens differ")
+            XCTAssertEqual(try jsonLines(left.stdout)[0] as NSDictionary, try jsonLines(right.stdout)[0] as NSDictionary,
+                           "\(command): a short text is not cut")
+            let converted = try HeadFixtureTests.converted(fixture)
+            if command == "classify" {
+                let expected = try TextClassifier(folder: converted, threads: 2).classify(texts, truncation: Truncation(fromLeft: true))
+                let found = try jsonLines(left.stdout).map { ($0["labels"] as! [[String: Any]]).map { Float($0["score"] as! Double) } }
+                XCTAssertEqual(found, expected.map { $0.map(\.score) })
+            } else {
+                let expected = try TokenClassifier(folder: converted, threads: 2).entities(texts, truncation: Truncation(fromLeft: true))
+                let found = try jsonLines(left.stdout).map { ($0["entities"] as! [[String: Any]]).map { $0["start"] as! Int } }
+                XCTAssertEqual(found, expected.map { $0.map(\.start) })
+                XCTAssertGreaterThan(found[1].first ?? 0, 1000, "ner: entities come from the end of the long text")
+            }
+        }
+    }
+
     func testEmbedTakesPromptsAndTheModelsWidth() throws {
         let folder = heads.appendingPathComponent("st-cls").path
         let texts = ["hello world", "Free software"]

@@ -130,22 +130,39 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
 }
 
 extension BertConfig {
+    /// Why `ids` (with `typeIds`, when given) cannot run through this model, or nil when they
+    /// can: empty, longer than the positions, an id outside the vocabulary, a token type the
+    /// model does not have. The one check, per sequence, so a caller that batches sequences
+    /// from many clients (the server) can refuse one request alone before its sequences join
+    /// others' (`EncoderModel.validate`).
+    func problem(ids: [Int32], typeIds: [Int32]?) -> String? {
+        guard !ids.isEmpty else { return "is empty" }
+        guard ids.count <= positionLimit else {
+            return "has \(ids.count) tokens; the model takes at most \(positionLimit) (truncate it)"
+        }
+        if let bad = ids.first(where: { $0 < 0 || Int($0) >= vocabSize }) {
+            return "holds token id \(bad), outside the vocabulary of \(vocabSize)"
+        }
+        if let typeIds {
+            guard typeIds.count == ids.count else { return "has \(typeIds.count) token type ids for \(ids.count) token ids" }
+            if usesTokenTypes, let bad = typeIds.first(where: { $0 < 0 || Int($0) >= typeVocabSize }) {
+                return typeVocabSize == 1
+                    ? "holds token type id \(bad), but the model has one token type: it takes single texts, not pairs"
+                    : "holds token type id \(bad); the model has \(typeVocabSize) types"
+            }
+        }
+        return nil
+    }
+
     /// Flattens a batch into one token matrix, checking every id against the model's tables.
     func pack(_ batch: [[Int32]], typeIds: [[Int32]]?) throws -> ([Int32], [Int32], PackedSequences) {
         guard !batch.isEmpty else { throw BertError.invalidInput(reason: "the batch is empty") }
-        if let typeIds, typeIds.map(\.count) != batch.map(\.count) {
-            throw BertError.invalidInput(reason: "token type ids must have the same lengths as the token ids")
+        if let typeIds, typeIds.count != batch.count {
+            throw BertError.invalidInput(reason: "\(typeIds.count) token type sequences for \(batch.count) sequences")
         }
         for (i, sequence) in batch.enumerated() {
-            guard !sequence.isEmpty else { throw BertError.invalidInput(reason: "sequence \(i) is empty") }
-            guard sequence.count <= positionLimit else {
-                throw BertError.invalidInput(reason: "sequence \(i) has \(sequence.count) tokens; the model takes at most \(positionLimit) (truncate it)")
-            }
-            if let bad = sequence.first(where: { $0 < 0 || Int($0) >= vocabSize }) {
-                throw BertError.invalidInput(reason: "sequence \(i) holds token id \(bad), outside the vocabulary of \(vocabSize)")
-            }
-            if usesTokenTypes, let bad = typeIds?[i].first(where: { $0 < 0 || Int($0) >= typeVocabSize }) {
-                throw BertError.invalidInput(reason: "sequence \(i) holds token type id \(bad); the model has \(typeVocabSize) types")
+            if let problem = problem(ids: sequence, typeIds: typeIds?[i]) {
+                throw BertError.invalidInput(reason: "sequence \(i) \(problem)")
             }
         }
         let ids = batch.flatMap { $0 }

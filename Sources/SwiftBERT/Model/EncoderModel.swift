@@ -39,6 +39,16 @@ extension EncoderModel {
         return (0..<positions.count).map { Array(logits[$0 * v..<($0 + 1) * v]) }
     }
 
+    /// Throws, naming the input as `name` ("input 3"), when one sequence cannot run through
+    /// this model (empty, too long, an id outside the vocabulary, a token type it lacks): the
+    /// same check `encode` makes over a whole batch. A caller that batches sequences of many
+    /// requests checks each request's own with it first, so a bad one fails alone.
+    public func validate(_ ids: [Int32], typeIds: [Int32]? = nil, name: String) throws {
+        if let problem = config.problem(ids: ids, typeIds: typeIds) {
+            throw BertError.invalidInput(reason: "\(name) \(problem)")
+        }
+    }
+
     var missingMaskedLMHead: BertError {
         .invalidInput(reason: "\(folder.lastPathComponent) has no masked-LM head (cls.predictions); use a *ForMaskedLM checkpoint such as splade-tiny")
     }

@@ -120,10 +120,8 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         // sentence-transformers puts the prompt before the text, then tokenizes and truncates
         // the whole; the prompt's length counts [CLS] and its tokens (not [SEP]).
         let promptLength = self.promptLength(prompt, maxLength: limit)
-        let encodings = texts.map { tokenizer.encode((prompt ?? "") + $0, maxLength: limit, truncatesLeft: options.truncatesLeft) }
-        if !options.truncates, let long = encodings.firstIndex(where: \.wasTruncated) {
-            throw BertError.invalidInput(reason: "input \(long) is longer than \(limit) tokens, the limit; shorten it or allow truncation")
-        }
+        let encodings = try tokenizer.encode(texts.map { (prompt ?? "") + $0 }, limit: limit,
+                                             truncation: Truncation(truncates: options.truncates, fromLeft: options.truncatesLeft))
         var outputs = [H.Output?](repeating: nil, count: texts.count)
         // Similar lengths together keep each pass's attention work balanced across threads.
         let order = encodings.indices.sorted { encodings[$0].ids.count < encodings[$1].ids.count }

@@ -28,12 +28,12 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
     public var usesSigmoid: Bool { model.config.task?.problemType == "multi_label_classification" || labels.count == 1 }
 
     /// Raw classifier outputs, one row per input; `pairs` gives each text its second segment.
-    public func logits(_ texts: [String], pairs: [String]? = nil, batchSize: Int = 32) throws -> [[Float]] {
+    /// Inputs longer than the model's limit are cut or refused as `truncation` says.
+    public func logits(_ texts: [String], pairs: [String]? = nil, batchSize: Int = 32, truncation: Truncation = Truncation()) throws -> [[Float]] {
         if let pairs, pairs.count != texts.count {
             throw BertError.invalidInput(reason: "\(texts.count) texts but \(pairs.count) pair texts")
         }
-        let limit = model.config.maxSequenceLength
-        let encodings = texts.indices.map { tokenizer.encode(texts[$0], pair: pairs?[$0], maxLength: limit) }
+        let encodings = try tokenizer.encode(texts, pairs: pairs, limit: model.config.maxSequenceLength, truncation: truncation)
         var rows = [[Float]](repeating: [], count: texts.count)
         for start in stride(from: 0, to: encodings.count, by: max(1, batchSize)) {
             let chunk = Array(start..<min(start + max(1, batchSize), encodings.count))
@@ -44,8 +44,8 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
     }
 
     /// Probabilities of each label, best first; `topK` nil gives every label (the HF pipeline with top_k=None).
-    public func classify(_ texts: [String], topK: Int? = nil, batchSize: Int = 32) throws -> [[LabelScore]] {
-        try logits(texts, batchSize: batchSize).map { scores($0, topK: topK) }
+    public func classify(_ texts: [String], topK: Int? = nil, batchSize: Int = 32, truncation: Truncation = Truncation()) throws -> [[LabelScore]] {
+        try logits(texts, batchSize: batchSize, truncation: truncation).map { scores($0, topK: topK) }
     }
 
     /// Labels with their probabilities (softmax, or sigmoid as `usesSigmoid` says), best first.

@@ -44,18 +44,19 @@ public final class TokenClassifier: ModelPipeline, @unchecked Sendable {
         (self.model, self.tokenizer) = (model, tokenizer)
     }
 
-    /// Entities of each text, in text order.
-    public func entities(_ texts: [String], aggregation: AggregationStrategy = .simple, batchSize: Int = 32) throws -> [[Entity]] {
-        let limit = model.config.maxSequenceLength
+    /// Entities of each text, in text order. Texts longer than the model's limit are cut (their
+    /// entities found in what is kept) or refused as `truncation` says.
+    public func entities(_ texts: [String], aggregation: AggregationStrategy = .simple, batchSize: Int = 32,
+                         truncation: Truncation = Truncation()) throws -> [[Entity]] {
+        let encodings = try tokenizer.encode(texts, limit: model.config.maxSequenceLength, truncation: truncation)
         var result = [[Entity]](repeating: [], count: texts.count)
         for start in stride(from: 0, to: texts.count, by: max(1, batchSize)) {
             let chunk = Array(start..<min(start + max(1, batchSize), texts.count))
-            let encodings = chunk.map { tokenizer.encode(texts[$0], maxLength: limit) }
-            let output = try model.encode(encodings.map(\.ids), typeIds: encodings.map(\.typeIds))
+            let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
             let logits = head(output, HeadBatch(threads: model.threads))
             for (s, index) in chunk.enumerated() {
                 let scores = logits[s].map(softmax)
-                result[index] = entities(texts[index], encodings[s], scores, aggregation)
+                result[index] = entities(texts[index], encodings[index], scores, aggregation)
             }
         }
         return result

@@ -1,0 +1,93 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+#if Server
+@testable import SwiftBERTServer
+#endif
+
+/// The server's batcher in-process: requests of different clients share forward passes, and one
+/// client's bad input must fail that client alone.
+final class BatcherTests: XCTestCase {
+    #if Server
+    /// swift-metrics takes one bootstrap per process.
+    static let metrics = ServerMetrics.bootstrap()
+
+    /// A request holding a token id outside the vocabulary, queued together with a good request
+    /// before the batching thread starts (so both would share one forward pass): the good one
+    /// gets its vectors, the bad one an error naming its own input. Before the check moved into
+    /// `Batcher.run`, the shared pass threw and both failed, the good one with "sequence 1 holds
+    /// token id …", another client's input.
+    func testOneRequestsBadTokenIdFailsThatRequestAlone() async throws {
+        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
+        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 4096, maxWait: .milliseconds(200), queueCapacity: 64),
+                              metrics: Self.metrics)
+        let head = try SentenceHead(model)
+        let batch = HeadBatch(threads: 1)
+        let good: [[Int32]] = [[101, 7592, 2088, 102], [101, 2088, 102]]
+        let bad: [[Int32]] = [[101, 7592, 102], [101, Int32(model.config.vocabSize), 102]]
+        let badReturned = Flag()
+        let badResult = Task {
+            defer { badReturned.set() }
+            return try await batcher.run(bad, head: head, batch: batch, timeout: .seconds(30))
+        }
+        // Queued (before the check moved into `run`) or refused at once (after).
+        try await waitUntil { batcher.queueDepth == bad.count || badReturned.isSet }
+        let goodResult = Task { try await batcher.run(good, head: head, batch: batch, timeout: .seconds(30)) }
+        try await waitUntil { batcher.queueDepth >= good.count }
+        batcher.start()
+        defer { batcher.stop() }
+
+        let vectors = try await goodResult.value
+        XCTAssertEqual(vectors.count, good.count)
+        for (vector, ids) in zip(vectors, good) {
+            let alone = try head(model.encode([ids]), batch)[0]
+            XCTAssertEqual(vector.count, alone.count)
+            XCTAssertLessThan(zip(vector, alone).map { abs($0 - $1) }.max() ?? 1, 1e-5)
+        }
+        do {
+            _ = try await badResult.value
+            XCTFail("a token id outside the vocabulary was accepted")
+        } catch let BertError.invalidInput(reason) {
+            XCTAssertEqual(reason, "input 1 holds token id \(model.config.vocabSize), outside the vocabulary of \(model.config.vocabSize)")
+        }
+    }
+
+    /// A sentence pair (token type 1) sent to a model whose checkpoint has one token type is
+    /// that request's fault: refused before batching, in the request's own terms.
+    func testTokenTypeTheModelLacksIsRefusedBeforeBatching() async throws {
+        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
+        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 4096, maxWait: .milliseconds(1), queueCapacity: 64),
+                              metrics: Self.metrics)
+        do {
+            _ = try await batcher.run([[101, 7592, 102]], typeIds: [[0, 0, Int32(model.config.typeVocabSize)]], head: SentenceHead(model),
+                                      batch: HeadBatch(threads: 1), timeout: .seconds(5))
+            XCTFail("a token type outside the model's was accepted")
+        } catch let BertError.invalidInput(reason) {
+            XCTAssertEqual(reason, "input 0 holds token type id \(model.config.typeVocabSize); the model has \(model.config.typeVocabSize) types")
+        }
+        XCTAssertEqual(batcher.queueDepth, 0, "nothing of a refused request is queued")
+    }
+
+    private func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return XCTFail("timed out waiting for the queue") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+    #else
+    func testSkippedWithoutServer() throws {
+        throw XCTSkip("this build has no server: the package trait Server is off (`make test` turns it on; tools/sanitize.sh leaves it off)")
+    }
+    #endif
+}
+
+#if Server
+/// A flag one task sets and another polls.
+private final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.lock(); value = true; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+}
+#endif
