@@ -39,7 +39,7 @@ func runRooflineBenchmark(arguments: [String]) throws {
 
     let folder = URL(fileURLWithPath: modelName.contains("/") ? modelName : "weights/\(modelName)")
     let models = try requested.compactMap { precision -> BertModel? in
-        do { return try BertModel(folder: folder, threads: 1, precision: precision) } catch BertError.fileNotFound {
+        do { return try BertModel(folder: folder, threads: 1, precision: precision) } catch SwiftBERTError.fileNotFound {
             print("(\(precision.rawValue) skipped: no \(precision.fileName); run `bert quantize`)")
             return nil
         }

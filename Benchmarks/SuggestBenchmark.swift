@@ -50,7 +50,7 @@ func runSuggestBenchmark(arguments: [String]) throws {
     let precision = option("--precision").flatMap(Precision.init(rawValue:)) ?? .fp32
     let latencyOnly = arguments.contains("--latency-only")
     let model = try loadEncoder(folder: folder, threads: 1, precision: precision)
-    let tokenizer = try BertTokenizer.load(folder: folder)
+    let tokenizer = try Tokenizer.load(folder: folder)
     // The model alone: no recent words, no passed-over words, no word list.
     var modelOnly = WordSuggester.Options()
     modelOnly.recencyWeight = 0

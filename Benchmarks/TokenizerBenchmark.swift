@@ -27,8 +27,8 @@ func runTokenizerBenchmark(arguments: [String]) throws {
         ?? root.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/tokenizer/corpus.jsonl"))
 
     let loadStart = DispatchTime.now()
-    let tokenizer = try option("--tokenizer-json").map { try BertTokenizer(tokenizerJSON: URL(fileURLWithPath: $0)) }
-        ?? BertTokenizer.load(folder: root.appendingPathComponent("weights/.cache/hf/\(model)"))
+    let tokenizer = try option("--tokenizer-json").map { try Tokenizer(tokenizerJSON: URL(fileURLWithPath: $0)) }
+        ?? Tokenizer.load(folder: root.appendingPathComponent("weights/.cache/hf/\(model)"))
     let loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - loadStart.uptimeNanoseconds) / 1e9
     let bytes = texts.reduce(0) { $0 + $1.utf8.count }
     print("SwiftBERT tokenizer, \(option("--tokenizer-json") ?? model), \(texts.count) lines, \(String(format: "%.2f", Double(bytes) / 1e6)) MB UTF-8, 1 thread, loaded in \(String(format: "%.0f", loadSeconds * 1e3)) ms")

@@ -2,7 +2,7 @@ import Foundation
 
 /// Every failure SwiftBERT reports. Each message says what went wrong and what to do (the
 /// command line maps each kind to a sysexits(3) status: SwiftBERTCommandLine's `exitStatus`).
-public enum BertError: Error, Equatable, CustomStringConvertible {
+public enum SwiftBERTError: Error, Equatable, CustomStringConvertible {
     /// A file or folder the caller named does not exist.
     case fileNotFound(path: String, hint: String)
     /// A weights file is not valid safetensors, or does not match the model's config.
@@ -11,8 +11,8 @@ public enum BertError: Error, Equatable, CustomStringConvertible {
     case invalidConfig(path: String, reason: String)
     /// vocab.txt / tokenizer.json cannot be used.
     case invalidTokenizer(path: String, reason: String)
-    /// A folder that is not a (supported) BERT checkpoint.
-    case notABertCheckpoint(path: String, reason: String)
+    /// A checkpoint of an architecture or layout SwiftBERT does not run (`ModelFamilies` lists those it does).
+    case unsupportedCheckpoint(path: String, reason: String)
     /// Input text or token ids the engine cannot process.
     case invalidInput(reason: String)
     /// Writing an output failed (disk full, closed pipe, permissions).
@@ -24,7 +24,7 @@ public enum BertError: Error, Equatable, CustomStringConvertible {
         case let .invalidWeights(path, reason): return "\(path): invalid weights: \(reason)"
         case let .invalidConfig(path, reason): return "\(path): invalid config: \(reason)"
         case let .invalidTokenizer(path, reason): return "\(path): unusable tokenizer: \(reason)"
-        case let .notABertCheckpoint(path, reason): return "\(path): not a BERT checkpoint: \(reason)"
+        case let .unsupportedCheckpoint(path, reason): return "\(path): unsupported checkpoint: \(reason)"
         case let .invalidInput(reason): return "invalid input: \(reason)"
         case let .outputFailed(path, reason): return "\(path): cannot write output: \(reason)"
         }

@@ -59,7 +59,7 @@ package final class Benchmark {
     private func measure(model name: String, sentences: [String]?) throws -> BenchmarkReport.Model {
         let folder = try ModelLocator.resolve(name)
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-        let tokenizer = try BertTokenizer.load(folder: folder)
+        let tokenizer = try Tokenizer.load(folder: folder)
         if let long = plan.shapes.first(where: { $0.sequenceLength > config.positionLimit }) {
             throw BenchmarkError("--seq \(long.sequenceLength): \(name) takes at most \(config.positionLimit) tokens")
         }
@@ -135,7 +135,7 @@ package final class Benchmark {
         return usage
     }
 
-    private func measureAccuracy(folder: URL, name: String, config: BertConfig, tokenizer: BertTokenizer, precisions: [Precision], sentences: [String]?,
+    private func measureAccuracy(folder: URL, name: String, config: BertConfig, tokenizer: Tokenizer, precisions: [Precision], sentences: [String]?,
                                  notes: inout [String]) throws -> [Precision: BenchmarkAccuracy] {
         guard plan.accuracySentences != 0, precisions.contains(where: { $0 != .fp32 }) else { return [:] }
         if BenchmarkPlan.hasRandomWeights(model: name) {
@@ -204,7 +204,7 @@ package final class Benchmark {
 
     /// The output heads `model` has: dense pooling always; sparse and multi-vector when its
     /// checkpoint has them. Heads run in FP32 whatever the encoder's precision, so one set serves all.
-    private func outputHeads(_ model: any EncoderModel, tokenizer: BertTokenizer) throws -> [OutputHead] {
+    private func outputHeads(_ model: any EncoderModel, tokenizer: Tokenizer) throws -> [OutputHead] {
         let dense = try SentenceHead(model)
         var heads = [OutputHead(name: "dense") { _ = dense($0, $1) }]
         if model.heads.contains(.sparseEmbedding) {
@@ -226,7 +226,7 @@ package final class Benchmark {
     /// `shape.batch` sequences of `shape.sequenceLength` ids: [CLS], consecutive word pieces of the
     /// benchmark sentences (each sequence starting where the previous one ended), [SEP]. The
     /// same ids for every precision. Without sentences, deterministic ids from the vocabulary.
-    func inputs(_ shape: BenchmarkPlan.Shape, text: [Int32], tokenizer: BertTokenizer, vocabulary: Int) -> [[Int32]] {
+    func inputs(_ shape: BenchmarkPlan.Shape, text: [Int32], tokenizer: Tokenizer, vocabulary: Int) -> [[Int32]] {
         let body = shape.sequenceLength - 2
         return (0..<shape.batch).map { b in
             let ids = text.isEmpty ? syntheticIDs(body, vocabulary: vocabulary, offset: b * body)

@@ -38,7 +38,7 @@ package enum BenchmarkAccuracy: Sendable, Equatable {
 
     /// Each precision other than FP32 against FP32: fill-mask agreement when the model has a
     /// masked-LM head, else sentence-embedding cosine.
-    static func measure(folder: URL, tokenizer: BertTokenizer, precisions: [Precision], sentences: [String],
+    static func measure(folder: URL, tokenizer: Tokenizer, precisions: [Precision], sentences: [String],
                         threads: Int) throws -> [Precision: BenchmarkAccuracy] {
         let compared = precisions.filter { $0 != .fp32 }
         guard !compared.isEmpty, !sentences.isEmpty else { return [:] }
@@ -76,7 +76,7 @@ package enum BenchmarkAccuracy: Sendable, Equatable {
     /// Int8AccuracyTests' rule: of the words made only of letters, at least 3 long and one
     /// vocabulary entry (after a space, as RoBERTa's word-start pieces are), the middle one (its
     /// first occurrence between spaces). Sentences without such a word are left out.
-    package static func maskedSentences(_ sentences: [String], tokenizer: BertTokenizer) -> [String] {
+    package static func maskedSentences(_ sentences: [String], tokenizer: Tokenizer) -> [String] {
         guard let mask = tokenizer.token(of: tokenizer.maskId) else { return [] }
         return sentences.compactMap { sentence in
             let words = sentence.split(separator: " ").filter { word in
@@ -103,7 +103,7 @@ package enum BenchmarkSentences {
     /// Non-empty lines of a UTF-8 file.
     package static func load(_ url: URL) throws -> [String] {
         guard let text = try? String(contentsOf: url, encoding: .utf8) else {
-            throw BertError.fileNotFound(path: url.path, hint: "Give a UTF-8 text file of sentences, one per line.")
+            throw SwiftBERTError.fileNotFound(path: url.path, hint: "Give a UTF-8 text file of sentences, one per line.")
         }
         return text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.allSatisfy(\.isWhitespace) }
     }

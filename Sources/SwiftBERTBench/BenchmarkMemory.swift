@@ -55,10 +55,10 @@ package enum BenchmarkMemoryProbe {
     package static func respond(to requestText: String) throws -> String {
         let request: Request
         do { request = try JSONDecoder().decode(Request.self, from: Data(requestText.utf8)) } catch {
-            throw BertError.invalidInput(reason: "unreadable memory probe request: \(error)")
+            throw SwiftBERTError.invalidInput(reason: "unreadable memory probe request: \(error)")
         }
         guard let precision = Precision(rawValue: request.precision) else {
-            throw BertError.invalidInput(reason: "memory probe: unknown precision \(request.precision)")
+            throw SwiftBERTError.invalidInput(reason: "memory probe: unknown precision \(request.precision)")
         }
         let usage = try measure(folder: URL(fileURLWithPath: request.folder), precision: precision,
                                 largest: .init(batch: request.batch, sequenceLength: request.sequenceLength))

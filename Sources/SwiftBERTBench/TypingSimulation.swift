@@ -117,12 +117,12 @@ package struct FrequencyBaseline: WordPredictor {
 /// kept when they start with the typed characters. The baseline `WordSuggester` replaces.
 package final class HandRolledMaskedLM: WordPredictor {
     package let model: any EncoderModel
-    package let tokenizer: BertTokenizer
+    package let tokenizer: Tokenizer
     /// Words of context written before the mask (the last ones), to fit the model's window.
     package let contextWords: Int
     private var cache: (context: String, probabilities: [Float])?
 
-    package init(model: any EncoderModel, tokenizer: BertTokenizer, contextWords: Int = 40) {
+    package init(model: any EncoderModel, tokenizer: Tokenizer, contextWords: Int = 40) {
         (self.model, self.tokenizer, self.contextWords) = (model, tokenizer, contextWords)
     }
 

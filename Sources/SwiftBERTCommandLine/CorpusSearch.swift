@@ -17,7 +17,7 @@ extension EmbeddingStream {
     /// .npy file written by `bert embed --format npy` for the same corpus and model instead.
     package func search(_ query: String, in corpus: TextRecordReader, topK: Int, precomputed: NPYReader? = nil,
                        progress: ((StreamProgress) -> Void)? = nil) throws -> (hits: [SearchHit], summary: StreamSummary) {
-        guard topK > 0 else { throw BertError.invalidInput(reason: "top-k must be at least 1") }
+        guard topK > 0 else { throw SwiftBERTError.invalidInput(reason: "top-k must be at least 1") }
         let start = DispatchTime.now()
         let queryVector = try embedder.embed(query, options: options)
         if let precomputed, precomputed.columns != queryVector.count {

@@ -74,7 +74,7 @@ package final class EmbeddingWriter {
 
     package func write(index: Int, vector: [Float]) throws {
         if let dimension, vector.count != dimension {
-            throw BertError.invalidInput(reason: "vector \(index) has \(vector.count) values, the others \(dimension)")
+            throw SwiftBERTError.invalidInput(reason: "vector \(index) has \(vector.count) values, the others \(dimension)")
         }
         dimension = vector.count
         line.removeAll(keepingCapacity: true)
@@ -140,7 +140,7 @@ final class NPYRows {
             var template = Array("\(directory)/bert-npy-XXXXXX".utf8CString)
             let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
             guard fd >= 0 else {
-                throw BertError.outputFailed(path: sink.name, reason: "npy to a pipe needs a temporary file in \(directory): \(errnoDescription(errno)); write to a file with --output instead")
+                throw SwiftBERTError.outputFailed(path: sink.name, reason: "npy to a pipe needs a temporary file in \(directory): \(errnoDescription(errno)); write to a file with --output instead")
             }
             unlink(String(cString: template))
             spillFD = fd
@@ -163,7 +163,7 @@ final class NPYRows {
         while true {
             let n = chunk.withUnsafeMutableBytes { read(spillFD, $0.baseAddress!, $0.count) }
             if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw BertError.outputFailed(path: spill.name, reason: errnoDescription(errno)) }
+            guard n >= 0 else { throw SwiftBERTError.outputFailed(path: spill.name, reason: errnoDescription(errno)) }
             if n == 0 { break }
             try chunk.withUnsafeBytes { try sink.write(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
@@ -273,11 +273,11 @@ package final class NPYReader {
         self.path = path
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENOENT { throw BertError.fileNotFound(path: path, hint: "Write it with `bert embed --format npy --output \(path)`.") }
+            if errno == ENOENT { throw SwiftBERTError.fileNotFound(path: path, hint: "Write it with `bert embed --format npy --output \(path)`.") }
             throw StreamError.unreadable(path: path, reason: errnoDescription(errno))
         }
         func bad(_ reason: String) -> Error {
-            BertError.invalidInput(reason: "\(path) is not a float32 (N, D) .npy file: \(reason)")
+            SwiftBERTError.invalidInput(reason: "\(path) is not a float32 (N, D) .npy file: \(reason)")
         }
         var prefix = [UInt8](repeating: 0, count: 12)
         guard readFully(fd, &prefix, count: 12), prefix[0] == 0x93, Array(prefix[1..<6]) == Array("NUMPY".utf8) else {
@@ -320,7 +320,7 @@ package final class NPYReader {
             }
             return true
         }
-        guard ok else { throw BertError.invalidInput(reason: "\(path) ends after \(rowsRead) of its \(rows) rows") }
+        guard ok else { throw SwiftBERTError.invalidInput(reason: "\(path) ends after \(rowsRead) of its \(rows) rows") }
         rowsRead += 1
         return buffer
     }

@@ -8,7 +8,7 @@ import SwiftBERT
 
 /// A buffered writer on a file descriptor that reports every failure as a typed error: a closed
 /// pipe (EPIPE) as `StreamError.outputClosed`, anything else (disk full, I/O error) as
-/// `BertError.outputFailed`. Processes that write to pipes should ignore SIGPIPE
+/// `SwiftBERTError.outputFailed`. Processes that write to pipes should ignore SIGPIPE
 /// (`signal(SIGPIPE, SIG_IGN)`), otherwise the kernel kills them before EPIPE is seen.
 package final class OutputSink {
     /// "stdout" or the file's path, for messages.
@@ -42,7 +42,7 @@ package final class OutputSink {
         guard ftruncate(fd, off_t(length)) == 0 else {
             let code = errno
             _ = posixClose(fd)
-            throw BertError.outputFailed(path: path, reason: "cannot cut it to its complete records: \(errnoDescription(code))")
+            throw SwiftBERTError.outputFailed(path: path, reason: "cannot cut it to its complete records: \(errnoDescription(code))")
         }
         let sink = OutputSink(fd: fd, name: path, owns: true)
         lseek(fd, off_t(length), SEEK_SET)
@@ -94,7 +94,7 @@ package final class OutputSink {
     /// Replaces bytes at `offset` from this sink's first byte, leaving the write position alone.
     package func overwrite(at offset: Int64, with bytes: [UInt8]) throws {
         guard isRewindable else {
-            throw BertError.outputFailed(path: name, reason: "cannot rewrite the start of a pipe or appended file")
+            throw SwiftBERTError.outputFailed(path: name, reason: "cannot rewrite the start of a pipe or appended file")
         }
         try flush()
         let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress!, $0.count, off_t(origin + offset)) }
@@ -125,7 +125,7 @@ package final class OutputSink {
     private func failure(_ code: Int32) -> Error {
         if code == EPIPE { return StreamError.outputClosed(path: name) }
         let hint = code == ENOSPC || code == EDQUOT ? "; free some space or write elsewhere" : ""
-        return BertError.outputFailed(path: name, reason: errnoDescription(code) + hint)
+        return SwiftBERTError.outputFailed(path: name, reason: errnoDescription(code) + hint)
     }
 }
 

@@ -5,8 +5,8 @@ import Darwin
 #endif
 import SwiftBERT
 
-/// Failures of the streaming readers and writers that `BertError` has no case for. Each says what
-/// went wrong and what to do; `exitStatus` follows sysexits(3) like `BertError.exitStatus`.
+/// Failures of the streaming readers and writers that `SwiftBERTError` has no case for. Each says what
+/// went wrong and what to do; `exitStatus` follows sysexits(3) like `SwiftBERTError.exitStatus`.
 package enum StreamError: Error, Equatable, CustomStringConvertible {
     /// A line is not UTF-8. `byte` is the 1-based offset of the first bad byte in the line.
     case invalidUTF8(source: String, line: Int, byte: Int)

@@ -94,7 +94,7 @@ package final class TextRecordReader {
             guard fd >= 0 else {
                 let code = errno
                 if code == ENOENT {
-                    throw BertError.fileNotFound(path: path, hint: "Check the path, or use - for stdin.")
+                    throw SwiftBERTError.fileNotFound(path: path, hint: "Check the path, or use - for stdin.")
                 }
                 throw StreamError.unreadable(path: path, reason: errnoDescription(code))
             }

@@ -75,7 +75,7 @@ final class ServedModel: Sendable {
         batcher.start()
     }
 
-    var tokenizer: BertTokenizer { loaded.tokenizer }
+    var tokenizer: Tokenizer { loaded.tokenizer }
     var config: BertConfig { loaded.config }
     var maxLength: Int { min(config.maxSequenceLength, config.positionLimit) }
     var dimension: Int { config.embeddingDimension }

@@ -14,7 +14,7 @@ public enum BertServer {
     /// stopped); the caller prints them. Throws when the server cannot listen, and when a model
     /// cannot be loaded (after closing the port: nothing could be served).
     public static func run(_ configuration: ServerConfiguration, report: @escaping @Sendable (String) -> Void) async throws {
-        guard !configuration.models.isEmpty else { throw BertError.invalidInput(reason: "no model to serve; give --model NAME[,NAME...]") }
+        guard !configuration.models.isEmpty else { throw SwiftBERTError.invalidInput(reason: "no model to serve; give --model NAME[,NAME...]") }
         let metrics = ServerMetrics.bootstrap()
         let registry = ModelRegistry()
         let endpoints = Endpoints(registry: registry, configuration: configuration, metrics: metrics)

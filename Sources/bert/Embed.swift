@@ -149,7 +149,7 @@ extension Embed {
         let options = embedding.options(normalize: noNormalize ? false : nil)
         let sink = try OutputSink.open(output)
         var written = 0, truncated = 0
-        while case let records = try reader.next(upTo: embedding.batchSize), !records.isEmpty {
+        while case let records = try reader.next(upTo: embedding.batch.batchSize), !records.isEmpty {
             let embedded = try embedder.embed(records.map(\.text), outputs: outputs, options: options)
             truncated += embedded.truncated.count
             // A record's index is its place in the input, as every other `bert embed` output gives it.
@@ -208,7 +208,7 @@ extension Embed {
         let means = chunking.chunkPooling == .mean
             ? try EmbeddingWriter(format: format, sink: sink, dimension: model.config.embeddingDimension) : nil
         var texts = 0, chunks = 0
-        while case let records = try reader.next(upTo: embedding.batchSize), !records.isEmpty {
+        while case let records = try reader.next(upTo: embedding.batch.batchSize), !records.isEmpty {
             let embedded = try embedder.embedChunks(records.map(\.text), maxTokens: size, overlap: overlap, options: options)
             texts += records.count
             chunks += embedded.chunks.count

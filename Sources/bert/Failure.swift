@@ -21,7 +21,7 @@ func runBert(_ arguments: [String]) -> Int32 {
 /// The stderr line (nil for none) and exit status of a failure.
 func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
     switch error {
-    case let error as BertError:
+    case let error as SwiftBERTError:
         return ("bert: " + oneLine(error.description), error.exitStatus)
     case StreamError.outputClosed:
         return (nil, 0)  // the reader stopped reading (`| head`): nothing left to do
@@ -52,7 +52,7 @@ func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
             }
             return ("bert: \(oneLine(Bert.message(for: error))) (see `bert \(command.map { "\($0) " } ?? "")--help`)", 64)
         default:
-            // Every library failure is a BertError or StreamError; anything else is a bug in bert.
+            // Every library failure is a SwiftBERTError or StreamError; anything else is a bug in bert.
             return ("bert: internal error: \(oneLine(String(describing: error))); please report it", 70)  // EX_SOFTWARE
         }
     }

@@ -52,7 +52,7 @@ struct Classify: ParsableCommand {
 
     @Flag(help: "JSON Lines: {\"labels\": [{\"label\", \"score\"}]} per input, best first.") var json = false
 
-    @OptionGroup var batch: BatchSizeOption
+    @OptionGroup var batch: BatchOptions
 
     @OptionGroup var engine: EngineOptions
 
@@ -141,7 +141,7 @@ struct NER: ParsableCommand {
 
     @Flag(help: "JSON Lines: {\"entities\": [{\"entity_group\", \"score\", \"word\", \"start\", \"end\"}]} per input.") var json = false
 
-    @OptionGroup var batch: BatchSizeOption
+    @OptionGroup var batch: BatchOptions
 
     @OptionGroup var engine: EngineOptions
 

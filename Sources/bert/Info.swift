@@ -26,7 +26,7 @@ struct Info: ParsableCommand {
     func run() throws {
         let folder = try ModelLocator.resolve(model)
         let start = Date()
-        _ = try BertTokenizer.load(folder: folder)
+        _ = try Tokenizer.load(folder: folder)
         let tokenizerSeconds = Date().timeIntervalSince(start)
         let bert = try loadEncoder(folder: folder, threads: engine.threads, precision: engine.precision)
         let report = ModelReport(model: bert, precision: engine.precision, tokenizerLoadSeconds: tokenizerSeconds)

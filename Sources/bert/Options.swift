@@ -50,24 +50,16 @@ struct EmbeddingOptions: ParsableArguments {
     @Option(help: "Tokens per input, [CLS] and [SEP] included; longer inputs are truncated (default: the model's limit).")
     var maxLength: Int?
 
-    @Option(help: "Inputs per forward pass.")
-    var batchSize = 32
-
-    @Flag(inversion: .prefixedNo, help: "Cut inputs longer than the limit (--no-truncate: refuse them, as TEI's truncate=false).")
-    var truncate = true
-
-    @Option(help: ArgumentHelp("Which end of a long input is cut: right (its end, the default) or left (its start), as TEI's truncation_direction.", valueName: "right|left"))
-    var truncationDirection: TruncationDirection = .right
+    @OptionGroup var batch: BatchOptions
 
     func validate() throws {
         if let maxLength, maxLength < 2 { throw ValidationError("--max-length must be at least 2 ([CLS] and [SEP])") }
-        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
     }
 
     /// `normalize` nil: as the model says (its Normalize module).
     func options(normalize: Bool? = nil) -> SentenceEmbedder.Options {
-        SentenceEmbedder.Options(pooling: pooling, normalize: normalize, maxLength: maxLength, batchSize: batchSize,
-                                 promptName: promptName, prompt: prompt, truncates: truncate, truncatesLeft: truncationDirection == .left)
+        SentenceEmbedder.Options(pooling: pooling, normalize: normalize, maxLength: maxLength, batchSize: batch.batchSize,
+                                 promptName: promptName, prompt: prompt, truncates: batch.truncate, truncatesLeft: batch.truncationDirection == .left)
     }
 }
 
@@ -222,8 +214,9 @@ extension ProgressBar {
     }
 }
 
-/// --batch-size, for the commands that run the model over many inputs.
-struct BatchSizeOption: ParsableArguments {
+/// --batch-size, --truncate and --truncation-direction: how the commands that run the model over
+/// many inputs (embed, similarity, search, classify, ner) batch them and fit them to its limit.
+struct BatchOptions: ParsableArguments {
     @Option(help: "Inputs per forward pass.")
     var batchSize = 32
 

@@ -26,7 +26,7 @@ struct Quantize: ParsableCommand {
         if let calibrate {
             let text: String
             do { text = try String(contentsOfFile: calibrate, encoding: .utf8) } catch {
-                throw BertError.fileNotFound(path: calibrate, hint: "Give --calibrate a UTF-8 text file, one sentence a line.")
+                throw SwiftBERTError.fileNotFound(path: calibrate, hint: "Give --calibrate a UTF-8 text file, one sentence a line.")
             }
             report = try Quantizer.calibrate(folder: folder, sentences: text.split(separator: "\n").map(String.init), smoothing: smoothing)
             written = Precision.int8Static.fileName

@@ -100,7 +100,7 @@ struct Serve: ParsableCommand {
             done.signal()
         }
         done.wait()
-        if let error = outcome.error as? BertError { throw error }
+        if let error = outcome.error as? SwiftBERTError { throw error }
         // EX_UNAVAILABLE: e.g. the port is taken.
         if let error = outcome.error { throw CLIError(message: "cannot serve on \(host):\(port): \(error)", status: 69) }
         #else

@@ -41,7 +41,7 @@ struct Tokenize: ParsableCommand {
         guard try reader.peek() != nil else {
             throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
         }
-        let tokenizer = try BertTokenizer.load(folder: ModelLocator.resolve(model))
+        let tokenizer = try Tokenizer.load(folder: ModelLocator.resolve(model))
         let sink = OutputSink.standardOutput()
         let writer = TokenizationWriter(json: json, sink: sink)
         while let record = try reader.next() {

@@ -102,7 +102,7 @@ struct TrainClassifier: ParsableCommand {
         let labels = Array(Set(trainSet.map { $0.label })).sorted()
         let ids = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($0.element, $0.offset) })
         if let validSet, let unknown = validSet.first(where: { ids[$0.label] == nil }) {
-            throw BertError.invalidInput(reason: "\(valid!): label '\(unknown.label.prefix(80))' does not occur in the training set")
+            throw SwiftBERTError.invalidInput(reason: "\(valid!): label '\(unknown.label.prefix(80))' does not occur in the training set")
         }
         let folder = try ModelLocator.converted(ModelLocator.resolve(model))
         let loaded = try loadModel(folder: folder, threads: threads)
@@ -121,7 +121,7 @@ struct TrainClassifier: ParsableCommand {
             guard let stored else { return try compute(set, name) }
             let rows = try readNpy(stored.appendingPathComponent("\(name).npy"))
             guard rows.count == set.count, rows.allSatisfy({ $0.count == bert.config.hiddenSize }) else {
-                throw BertError.invalidInput(reason: "\(stored.path)/\(name).npy holds \(rows.count) rows of \(rows.first?.count ?? 0) features; \(name) has \(set.count) texts and the model \(bert.config.hiddenSize) features")
+                throw SwiftBERTError.invalidInput(reason: "\(stored.path)/\(name).npy holds \(rows.count) rows of \(rows.first?.count ?? 0) features; \(name) has \(set.count) texts and the model \(bert.config.hiddenSize) features")
             }
             return rows
         }
@@ -203,28 +203,28 @@ struct TrainClassifier: ParsableCommand {
         data.append(contentsOf: [UInt8(length & 0xFF), UInt8(length >> 8)])
         data.append(contentsOf: Array(header.utf8))
         for row in rows { row.withUnsafeBytes { data.append(contentsOf: $0) } }
-        do { try data.write(to: url) } catch { throw BertError.outputFailed(path: url.path, reason: error.localizedDescription) }
+        do { try data.write(to: url) } catch { throw SwiftBERTError.outputFailed(path: url.path, reason: error.localizedDescription) }
     }
 
     /// The (N, D) little-endian float32 arrays `writeNpy` writes (version 1.0, C order).
     func readNpy(_ url: URL) throws -> [[Float]] {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
-            throw BertError.fileNotFound(path: url.path, hint: "Write the features first with --save-features.")
+            throw SwiftBERTError.fileNotFound(path: url.path, hint: "Write the features first with --save-features.")
         }
         let bytes = [UInt8](data)
         guard bytes.count >= 10, bytes[0] == 0x93, Array(bytes[1..<6]) == Array("NUMPY".utf8), bytes[6] == 1 else {
-            throw BertError.invalidInput(reason: "\(url.path) is not a NumPy .npy file of version 1.0")
+            throw SwiftBERTError.invalidInput(reason: "\(url.path) is not a NumPy .npy file of version 1.0")
         }
         let headerLength = Int(bytes[8]) | Int(bytes[9]) << 8
         guard 10 + headerLength <= bytes.count, let header = String(bytes: bytes[10..<10 + headerLength], encoding: .ascii),
               header.contains("'descr': '<f4'"), header.contains("'fortran_order': False"),
               let open = header.range(of: "'shape': ("), let close = header[open.upperBound...].firstIndex(of: ")") else {
-            throw BertError.invalidInput(reason: "\(url.path): expected a float32 (<f4) array in C order, as --save-features writes")
+            throw SwiftBERTError.invalidInput(reason: "\(url.path): expected a float32 (<f4) array in C order, as --save-features writes")
         }
         let shape = header[open.upperBound..<close].split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard shape.count == 2, shape[0] >= 0, shape[1] >= 0, bytes.count - 10 - headerLength == shape[0] * shape[1] * 4 else {
-            throw BertError.invalidInput(reason: "\(url.path): expected a two-dimensional array whose size matches the file")
+            throw SwiftBERTError.invalidInput(reason: "\(url.path): expected a two-dimensional array whose size matches the file")
         }
         let values = data.dropFirst(10 + headerLength).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         return (0..<shape[0]).map { Array(values[$0 * shape[1]..<($0 + 1) * shape[1]]) }

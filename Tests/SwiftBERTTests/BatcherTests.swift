@@ -47,7 +47,7 @@ final class BatcherTests: XCTestCase {
         do {
             _ = try await badResult.value
             XCTFail("a token id outside the vocabulary was accepted")
-        } catch let BertError.invalidInput(reason) {
+        } catch let SwiftBERTError.invalidInput(reason) {
             XCTAssertEqual(reason, "input 1 holds token id \(model.config.vocabSize), outside the vocabulary of \(model.config.vocabSize)")
         }
     }
@@ -62,7 +62,7 @@ final class BatcherTests: XCTestCase {
             _ = try await batcher.run([[101, 7592, 102]], typeIds: [[0, 0, Int32(model.config.typeVocabSize)]], head: SentenceHead(model),
                                       batch: HeadBatch(threads: 1), timeout: .seconds(5))
             XCTFail("a token type outside the model's was accepted")
-        } catch let BertError.invalidInput(reason) {
+        } catch let SwiftBERTError.invalidInput(reason) {
             XCTAssertEqual(reason, "input 0 holds token type id \(model.config.typeVocabSize); the model has \(model.config.typeVocabSize) types")
         }
         XCTAssertEqual(batcher.queueDepth, 0, "nothing of a refused request is queued")

@@ -77,7 +77,7 @@ final class BenchmarkTests: XCTestCase {
 
     /// The masking rule of Int8AccuracyTests: 281 of the fixture's 300 sentences get a [MASK].
     func testMaskingRuleMatchesTheAccuracyTests() throws {
-        let tokenizer = try BertTokenizer.load(folder: convertedModel("splade-tiny"))
+        let tokenizer = try Tokenizer.load(folder: convertedModel("splade-tiny"))
         let sentences = try BenchmarkSentences.load(URL(fileURLWithPath: Self.sentencesFile))
         XCTAssertEqual(sentences.count, 300)
         let masked = BenchmarkAccuracy.maskedSentences(sentences, tokenizer: tokenizer)

@@ -37,7 +37,7 @@ final class CLIBigFileTests: XCTestCase {
             let rows = try npy.readAll()
             let sample = stride(from: 0, to: count, by: count / 25).map { $0 }
             let embedder = try SentenceEmbedder(model: try loadModel("all-MiniLM-L6-v2"),
-                                            tokenizer: try BertTokenizer.load(folder: convertedModel("all-MiniLM-L6-v2")))
+                                            tokenizer: try Tokenizer.load(folder: convertedModel("all-MiniLM-L6-v2")))
             let expected = try embedder.embed(sample.map { corpus[$0] }).vectors
             let worst = zip(sample, expected).map { maxAbsDifference(rows[$0], $1) }.max() ?? 0
             XCTAssertLessThanOrEqual(worst, 1e-6)

@@ -78,8 +78,8 @@ class CLITestCase: XCTestCase {
         try SentenceEmbedder(model: try loadModel("all-MiniLM-L6-v2"), tokenizer: try libraryTokenizer("all-MiniLM-L6-v2"))
     }
 
-    func libraryTokenizer(_ name: String) throws -> BertTokenizer {
-        try BertTokenizer.load(folder: convertedModel(name))
+    func libraryTokenizer(_ name: String) throws -> Tokenizer {
+        try Tokenizer.load(folder: convertedModel(name))
     }
 
     /// Vectors from `--format jsonl` output, checking that indices run 0..<n in order.

@@ -206,7 +206,7 @@ final class ChunkTests: XCTestCase {
         let embedder = try SentenceEmbedder(folder: convertedModel("all-MiniLM-L6-v2"))
         func refused(_ size: Int, _ overlap: Int, mentions word: String, file: StaticString = #filePath, line: UInt = #line) {
             XCTAssertThrowsError(try embedder.chunker(maxTokens: size, overlap: overlap), file: file, line: line) { error in
-                guard case let BertError.invalidInput(reason) = error else { return XCTFail("\(error)", file: file, line: line) }
+                guard case let SwiftBERTError.invalidInput(reason) = error else { return XCTFail("\(error)", file: file, line: line) }
                 XCTAssertTrue(reason.contains(word), reason, file: file, line: line)
             }
         }

@@ -114,7 +114,7 @@ final class ClassifierTrainingTests: XCTestCase {
     func testWrittenClassifierRoundTrips() throws {
         let folder = try HeadFixtureTests.converted("bert-classifier")  // random-weight fixture with a pooler
         let model = try BertModel(folder: folder, threads: 2)
-        let tokenizer = try BertTokenizer.load(folder: folder)
+        let tokenizer = try Tokenizer.load(folder: folder)
         let texts = (HeadFixtureTests.reference["classify"] as! [String: Any])["texts"] as! [String]
         let labels = texts.map { $0.lowercased().contains("software") ? 1 : 0 }
         let features = try ClassifierExport.features(model, tokenizer, texts)

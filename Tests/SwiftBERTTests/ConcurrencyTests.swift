@@ -40,7 +40,7 @@ final class ConcurrencyTests: XCTestCase {
         return try (0..<Self.threadCount).map { try results.value[$0]!.get() }
     }
 
-    func checkModel(_ model: BertModel, tokenizer: BertTokenizer, file: StaticString = #filePath, line: UInt = #line) throws {
+    func checkModel(_ model: BertModel, tokenizer: Tokenizer, file: StaticString = #filePath, line: UInt = #line) throws {
         let embedder = try SentenceEmbedder(model: model, tokenizer: tokenizer)
         let workloads = try workloads()
         let options = SentenceEmbedder.Options(batchSize: 3)
@@ -56,7 +56,7 @@ final class ConcurrencyTests: XCTestCase {
     func testOneModelFromEightThreadsGivesTheSequentialResults() throws {
         let folder = try convertedModel("all-MiniLM-L6-v2")
         // Each forward pass also splits its work over 2 threads of its own: 16 busy threads.
-        try checkModel(BertModel(folder: folder, threads: 2), tokenizer: BertTokenizer.load(folder: folder))
+        try checkModel(BertModel(folder: folder, threads: 2), tokenizer: Tokenizer.load(folder: folder))
     }
 
     /// One pass split over 1, 2 or 3 threads gives the same bits, in every precision
@@ -113,12 +113,12 @@ final class ConcurrencyTests: XCTestCase {
         guard FileManager.default.fileExists(atPath: folder.appendingPathComponent(Quantizer.fileName).path) else {
             throw XCTSkip("no INT8 weights for splade-tiny: run make setup")
         }
-        try checkModel(BertModel(folder: folder, threads: 1, precision: .int8), tokenizer: BertTokenizer.load(folder: folder))
+        try checkModel(BertModel(folder: folder, threads: 1, precision: .int8), tokenizer: Tokenizer.load(folder: folder))
     }
 
     func testFillMaskFromEightThreads() throws {
         let folder = try convertedModel("splade-tiny")
-        let fill = try FillMask(model: BertModel(folder: folder, threads: 1), tokenizer: BertTokenizer.load(folder: folder))
+        let fill = try FillMask(model: BertModel(folder: folder, threads: 1), tokenizer: Tokenizer.load(folder: folder))
         let texts = (0..<Self.threadCount).map { "The \(["capital", "river", "king", "city"][$0 % 4]) of France is [MASK]." }
         let sequential = try texts.map { try fill.predict($0, topK: 5).map { $0.candidates.map(\.id) } }
         let concurrent = try runConcurrently { t in try fill.predict(texts[t], topK: 5).map { $0.candidates.map(\.id) } }
@@ -126,7 +126,7 @@ final class ConcurrencyTests: XCTestCase {
     }
 
     func testTokenizerFromEightThreads() throws {
-        let tokenizer = try BertTokenizer.load(folder: convertedModel("all-MiniLM-L6-v2"))
+        let tokenizer = try Tokenizer.load(folder: convertedModel("all-MiniLM-L6-v2"))
         let texts = try workloads().flatMap { $0 } + ["naïve café 東京 [MASK] un##able", String(repeating: "antidisestablishment ", count: 50)]
         let sequential = texts.map { tokenizer.encode($0, maxLength: 64) }
         let concurrent = try runConcurrently { _ in texts.map { tokenizer.encode($0, maxLength: 64) } }

@@ -17,7 +17,7 @@ final class ConverterTests: XCTestCase {
         let url = repositoryRoot.appendingPathComponent("weights/.cache/hf/\(name)")
         guard FileManager.default.fileExists(atPath: url.path) else {
             XCTFail("weights/.cache/hf/\(name) is missing: run `make setup`")
-            throw BertError.fileNotFound(path: url.path, hint: "")
+            throw SwiftBERTError.fileNotFound(path: url.path, hint: "")
         }
         return url
     }

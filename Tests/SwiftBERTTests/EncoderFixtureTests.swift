@@ -107,7 +107,7 @@ final class EncoderFixtureTests: XCTestCase {
     func checkHiddenStates(_ model: String, folder: String) throws {
         let section = Self.section(model)
         let bert = try BertModel(folder: Self.converted(folder), threads: 2)
-        let tokenizer = try BertTokenizer.load(folder: Self.converted(folder))
+        let tokenizer = try Tokenizer.load(folder: Self.converted(folder))
         let texts = section["texts"] as! [String]
         let ids = Self.ids(section["input_ids"])
         XCTAssertEqual(ids.count, texts.count + 1)
@@ -164,7 +164,7 @@ final class EncoderFixtureTests: XCTestCase {
     func testPairRunsWithTypeZero() throws {
         let folder = try Self.converted("roberta-mlm")
         let bert = try BertModel(folder: folder, threads: 1)
-        let tokenizer = try BertTokenizer.load(folder: folder)
+        let tokenizer = try Tokenizer.load(folder: folder)
         let pair = Self.section("roberta")["pair"] as! [String: Any]
         let texts = pair["texts"] as! [String]
         let encoding = tokenizer.encode(texts[0], pair: texts[1])

@@ -176,7 +176,7 @@ final class HeadFixtureTests: XCTestCase {
         let folder = try Self.converted("distilbert-mlm")
         let model = try BertModel(folder: folder, threads: 2)
         XCTAssertEqual(model.config.architecture, .distilBERT)
-        let tokenizer = try BertTokenizer.load(folder: folder)
+        let tokenizer = try Tokenizer.load(folder: folder)
         let texts = reference["texts"] as! [String]
         let ids = texts.map { tokenizer.encode($0).ids }
         XCTAssertEqual(ids.map { $0.map(Int.init) }, reference["input_ids"] as! [[Int]])

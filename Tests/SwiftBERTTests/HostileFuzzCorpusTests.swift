@@ -65,16 +65,16 @@ final class HostileFuzzCorpusTests: XCTestCase {
         case 1: _ = try? Converter.readConfig(body, path: "config.json", folder: "checkpoint")
         case 2:
             guard let configuration = try? TokenizerConfiguration(tokenizerJSON: body, path: "tokenizer.json"),
-                  let tokenizer = try? BertTokenizer(configuration: configuration, path: "tokenizer.json") else { return }
+                  let tokenizer = try? Tokenizer(configuration: configuration, path: "tokenizer.json") else { return }
             exercise(tokenizer)
         default:
             guard let configuration = try? TokenizerConfiguration(vocabTXT: body, path: "vocab.txt", lowercase: selector & 4 == 0),
-                  let tokenizer = try? BertTokenizer(configuration: configuration, path: "vocab.txt") else { return }
+                  let tokenizer = try? Tokenizer(configuration: configuration, path: "vocab.txt") else { return }
             exercise(tokenizer)
         }
     }
 
-    func exercise(_ tokenizer: BertTokenizer) {
+    func exercise(_ tokenizer: Tokenizer) {
         for text in probes {
             for maxLength in [nil, 2, 5] as [Int?] {
                 let encoding = tokenizer.encode(text, pair: "second text", maxLength: maxLength)
@@ -87,8 +87,8 @@ final class HostileFuzzCorpusTests: XCTestCase {
         for id: Int32 in [-1, 0, tokenizer.padId, Int32(clamping: tokenizer.vocabularySize), .max] { _ = tokenizer.decode([id]) }
     }
 
-    lazy var tokenizers: [BertTokenizer] = {
-        ["all-MiniLM-L6-v2", "splade-tiny"].compactMap { try? BertTokenizer.load(folder: convertedModel($0)) }
+    lazy var tokenizers: [Tokenizer] = {
+        ["all-MiniLM-L6-v2", "splade-tiny"].compactMap { try? Tokenizer.load(folder: convertedModel($0)) }
     }()
 
     func tokenize(_ bytes: [UInt8]) {

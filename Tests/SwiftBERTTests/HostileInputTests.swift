@@ -241,21 +241,21 @@ final class HostileInputTests: CLITestCase {
         do {
             if isText {
                 let reader = try TextRecordReader(.file(folder.file("in.txt")))
-                let tokenizer = try BertTokenizer.load(folder: convertedModel("splade-tiny"))
+                let tokenizer = try Tokenizer.load(folder: convertedModel("splade-tiny"))
                 var count = 0
                 while let record = try reader.next() { _ = tokenizer.encode(record.text, maxLength: 512); count += 1 }
                 if count == 0 { throw StreamError.emptyInput(source: reader.sourceName, skipped: 0) }
             } else {
-                _ = try BertTokenizer.load(folder: folder.url)
+                _ = try Tokenizer.load(folder: folder.url)
                 _ = try BertModel(folder: folder.url, threads: 1)
             }
             return ("ok", "")
-        } catch let error as BertError {
+        } catch let error as SwiftBERTError {
             switch error {
             case .invalidWeights: return ("invalidWeights", error.description)
             case .invalidConfig: return ("invalidConfig", error.description)
             case .invalidTokenizer: return ("invalidTokenizer", error.description)
-            case .notABertCheckpoint: return ("notABertCheckpoint", error.description)
+            case .unsupportedCheckpoint: return ("unsupportedCheckpoint", error.description)
             case .fileNotFound: return ("fileNotFound", error.description)
             case .invalidInput: return ("invalidInput", error.description)
             case .outputFailed: return ("outputFailed", error.description)
@@ -357,8 +357,8 @@ final class HostileInputTests: CLITestCase {
     /// token-to-id map). tokenizer.json: two tokens with one id encode as that id, and decode
     /// picks the first in code-point order every time (HF picks by hash order, which varies).
     func testDuplicatedVocabularyEntriesBehaveAsHuggingFace() throws {
-        let duplicated = try BertTokenizer(configuration: TokenizerConfiguration(vocabTXT: Data(Self.vocabularyWithDuplicate().utf8), path: "vocab.txt", lowercase: true), path: "vocab.txt")
-        let original = try BertTokenizer.load(folder: convertedModel("all-MiniLM-L6-v2"))
+        let duplicated = try Tokenizer(configuration: TokenizerConfiguration(vocabTXT: Data(Self.vocabularyWithDuplicate().utf8), path: "vocab.txt", lowercase: true), path: "vocab.txt")
+        let original = try Tokenizer.load(folder: convertedModel("all-MiniLM-L6-v2"))
         XCTAssertEqual(duplicated.id(of: "the"), 1996)
         XCTAssertNil(duplicated.token(of: 1))
         XCTAssertEqual(duplicated.decode([1, 1996, 4937]), "the cat")
@@ -374,7 +374,7 @@ final class HostileInputTests: CLITestCase {
         json["model"] = model
         let data = try JSONSerialization.data(withJSONObject: json)
         for _ in 0..<3 {
-            let tokenizer = try BertTokenizer(configuration: TokenizerConfiguration(tokenizerJSON: data, path: "tokenizer.json"), path: "tokenizer.json")
+            let tokenizer = try Tokenizer(configuration: TokenizerConfiguration(tokenizerJSON: data, path: "tokenizer.json"), path: "tokenizer.json")
             XCTAssertEqual(tokenizer.encode("cat").ids, [101, 4937, 102])
             XCTAssertEqual(tokenizer.token(of: 4937), "aaa-alias-of-cat")
         }
@@ -410,7 +410,7 @@ final class HostileInputTests: CLITestCase {
         try JSONSerialization.data(withJSONObject: config).write(to: source.appendingPathComponent("config.json"))
         try SafeTensorsWriter.write([], to: source.appendingPathComponent("model.safetensors").path)
         XCTAssertThrowsError(try Converter.convert(huggingFaceFolder: source, to: URL(fileURLWithPath: temporaryPath("hf-out")))) { error in
-            XCTAssertEqual(error as? BertError, .invalidConfig(path: source.appendingPathComponent("config.json").path,
+            XCTAssertEqual(error as? SwiftBERTError, .invalidConfig(path: source.appendingPathComponent("config.json").path,
                                                                 reason: "num_hidden_layers is -3; it must be a positive integer: fix config.json or convert the checkpoint again with `bert convert`"))
         }
     }
@@ -434,7 +434,7 @@ final class HostileInputTests: CLITestCase {
                 outcome = Result { _ = try Converter.readConfig(data, path: name, folder: name) }
             case "tokenizerjson":
                 outcome = Result {
-                    let tokenizer = try BertTokenizer(configuration: TokenizerConfiguration(tokenizerJSON: data, path: name), path: name)
+                    let tokenizer = try Tokenizer(configuration: TokenizerConfiguration(tokenizerJSON: data, path: name), path: name)
                     for pair in [nil, "again"] as [String?] {
                         let encoding = tokenizer.encode("Hello [MASK] world", pair: pair)
                         XCTAssertLessThanOrEqual(tokenizer.encode("Hello [MASK] world", pair: pair, maxLength: 5).count, 5, name)
@@ -446,7 +446,7 @@ final class HostileInputTests: CLITestCase {
                 }
             case "vocabtxt":
                 outcome = Result {
-                    let tokenizer = try BertTokenizer(configuration: TokenizerConfiguration(vocabTXT: data, path: name, lowercase: true), path: name)
+                    let tokenizer = try Tokenizer(configuration: TokenizerConfiguration(vocabTXT: data, path: name, lowercase: true), path: name)
                     _ = tokenizer.decode(tokenizer.encode("Hello [MASK] world").ids)
                 }
             case "text":
@@ -459,7 +459,7 @@ final class HostileInputTests: CLITestCase {
                 continue
             }
             if case let .failure(error) = outcome {
-                XCTAssertTrue(error is BertError, "\(name): \(error)")
+                XCTAssertTrue(error is SwiftBERTError, "\(name): \(error)")
                 XCTAssertFalse("\(error)".contains("\n"), "\(name): one line: \(error)")
             }
         }

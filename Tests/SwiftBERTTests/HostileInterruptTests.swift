@@ -9,7 +9,7 @@ final class HostileInterruptTests: XCTestCase {
     static let dimension = 128  // splade-tiny: small and fast
 
     func embedder() throws -> SentenceEmbedder {
-        try SentenceEmbedder(model: try loadModel("splade-tiny", threads: 1), tokenizer: try BertTokenizer.load(folder: convertedModel("splade-tiny")))
+        try SentenceEmbedder(model: try loadModel("splade-tiny", threads: 1), tokenizer: try Tokenizer.load(folder: convertedModel("splade-tiny")))
     }
 
     /// `count` lines of varying length.

@@ -64,7 +64,7 @@ final class IOReaderTests: XCTestCase {
 
     func testMissingFileAndDirectoryAreTypedErrors() {
         XCTAssertThrowsError(try TextRecordReader(.file("/nonexistent/input.txt"))) { error in
-            XCTAssertEqual((error as? BertError)?.exitStatus, 66)
+            XCTAssertEqual((error as? SwiftBERTError)?.exitStatus, 66)
         }
         XCTAssertThrowsError(try TextRecordReader(.file("/tmp"))) { error in
             guard case .unreadable? = error as? StreamError else { return XCTFail("\(error)") }
@@ -173,8 +173,8 @@ final class IOWriterTests: XCTestCase {
         let full = try OutputSink.open("/dev/full")
         try full.write("hello")
         XCTAssertThrowsError(try full.close()) { error in
-            guard case .outputFailed? = error as? BertError else { return XCTFail("\(error)") }
-            XCTAssertEqual((error as? BertError)?.exitStatus, 74)
+            guard case .outputFailed? = error as? SwiftBERTError else { return XCTFail("\(error)") }
+            XCTAssertEqual((error as? SwiftBERTError)?.exitStatus, 74)
         }
     }
 

@@ -194,7 +194,7 @@ final class Int8GEMMTests: XCTestCase {
 
                 let short = UnsafeRawBufferPointer(rebasing: bytes.dropLast())
                 XCTAssertThrowsError(try PackedInt8Matrix(n: n, k: k, packed: short, scales: scaleBuffer, source: "w.bin")) {
-                    guard case let BertError.invalidWeights(path, reason)? = $0 as? BertError else { return XCTFail("\($0)") }
+                    guard case let SwiftBERTError.invalidWeights(path, reason)? = $0 as? SwiftBERTError else { return XCTFail("\($0)") }
                     XCTAssertEqual(path, "w.bin")
                     XCTAssertTrue(reason.contains("\(bytes.count) bytes"), reason)
                 }

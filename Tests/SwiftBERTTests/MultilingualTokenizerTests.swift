@@ -9,15 +9,15 @@ final class MultilingualTokenizerTests: XCTestCase {
         Bundle.module.url(forResource: "Fixtures/multilingual", withExtension: nil)!.appendingPathComponent(file)
     }
 
-    private static let tokenizers: [String: BertTokenizer] = {
-        var out: [String: BertTokenizer] = [:]
+    private static let tokenizers: [String: Tokenizer] = {
+        var out: [String: Tokenizer] = [:]
         for (key, folder) in [("xlmr", "xlmr-unigram"), ("roberta", "roberta-bpe")] {
-            out[key] = try? BertTokenizer(tokenizerJSON: url("\(folder)/tokenizer.json"))
+            out[key] = try? Tokenizer(tokenizerJSON: url("\(folder)/tokenizer.json"))
         }
         return out
     }()
 
-    private func tokenizer(_ key: String) throws -> BertTokenizer {
+    private func tokenizer(_ key: String) throws -> Tokenizer {
         try XCTUnwrap(Self.tokenizers[key], "\(key) tokenizer.json did not load")
     }
 
@@ -27,7 +27,7 @@ final class MultilingualTokenizerTests: XCTestCase {
     }
 
     /// Compares one encoding with HF's record; returns a description of the first difference.
-    private func difference(_ got: Encoding, _ expected: JSONValue, decode: String? = nil, tokenizer: BertTokenizer) -> String? {
+    private func difference(_ got: Encoding, _ expected: JSONValue, decode: String? = nil, tokenizer: Tokenizer) -> String? {
         let ids = expected["ids"]?.array?.compactMap(\.int).map(Int32.init) ?? []
         if got.ids != ids { return "ids \(got.ids) != HF \(ids)\n  tokens \(got.tokens)" }
         let offsets = offsetRanges(expected["offsets"]?.array?.compactMap(\.int) ?? [])
@@ -107,10 +107,10 @@ final class MultilingualTokenizerTests: XCTestCase {
     }
 
     /// Base tokenizer.json with the patch's sections replaced ("model_fields" go inside "model").
-    private func patchedTokenizer(_ base: URL, patch: JSONValue) throws -> BertTokenizer {
+    private func patchedTokenizer(_ base: URL, patch: JSONValue) throws -> Tokenizer {
         guard case var .object(json) = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: base)),
               case let .object(changes) = patch, case var .object(model)? = json["model"] else {
-            throw BertError.invalidInput(reason: "unreadable tokenizer.json or patch")
+            throw SwiftBERTError.invalidInput(reason: "unreadable tokenizer.json or patch")
         }
         for (key, value) in changes {
             if key == "model_fields", case let .object(fields) = value {
@@ -123,7 +123,7 @@ final class MultilingualTokenizerTests: XCTestCase {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("variant-\(UUID().uuidString).json")
         try JSONEncoder().encode(JSONValue.object(json)).write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
-        return try BertTokenizer(tokenizerJSON: url)
+        return try Tokenizer(tokenizerJSON: url)
     }
 
     func testSpecialTokens() throws {
@@ -168,7 +168,7 @@ final class MultilingualTokenizerTests: XCTestCase {
         for (section, value, mention) in cases {
             let patch = JSONValue.object([section: try JSONDecoder().decode(JSONValue.self, from: Data(value.utf8))])
             XCTAssertThrowsError(try patchedTokenizer(base, patch: patch), "\(section) \(value)") { error in
-                guard case let BertError.invalidTokenizer(_, reason) = error else { return XCTFail("\(error)") }
+                guard case let SwiftBERTError.invalidTokenizer(_, reason) = error else { return XCTFail("\(error)") }
                 XCTAssertTrue(reason.contains(mention), reason)
             }
         }
@@ -176,7 +176,7 @@ final class MultilingualTokenizerTests: XCTestCase {
         for charsmap: JSONValue in [.string("AAAA"), .string("not base64!"), .string("/////w=="), .null] {
             let damaged = JSONValue.object(["normalizer": .object(["type": .string("Precompiled"), "precompiled_charsmap": charsmap])])
             XCTAssertThrowsError(try patchedTokenizer(Self.url("xlmr-unigram/tokenizer.json"), patch: damaged)) { error in
-                guard case let BertError.invalidTokenizer(_, reason) = error else { return XCTFail("\(error)") }
+                guard case let SwiftBERTError.invalidTokenizer(_, reason) = error else { return XCTFail("\(error)") }
                 XCTAssertTrue(reason.contains("precompiled_charsmap"), reason)
             }
         }

@@ -54,7 +54,7 @@ final class PipelineTests: XCTestCase {
         XCTAssertFalse(prefixed.isEmpty)
         for c in prefixed { XCTAssertTrue(c.token.hasPrefix("ma"), c.token) }
         XCTAssertThrowsError(try pipeline.predict("No mask here.")) { error in
-            XCTAssertEqual((error as? BertError)?.exitStatus, 65)
+            XCTAssertEqual((error as? SwiftBERTError)?.exitStatus, 65)
         }
     }
 

@@ -6,7 +6,7 @@ import XCTest
 final class SuggestCLITests: CLITestCase {
     func library(_ text: String, topK: Int = 3, userWords: [UserWord] = []) throws -> [Suggestion] {
         let folder = try convertedModel("splade-tiny")
-        return try WordSuggester(model: loadModel("splade-tiny"), tokenizer: BertTokenizer.load(folder: folder), userWords: userWords)
+        return try WordSuggester(model: loadModel("splade-tiny"), tokenizer: Tokenizer.load(folder: folder), userWords: userWords)
             .suggest(text, topK: topK)
     }
 

@@ -9,7 +9,7 @@ import SwiftBERTBench
 final class SuggestTests: XCTestCase {
     func suggester(userWords: [UserWord] = [], options: WordSuggester.Options = .init()) throws -> WordSuggester {
         let folder = try convertedModel("splade-tiny")
-        return try WordSuggester(model: loadModel("splade-tiny"), tokenizer: BertTokenizer.load(folder: folder),
+        return try WordSuggester(model: loadModel("splade-tiny"), tokenizer: Tokenizer.load(folder: folder),
                                  userWords: userWords, options: options)
     }
 
@@ -198,7 +198,7 @@ final class SuggestTests: XCTestCase {
 
     func testTopKAndModelErrors() throws {
         let s = try suggester()
-        XCTAssertThrowsError(try s.suggest("hello ", topK: 0)) { XCTAssertEqual(($0 as? BertError)?.exitStatus, 65) }
+        XCTAssertThrowsError(try s.suggest("hello ", topK: 0)) { XCTAssertEqual(($0 as? SwiftBERTError)?.exitStatus, 65) }
         XCTAssertTrue(try s.suggest("zzzzqqqq", topK: 3).isEmpty, "nothing near: no suggestion rather than a wild one")
         let embedder = try convertedModel("all-MiniLM-L6-v2")
         XCTAssertThrowsError(try WordSuggester(folder: embedder)) { error in
@@ -276,7 +276,7 @@ final class SuggestTests: XCTestCase {
         }
         XCTAssertThrowsError(try UserWord.parseList("word many\n", source: "list"))
         XCTAssertThrowsError(try UserWord.readList(URL(fileURLWithPath: "/nonexistent/words.txt"))) {
-            XCTAssertEqual(($0 as? BertError)?.exitStatus, 66)
+            XCTAssertEqual(($0 as? SwiftBERTError)?.exitStatus, 66)
         }
         // Lowercase unless the text never writes the word so: a capital at sentence start does not stick.
         XCTAssertEqual(UserWord.counted(in: "The GNU license. The license of GNU, the Licensor said."), [

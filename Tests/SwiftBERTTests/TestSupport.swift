@@ -10,7 +10,7 @@ func convertedModel(_ name: String, file: StaticString = #filePath, line: UInt =
     let url = repositoryRoot.appendingPathComponent("weights/\(name)")
     guard FileManager.default.fileExists(atPath: url.appendingPathComponent("model.safetensors").path) else {
         XCTFail("weights/\(name) is missing: run `make setup` (tools/setup.sh) first", file: file, line: line)
-        throw BertError.fileNotFound(path: url.path, hint: "run make setup")
+        throw SwiftBERTError.fileNotFound(path: url.path, hint: "run make setup")
     }
     return url
 }

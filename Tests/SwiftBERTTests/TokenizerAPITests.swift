@@ -3,7 +3,7 @@ import XCTest
 
 /// Loading and its errors, framing, truncation, padding, decoding, and robustness.
 final class TokenizerAPITests: XCTestCase {
-    private func miniLM() throws -> BertTokenizer { try TokenizerFixtures.tokenizer("all-MiniLM-L6-v2") }
+    private func miniLM() throws -> Tokenizer { try TokenizerFixtures.tokenizer("all-MiniLM-L6-v2") }
 
     private func temporaryFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tokenizer-\(UUID().uuidString)")
@@ -30,19 +30,19 @@ final class TokenizerAPITests: XCTestCase {
 
     func testLoadFolderPrefersTokenizerJSONAndFallsBackToVocabTXT() throws {
         let miniLMFolder = try TokenizerFixtures.modelFolder("all-MiniLM-L6-v2")
-        let fromFolder = try BertTokenizer.load(folder: miniLMFolder)
+        let fromFolder = try Tokenizer.load(folder: miniLMFolder)
         let text = "Tokenizers from HF: Ünïcödé, 日本語 and [MASK]!"
         XCTAssertEqual(fromFolder.encode(text), try miniLM().encode(text))
 
         let vocabOnly = try temporaryFolder()
         try FileManager.default.copyItem(at: miniLMFolder.appendingPathComponent("vocab.txt"),
                                          to: vocabOnly.appendingPathComponent("vocab.txt"))
-        XCTAssertEqual(try BertTokenizer.load(folder: vocabOnly).encode(text), try miniLM().encode(text))
+        XCTAssertEqual(try Tokenizer.load(folder: vocabOnly).encode(text), try miniLM().encode(text))
     }
 
     func testCasedVocabTXTKeepsCaseAndAccents() throws {
         let url = try TokenizerFixtures.modelFolder("all-MiniLM-L6-v2").appendingPathComponent("vocab.txt")
-        let cased = try BertTokenizer(vocabTXT: url, lowercase: false)
+        let cased = try Tokenizer(vocabTXT: url, lowercase: false)
         XCTAssertEqual(cased.tokenize("hello"), ["hello"])
         XCTAssertEqual(cased.tokenize("Hello"), ["[UNK]"])  // the uncased vocabulary has no "Hello"
         XCTAssertNotEqual(cased.tokenize("café"), ["cafe"])  // accents stay when case does
@@ -52,12 +52,12 @@ final class TokenizerAPITests: XCTestCase {
     func testMissingFilesAreFileNotFound() throws {
         let folder = try temporaryFolder()
         for load in [
-            { _ = try BertTokenizer.load(folder: folder) },
-            { _ = try BertTokenizer(tokenizerJSON: folder.appendingPathComponent("tokenizer.json")) },
-            { _ = try BertTokenizer(vocabTXT: folder.appendingPathComponent("vocab.txt")) },
+            { _ = try Tokenizer.load(folder: folder) },
+            { _ = try Tokenizer(tokenizerJSON: folder.appendingPathComponent("tokenizer.json")) },
+            { _ = try Tokenizer(vocabTXT: folder.appendingPathComponent("vocab.txt")) },
         ] {
             XCTAssertThrowsError(try load()) { error in
-                guard case let .fileNotFound(path, hint)? = error as? BertError else { return XCTFail("\(error)") }
+                guard case let .fileNotFound(path, hint)? = error as? SwiftBERTError else { return XCTFail("\(error)") }
                 XCTAssertTrue(path.hasPrefix(folder.path))
                 XCTAssertTrue(hint.contains("make setup"), hint)
             }
@@ -87,8 +87,8 @@ final class TokenizerAPITests: XCTestCase {
         for (patch, named) in cases {
             let url = folder.appendingPathComponent("tokenizer.json")
             try JSONEncoder().encode(JSONValue.object(baseObject.merging(patch) { $1 })).write(to: url)
-            XCTAssertThrowsError(try BertTokenizer(tokenizerJSON: url), named) { error in
-                guard case let .invalidTokenizer(path, reason)? = error as? BertError else { return XCTFail("\(error)") }
+            XCTAssertThrowsError(try Tokenizer(tokenizerJSON: url), named) { error in
+                guard case let .invalidTokenizer(path, reason)? = error as? SwiftBERTError else { return XCTFail("\(error)") }
                 XCTAssertEqual(path, url.path)
                 XCTAssertTrue(reason.contains(named), "\(reason) should name \(named)")
             }
@@ -99,16 +99,16 @@ final class TokenizerAPITests: XCTestCase {
         let folder = try temporaryFolder()
         let json = folder.appendingPathComponent("tokenizer.json")
         try Data("{not json".utf8).write(to: json)
-        XCTAssertThrowsError(try BertTokenizer(tokenizerJSON: json)) { error in
-            guard case .invalidTokenizer? = error as? BertError else { return XCTFail("\(error)") }
+        XCTAssertThrowsError(try Tokenizer(tokenizerJSON: json)) { error in
+            guard case .invalidTokenizer? = error as? SwiftBERTError else { return XCTFail("\(error)") }
         }
         let vocab = folder.appendingPathComponent("vocab.txt")
         try Data("hello\nworld\n".utf8).write(to: vocab)  // no [UNK]
-        XCTAssertThrowsError(try BertTokenizer(vocabTXT: vocab)) { error in
-            guard case .invalidTokenizer? = error as? BertError else { return XCTFail("\(error)") }
+        XCTAssertThrowsError(try Tokenizer(vocabTXT: vocab)) { error in
+            guard case .invalidTokenizer? = error as? SwiftBERTError else { return XCTFail("\(error)") }
         }
         try Data([0x5B, 0x55, 0x4E, 0x4B, 0x5D, 0x0A, 0xFF, 0xFE]).write(to: vocab)  // not UTF-8
-        XCTAssertThrowsError(try BertTokenizer(vocabTXT: vocab))
+        XCTAssertThrowsError(try Tokenizer(vocabTXT: vocab))
     }
 
     // MARK: - Encoding

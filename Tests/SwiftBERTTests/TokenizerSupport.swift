@@ -20,22 +20,22 @@ enum TokenizerFixtures {
         let folder = repositoryRoot.appendingPathComponent("weights/.cache/hf/\(name)")
         guard FileManager.default.fileExists(atPath: folder.path) else {
             XCTFail("\(folder.path) is missing: run `make setup` (bert pull --all --keep-source)", file: file, line: line)
-            throw BertError.fileNotFound(path: folder.path, hint: "run `make setup`")
+            throw SwiftBERTError.fileNotFound(path: folder.path, hint: "run `make setup`")
         }
         return folder
     }
 
-    nonisolated(unsafe) private static let cache = NSCache<NSString, BertTokenizer>()
+    nonisolated(unsafe) private static let cache = NSCache<NSString, Tokenizer>()
 
     /// "all-MiniLM-L6-v2", "splade-tiny" (their tokenizer.json) or "all-MiniLM-L6-v2/vocab.txt".
-    static func tokenizer(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> BertTokenizer {
+    static func tokenizer(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws -> Tokenizer {
         if let cached = cache.object(forKey: name as NSString) { return cached }
-        let tokenizer: BertTokenizer
+        let tokenizer: Tokenizer
         if name.hasSuffix("/vocab.txt") {
             let folder = try modelFolder(String(name.dropLast("/vocab.txt".count)), file: file, line: line)
-            tokenizer = try BertTokenizer(vocabTXT: folder.appendingPathComponent("vocab.txt"))
+            tokenizer = try Tokenizer(vocabTXT: folder.appendingPathComponent("vocab.txt"))
         } else {
-            tokenizer = try BertTokenizer(tokenizerJSON: modelFolder(name, file: file, line: line)
+            tokenizer = try Tokenizer(tokenizerJSON: modelFolder(name, file: file, line: line)
                 .appendingPathComponent("tokenizer.json"))
         }
         cache.setObject(tokenizer, forKey: name as NSString)

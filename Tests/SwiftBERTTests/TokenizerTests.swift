@@ -39,7 +39,7 @@ final class TokenizerTests: XCTestCase {
         try checkCorpus("splade-tiny") { $0.splade ?? .init(ids: $0.ids, offsets: $0.offsets) }
     }
 
-    /// MiniLM's vocab.txt with BertTokenizer defaults gives what its tokenizer.json gives.
+    /// MiniLM's vocab.txt with Tokenizer defaults gives what its tokenizer.json gives.
     func testMiniLMVocabTXTMatchesHuggingFace() throws {
         try checkCorpus("all-MiniLM-L6-v2/vocab.txt") { .init(ids: $0.ids, offsets: $0.offsets) }
     }

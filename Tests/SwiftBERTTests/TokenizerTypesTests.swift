@@ -69,9 +69,9 @@ final class TokenizerTypesTests: XCTestCase {
         try XCTUnwrap(Self.loaded, "Fixtures/tokenizer-types/variants.jsonl did not load")
     }
 
-    private func tokenizer(_ variant: Variant) throws -> BertTokenizer {
+    private func tokenizer(_ variant: Variant) throws -> Tokenizer {
         let path = "variant \(variant.name)"
-        return try BertTokenizer(configuration: TokenizerConfiguration(tokenizerJSON: variant.json, path: path), path: path)
+        return try Tokenizer(configuration: TokenizerConfiguration(tokenizerJSON: variant.json, path: path), path: path)
     }
 
     /// FNV-1a (32 bits) of "ids;offsets;decoded", as the fixture script writes it.
@@ -95,7 +95,7 @@ final class TokenizerTypesTests: XCTestCase {
                 }
                 continue
             }
-            let tokenizer: BertTokenizer
+            let tokenizer: Tokenizer
             do { tokenizer = try self.tokenizer(variant) } catch {
                 XCTFail("\(variant.name) does not load: \(error)")
                 continue
@@ -132,7 +132,7 @@ final class TokenizerTypesTests: XCTestCase {
     /// on every fixture tokenizer, for single lines and for long texts cut into many small chunks.
     func testEarlyStoppingTruncationIsExact() throws {
         let (texts, _, variants) = try fixture()
-        var tokenizers: [(String, BertTokenizer)] = []
+        var tokenizers: [(String, Tokenizer)] = []
         for variant in variants where Self.refused[variant.name] == nil { tokenizers.append((variant.name, try tokenizer(variant))) }
         tokenizers.append(("all-MiniLM-L6-v2", try TokenizerFixtures.tokenizer("all-MiniLM-L6-v2")))
         // Long texts: the lines joined, with runs of spaces, added tokens and CJK between them.
@@ -202,7 +202,7 @@ final class TokenizerTypesTests: XCTestCase {
             let json = #"{"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3}}, "#
                 + sections + #", "post_processor": {"type": "BertProcessing", "cls": ["[CLS]", 1], "sep": ["[SEP]", 2]}}"#
             do {
-                _ = try BertTokenizer(configuration: TokenizerConfiguration(tokenizerJSON: Data(json.utf8), path: "t"), path: "t")
+                _ = try Tokenizer(configuration: TokenizerConfiguration(tokenizerJSON: Data(json.utf8), path: "t"), path: "t")
                 return "loaded"
             } catch { return "\(error)" }
         }

@@ -20,7 +20,7 @@ final class TokenizerVariantTests: XCTestCase {
         }
     }
 
-    private func check(_ tokenizer: BertTokenizer, _ record: JSONValue, variant: String) throws {
+    private func check(_ tokenizer: Tokenizer, _ record: JSONValue, variant: String) throws {
         let text = try XCTUnwrap(record["text"]?.string)
         let got = tokenizer.encode(text, pair: record["pair"]?.string, maxLength: record["max_length"]?.int)
         let what = "\(variant): \(describeLine(text))"
@@ -35,11 +35,11 @@ final class TokenizerVariantTests: XCTestCase {
     }
 
     /// Writes base tokenizer.json with the patch's top-level sections replaced to a temporary file.
-    private func patchedTokenizer(_ base: URL, patch: JSONValue) throws -> BertTokenizer {
+    private func patchedTokenizer(_ base: URL, patch: JSONValue) throws -> Tokenizer {
         guard case var .object(json) = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: base)),
               case let .object(changes) = patch, case var .object(model)? = json["model"] else {
             XCTFail("unreadable tokenizer.json or patch")
-            throw BertError.invalidInput(reason: "unreadable tokenizer.json or patch")
+            throw SwiftBERTError.invalidInput(reason: "unreadable tokenizer.json or patch")
         }
         for (key, value) in changes {
             if key == "max_input_chars_per_word" { model[key] = value } else { json[key] = value }
@@ -48,6 +48,6 @@ final class TokenizerVariantTests: XCTestCase {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("variant-\(UUID().uuidString).json")
         try JSONEncoder().encode(JSONValue.object(json)).write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
-        return try BertTokenizer(tokenizerJSON: url)
+        return try Tokenizer(tokenizerJSON: url)
     }
 }

@@ -214,7 +214,7 @@ final class TorchCheckpointTests: XCTestCase {
     /// Refused with `invalidWeights` whose reason contains `words`.
     func assertRefused(_ bytes: [UInt8], _ words: String, _ label: String, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertThrowsError(try read(bytes), label, file: file, line: line) { error in
-            guard case let .invalidWeights(_, reason)? = error as? BertError else {
+            guard case let .invalidWeights(_, reason)? = error as? SwiftBERTError else {
                 return XCTFail("\(label): \(error) is not invalidWeights", file: file, line: line)
             }
             XCTAssertTrue(reason.contains(words), "\(label): '\(reason)' does not say '\(words)'", file: file, line: line)
@@ -285,7 +285,7 @@ final class TorchCheckpointTests: XCTestCase {
         let good = Self.checkpoint(Self.statePickle())
         for length in 0..<good.count {
             XCTAssertThrowsError(try read(Array(good[..<length])), "archive cut at \(length)") { error in
-                XCTAssertNotNil(error as? BertError)
+                XCTAssertNotNil(error as? SwiftBERTError)
             }
         }
         // The real file from torch, cut at every length: always an error, never a trap.

@@ -9,7 +9,7 @@ import Foundation
 private let probes = ["Hello, world! [MASK] is [CLS] here.", "naïve café 東京 🙂 \u{0}\u{7}", "", "##ing un##able",
                       String(repeating: "a", count: 300)]
 
-private func exercise(_ tokenizer: BertTokenizer) {
+private func exercise(_ tokenizer: Tokenizer) {
     for text in probes {
         for maxLength in [nil, 2, 5] as [Int?] {
             let encoding = tokenizer.encode(text, pair: text.isEmpty ? nil : "second text", maxLength: maxLength)
@@ -40,12 +40,12 @@ func fuzzLoaders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     case 2:
         if let configuration = try? TokenizerConfiguration(tokenizerJSON: body, path: "tokenizer.json"),
-           let tokenizer = try? BertTokenizer(configuration: configuration, path: "tokenizer.json") {
+           let tokenizer = try? Tokenizer(configuration: configuration, path: "tokenizer.json") {
             exercise(tokenizer)
         }
     default:
         if let configuration = try? TokenizerConfiguration(vocabTXT: body, path: "vocab.txt", lowercase: data[0] & 4 == 0),
-           let tokenizer = try? BertTokenizer(configuration: configuration, path: "vocab.txt") {
+           let tokenizer = try? Tokenizer(configuration: configuration, path: "vocab.txt") {
             exercise(tokenizer)
         }
     }

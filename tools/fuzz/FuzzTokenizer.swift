@@ -8,15 +8,15 @@ import Foundation
 import Glibc
 #endif
 
-private let tokenizers: [BertTokenizer] = {
+private let tokenizers: [Tokenizer] = {
     let weights = ProcessInfo.processInfo.environment["SWIFTBERT_FUZZ_WEIGHTS"] ?? "weights"
-    var all: [BertTokenizer] = []
+    var all: [Tokenizer] = []
     for name in ["all-MiniLM-L6-v2", "splade-tiny"] {
         let folder = URL(fileURLWithPath: weights).appendingPathComponent(name)
-        all.append(try! BertTokenizer(tokenizerJSON: folder.appendingPathComponent("tokenizer.json")))
+        all.append(try! Tokenizer(tokenizerJSON: folder.appendingPathComponent("tokenizer.json")))
     }
     let vocab = URL(fileURLWithPath: weights).appendingPathComponent("all-MiniLM-L6-v2/vocab.txt")
-    all.append(try! BertTokenizer(vocabTXT: vocab, lowercase: false))
+    all.append(try! Tokenizer(vocabTXT: vocab, lowercase: false))
     // Added tokens with every matching rule, normalized and raw.
     let json = """
     {"model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 12,
@@ -36,7 +36,7 @@ private let tokenizers: [BertTokenizer] = {
      "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
      "truncation": {"max_length": 8, "direction": "Left"}, "padding": {"pad_id": 0, "pad_token": "[PAD]", "direction": "Left"}}
     """
-    all.append(try! BertTokenizer(configuration: TokenizerConfiguration(tokenizerJSON: Data(json.utf8), path: "added"), path: "added"))
+    all.append(try! Tokenizer(configuration: TokenizerConfiguration(tokenizerJSON: Data(json.utf8), path: "added"), path: "added"))
     return all
 }()
 

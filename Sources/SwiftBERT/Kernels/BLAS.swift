@@ -2,7 +2,7 @@ import COpenBLAS
 
 // OpenBLAS sgemm: the FP32 Linear layers of portable builds and the masked-LM decoder (one
 // thread per call: the engine splits work across its own threads). Attention runs in Swift
-// (Kernels/Attention.swift).
+// (Kernels/Attention/).
 
 /// C[m×n] = alpha · A[m×k] · B[n×k]ᵀ.
 @inline(__always)

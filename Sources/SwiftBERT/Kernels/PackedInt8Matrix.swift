@@ -160,19 +160,19 @@ struct PackedInt8Matrix: @unchecked Sendable {
     init(n: Int, k: Int, packed: UnsafeRawBufferPointer, scales: UnsafeBufferPointer<Float>,
          source: String = "packed INT8 weights") throws {
         guard n > 0, k > 0 else {
-            throw BertError.invalidWeights(path: source, reason: "INT8 matrix shape [\(n), \(k)] is empty or negative")
+            throw SwiftBERTError.invalidWeights(path: source, reason: "INT8 matrix shape [\(n), \(k)] is empty or negative")
         }
         let expected = Int8PanelLayout.byteCount(n: n, k: k)
         guard packed.count == expected, let base = packed.baseAddress else {
-            throw BertError.invalidWeights(
+            throw SwiftBERTError.invalidWeights(
                 path: source,
                 reason: "packed INT8 matrix [\(n), \(k)] needs \(expected) bytes, found \(packed.count); re-run the quantizer")
         }
         guard scales.count == n else {
-            throw BertError.invalidWeights(path: source, reason: "expected \(n) INT8 scales, found \(scales.count)")
+            throw SwiftBERTError.invalidWeights(path: source, reason: "expected \(n) INT8 scales, found \(scales.count)")
         }
         if let bad = scales.firstIndex(where: { !($0.isFinite && $0 >= 0) }) {
-            throw BertError.invalidWeights(path: source, reason: "INT8 scale of output channel \(bad) is \(scales[bad]); scales must be finite and ≥ 0")
+            throw SwiftBERTError.invalidWeights(path: source, reason: "INT8 scale of output channel \(bad) is \(scales[bad]); scales must be finite and ≥ 0")
         }
         self.init(n: n, k: k, packed: UnsafeRawBufferPointer(start: base, count: expected),
                   scales: Array(scales), owner: nil)

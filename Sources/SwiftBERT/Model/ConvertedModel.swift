@@ -44,13 +44,13 @@ struct OpenedFolder {
 /// Opens `folder` for `precision` (threads: nil for one per core).
 func openConvertedModel(folder: URL, precision: Precision, threads: Int?, checksFiniteWeights: Bool) throws -> OpenedFolder {
     guard FileManager.default.fileExists(atPath: folder.path) else {
-        throw BertError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
+        throw SwiftBERTError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
     }
     let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
     let weightsPath = folder.appendingPathComponent(precision.fileName).path
     if precision.fileName != WeightFiles.fp32, !FileManager.default.fileExists(atPath: weightsPath) {
         let command = precision == .int8Static ? "bert quantize --calibrate SENTENCES.txt" : "bert quantize"
-        throw BertError.fileNotFound(path: weightsPath, hint: "Make it with `\(command) \(folder.path)`.")
+        throw SwiftBERTError.fileNotFound(path: weightsPath, hint: "Make it with `\(command) \(folder.path)`.")
     }
     let weights = try SafeTensorsFile(path: weightsPath)
     // A NaN or infinity in any float32 tensor would turn every output into NaN without a

@@ -2,9 +2,9 @@ import Foundation
 
 /// What every architecture's encoder does, and all a head or a pipeline needs of it: a batch of
 /// token-id sequences in, their last hidden states out (packed, no padding). `BertModel` (BERT,
-/// DistilBERT, RoBERTa, XLM-R) and `MobileBertModel` adopt it; `loadEncoder` picks the one a
-/// converted folder needs. An encoder is immutable after loading: one instance serves many
-/// threads at once.
+/// DistilBERT, RoBERTa, XLM-R, MPNet), `MobileBertModel` and `RotaryEncoderModel` adopt it;
+/// `loadEncoder` picks the one a converted folder needs, through its family (`ModelFamilies`).
+/// An encoder is immutable after loading: one instance serves many threads at once.
 public protocol EncoderModel: ConvertedModel, Sendable {
     /// Last-layer hidden states for a batch of token-id sequences, each framed by the tokenizer
     /// ([CLS] … [SEP], or <s> … </s>). Sequences may differ in length.
@@ -28,7 +28,7 @@ extension EncoderModel {
         var gathered = [Float](repeating: 0, count: positions.count * h)
         for (i, p) in positions.enumerated() {
             guard p.sequence >= 0, p.sequence < output.count, p.position >= 0, p.position < output.lengths[p.sequence] else {
-                throw BertError.invalidInput(reason: "position \(p) is outside the encoded batch")
+                throw SwiftBERTError.invalidInput(reason: "position \(p) is outside the encoded batch")
             }
             output.withRow(sequence: p.sequence, position: p.position) { row in
                 for c in 0..<h { gathered[i * h + c] = row[c] }
@@ -45,26 +45,24 @@ extension EncoderModel {
     /// requests checks each request's own with it first, so a bad one fails alone.
     public func validate(_ ids: [Int32], typeIds: [Int32]? = nil, name: String) throws {
         if let problem = config.problem(ids: ids, typeIds: typeIds) {
-            throw BertError.invalidInput(reason: "\(name) \(problem)")
+            throw SwiftBERTError.invalidInput(reason: "\(name) \(problem)")
         }
     }
 
-    var missingMaskedLMHead: BertError {
+    var missingMaskedLMHead: SwiftBERTError {
         .invalidInput(reason: "\(folder.lastPathComponent) has no masked-LM head (cls.predictions); use a *ForMaskedLM checkpoint such as splade-tiny")
     }
 }
 
-/// The encoder a converted folder holds: a `MobileBertModel` for MobileBERT, a
-/// `RotaryEncoderModel` for NomicBERT, GTE and ModernBERT, else a `BertModel` (BERT, DistilBERT,
-/// RoBERTa, XLM-R, MPNet). The one place that maps a checkpoint to its architecture.
+/// The encoder a converted folder holds, loaded by its family (`ModelFamilies`): a
+/// `MobileBertModel` for MobileBERT, a `RotaryEncoderModel` for NomicBERT, GTE and ModernBERT,
+/// else a `BertModel` (BERT, DistilBERT, RoBERTa, XLM-R, MPNet).
 public func loadEncoder(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws -> any EncoderModel {
     guard FileManager.default.fileExists(atPath: folder.path) else {
-        throw BertError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
+        throw SwiftBERTError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
     }
     let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-    if config.mobileBert != nil { return try MobileBertModel(folder: folder, threads: threads, precision: precision) }
-    if config.rotary != nil { return try RotaryEncoderModel(folder: folder, threads: threads, precision: precision) }
-    return try BertModel(folder: folder, threads: threads, precision: precision)
+    return try ModelFamilies.family(of: config).loadEncoder(folder: folder, threads: threads, precision: precision)
 }
 
 /// Last-layer hidden states of a batch, packed [T × H] without padding, with the token ids they

@@ -59,7 +59,7 @@ extension EncoderModel {
     }
 
     /// A head this checkpoint has no weights for: what it has, and which checkpoint to use.
-    func missingHead(_ kind: HeadKind, _ remedy: String) -> BertError {
+    func missingHead(_ kind: HeadKind, _ remedy: String) -> SwiftBERTError {
         .invalidInput(reason: "\(folder.lastPathComponent) has no \(kind.description) head (it has: \(heads.map(\.description).joined(separator: ", "))); \(remedy)")
     }
 }

@@ -121,7 +121,7 @@ struct Linear: @unchecked Sendable {
             let zeroPoint = try file.floats(name + StaticInt8Input.zeroPointSuffix, shape: [1])[0]
             let step = try file.floats(name + StaticInt8Input.stepSuffix, shape: [1])[0]
             guard (0...255).contains(zeroPoint), zeroPoint.rounded() == zeroPoint, step > 0, step.isFinite else {
-                throw BertError.invalidWeights(path: file.path, reason: "\(name): input zero point \(zeroPoint) or step \(step) is out of range; calibrate again (bert quantize --calibrate)")
+                throw SwiftBERTError.invalidWeights(path: file.path, reason: "\(name): input zero point \(zeroPoint) or step \(step) is out of range; calibrate again (bert quantize --calibrate)")
             }
             staticInput = StaticInt8Input(k: k, multipliers: multipliers.baseAddress!, zeroPoint: Int32(zeroPoint), step: step, weights: packed)
         } else {
@@ -218,7 +218,7 @@ public final class LinearLayer {
     /// W is [n × k] row-major (PyTorch's [out, in]); both arrays are copied or repacked.
     public init(weights: [Float], bias: [Float], n: Int, k: Int, precision: Precision) throws {
         guard n > 0, k > 0, weights.count == n * k, bias.count == n else {
-            throw BertError.invalidInput(reason: "a Linear layer [\(n) × \(k)] needs \(n * k) weights and \(n) biases, got \(weights.count) and \(bias.count)")
+            throw SwiftBERTError.invalidInput(reason: "a Linear layer [\(n) × \(k)] needs \(n * k) weights and \(n) biases, got \(weights.count) and \(bias.count)")
         }
         (self.n, self.k, self.precision) = (n, k, precision)
         ownedBias = .allocate(capacity: n)
@@ -231,7 +231,7 @@ public final class LinearLayer {
             weight = WeightMatrix.float32(copy).forLinearKernels(n: n, k: k)
             ownedWeights = copy
         case .int8Static:
-            throw BertError.invalidInput(reason: "int8-static needs activation ranges calibrated on a model (bert quantize --calibrate); a LinearLayer takes fp32, bf16, int8, int8-attention or int8-weights")
+            throw SwiftBERTError.invalidInput(reason: "int8-static needs activation ranges calibrated on a model (bert quantize --calibrate); a LinearLayer takes fp32, bf16, int8, int8-attention or int8-weights")
         case .int8, .int8Attention, .int8Weights:
             weight = .int8(weights.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, n: n, k: k) })
             ownedWeights = nil

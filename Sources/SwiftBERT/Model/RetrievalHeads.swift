@@ -44,7 +44,7 @@ public enum SparseHead: Head {
     case splade(SpladeHead)
     case lexicalWeights(LexicalWeightsHead)
 
-    public init(_ encoder: any EncoderModel, tokenizer: BertTokenizer) throws {
+    public init(_ encoder: any EncoderModel, tokenizer: Tokenizer) throws {
         if encoder.config.hasLexicalWeights == true {
             self = .lexicalWeights(try LexicalWeightsHead(encoder, excludedIds: [tokenizer.clsId, tokenizer.sepId, tokenizer.padId, tokenizer.unkId]))
         } else {
@@ -127,7 +127,7 @@ public struct RetrievalHead: Head {
         self.multiVector = outputs.contains(.multiVector) ? multiVector : nil
     }
 
-    public init(_ encoder: any EncoderModel, tokenizer: BertTokenizer, outputs: RetrievalOutputs) throws {
+    public init(_ encoder: any EncoderModel, tokenizer: Tokenizer, outputs: RetrievalOutputs) throws {
         self.init(dense: outputs.contains(.dense) ? try SentenceHead(encoder) : nil,
                   sparse: outputs.contains(.sparse) ? try SparseHead(encoder, tokenizer: tokenizer) : nil,
                   multiVector: outputs.contains(.multiVector) ? try MultiVectorHead(encoder) : nil, outputs: outputs)

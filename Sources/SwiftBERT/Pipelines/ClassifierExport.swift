@@ -4,10 +4,10 @@ import Foundation
 public enum ClassifierExport {
     /// BERT's pooler output, tanh(W·h[CLS] + b): what BertForSequenceClassification feeds its
     /// classifier, so a classifier trained on these features drops into that class unchanged.
-    public static func features(_ model: any EncoderModel, _ tokenizer: BertTokenizer, _ texts: [String], batchSize: Int = 32,
+    public static func features(_ model: any EncoderModel, _ tokenizer: Tokenizer, _ texts: [String], batchSize: Int = 32,
                                 progress: ((Int) -> Void)? = nil) throws -> [[Float]] {
         guard model.config.hasPooler == true, !model.config.isDistilBERT else {
-            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no BERT pooler (pooler.dense); train-classifier needs a BERT checkpoint that kept it (convert the Hugging Face folder again with this version of `bert convert`)")
+            throw SwiftBERTError.invalidInput(reason: "\(model.folder.lastPathComponent) has no BERT pooler (pooler.dense); train-classifier needs a BERT checkpoint that kept it (convert the Hugging Face folder again with this version of `bert convert`)")
         }
         let pooler = try BertPooler(model.headScope, model.config)
         let limit = model.config.maxSequenceLength
@@ -33,10 +33,10 @@ public enum ClassifierExport {
                                                labels: [String], to destination: URL) throws {
         let c = model.config, h = c.hiddenSize
         guard model.precision == .fp32 else {
-            throw BertError.invalidInput(reason: "the exported encoder must be the float32 one; load the model with precision fp32")
+            throw SwiftBERTError.invalidInput(reason: "the exported encoder must be the float32 one; load the model with precision fp32")
         }
         guard labels.count == classifier.classes, classifier.features == h else {
-            throw BertError.invalidInput(reason: "the classifier has \(classifier.classes) classes of \(classifier.features) features; expected \(labels.count) of \(h)")
+            throw SwiftBERTError.invalidInput(reason: "the classifier has \(classifier.classes) classes of \(classifier.features) features; expected \(labels.count) of \(h)")
         }
         // The encoder and its pooler, from the table of names: `bert.` + each module's name,
         // with Q, K and V split again (they are stacked by output channel).
@@ -47,7 +47,7 @@ public enum ClassifierExport {
         var entries: [SafeTensorsWriter.Entry] = []
         func copy(_ name: String) throws {
             guard let info = weights.tensors[name] else {
-                throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no tensor '\(name)'; the exported classifier needs a BERT encoder with its pooler (convert the Hugging Face folder again with this version)")
+                throw SwiftBERTError.invalidInput(reason: "\(model.folder.lastPathComponent) has no tensor '\(name)'; the exported classifier needs a BERT encoder with its pooler (convert the Hugging Face folder again with this version)")
             }
             entries.append(.init(name: "bert." + name, shape: info.shape, floats: Array(try weights.floats(name))))
         }
@@ -71,7 +71,7 @@ public enum ClassifierExport {
         entries.append(.init(name: names.join(names.classifier, "bias"), shape: [labels.count], floats: classifier.bias))
         let fm = FileManager.default
         do { try fm.createDirectory(at: destination, withIntermediateDirectories: true) }
-        catch { throw BertError.outputFailed(path: destination.path, reason: error.localizedDescription) }
+        catch { throw SwiftBERTError.outputFailed(path: destination.path, reason: error.localizedDescription) }
         try SafeTensorsWriter.write(entries, metadata: ["format": "pt"], to: destination.appendingPathComponent("model.safetensors").path)
         let config: OrderedJSON = .object([
             ("architectures", .array([.string("BertForSequenceClassification")])), ("model_type", .string("bert")),
@@ -86,7 +86,7 @@ public enum ClassifierExport {
         ])
         do {
             try Data((config.text + "\n").utf8).write(to: destination.appendingPathComponent("config.json"))
-        } catch { throw BertError.outputFailed(path: destination.appendingPathComponent("config.json").path, reason: error.localizedDescription) }
+        } catch { throw SwiftBERTError.outputFailed(path: destination.appendingPathComponent("config.json").path, reason: error.localizedDescription) }
         try Converter.copyTokenizer(from: model.folder, to: destination)
     }
 }

@@ -114,13 +114,13 @@ public enum ClassifierTraining {
                              valid: (features: [[Float]], labels: [Int])? = nil,
                              options: Options = Options(), progress: ((Step) -> Void)? = nil) throws -> Result {
         guard let d = x.first?.count, d > 0, x.count == y.count else {
-            throw BertError.invalidInput(reason: "no training examples, or features and labels of different counts")
+            throw SwiftBERTError.invalidInput(reason: "no training examples, or features and labels of different counts")
         }
-        guard classes >= 2 else { throw BertError.invalidInput(reason: "the training set has \(classes) label; a classifier needs at least two") }
+        guard classes >= 2 else { throw SwiftBERTError.invalidInput(reason: "the training set has \(classes) label; a classifier needs at least two") }
         let allRows = x + (valid?.features ?? []), allLabels = y + (valid?.labels ?? [])
         guard allLabels.allSatisfy({ $0 >= 0 && $0 < classes }), allRows.allSatisfy({ $0.count == d }),
               valid.map({ $0.features.count == $0.labels.count }) ?? true else {
-            throw BertError.invalidInput(reason: "a label or a feature vector is out of shape")
+            throw SwiftBERTError.invalidInput(reason: "a label or a feature vector is out of shape")
         }
         let threads = max(1, options.threads)
         let trainSet = SoftmaxRegressionObjective(x, y, classes: classes, threads: threads)
@@ -143,10 +143,10 @@ public enum ClassifierTraining {
         let start = DispatchTime.now()
         let values = options.inverseRegularization.sorted()
         guard !values.isEmpty, values.allSatisfy({ $0 > 0 && $0.isFinite }) else {
-            throw BertError.invalidInput(reason: "C (the inverse regularisation) must be positive; give one or more values")
+            throw SwiftBERTError.invalidInput(reason: "C (the inverse regularisation) must be positive; give one or more values")
         }
         guard values.count == 1 || valid != nil else {
-            throw BertError.invalidInput(reason: "several values of C are chosen between on a validation set; give one, or a validation set")
+            throw SwiftBERTError.invalidInput(reason: "several values of C are chosen between on a validation set; give one, or a validation set")
         }
         let solver = LBFGS(maxIterations: options.maxIterations, tolerance: options.tolerance)
         var history: [Step] = [], fits: [Fit] = []

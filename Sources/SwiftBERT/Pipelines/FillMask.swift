@@ -5,7 +5,7 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
     /// The model (BERT-family or MobileBERT), loaded from the model folder.
     public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
-    public let tokenizer: BertTokenizer
+    public let tokenizer: Tokenizer
     /// Vocabulary ids that are whole words: no ## piece, no special or [unused] token, no punctuation.
     private let wholeWord: [Bool]
 
@@ -26,7 +26,7 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
     /// The masked-LM head at every mask token.
     public let head: MaskedLMHead
 
-    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+    public init(model: any EncoderModel, tokenizer: Tokenizer) throws {
         head = try MaskedLMHead(model, maskId: tokenizer.maskId)
         self.model = model
         self.tokenizer = tokenizer
@@ -52,13 +52,13 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
     /// vocabulary; filters remove candidates without renormalising. `prefix` keeps words that
     /// start with the letters typed so far (case-insensitive) and implies `wordsOnly`.
     public func predict(_ text: String, topK k: Int = 5, wordsOnly: Bool = false, prefix: String? = nil) throws -> [Prediction] {
-        guard k > 0 else { throw BertError.invalidInput(reason: "top-k must be at least 1") }
+        guard k > 0 else { throw SwiftBERTError.invalidInput(reason: "top-k must be at least 1") }
         let encoding = tokenizer.encode(text, maxLength: model.config.maxSequenceLength)
         let positions = encoding.ids.indices.filter { encoding.ids[$0] == tokenizer.maskId }
         guard !positions.isEmpty else {
             // The model's own mask token: [MASK] for BERT, <mask> for RoBERTa and XLM-R.
             let mask = tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"
-            throw BertError.invalidInput(reason: encoding.wasTruncated
+            throw SwiftBERTError.invalidInput(reason: encoding.wasTruncated
                 ? "the text is longer than \(model.config.maxSequenceLength) tokens and its \(mask) was cut off"
                 : "the text has no \(mask); write \(mask) where a word should be predicted")
         }
@@ -83,7 +83,7 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
 /// special token or punctuation. BERT's entries as they are (no ## piece); RoBERTa's and
 /// XLM-R's (`marksWordStarts`) only with their word-start mark, Ġ (byte-level BPE) or ▁
 /// (SentencePiece), and decoded without it ("Ġfox" and "▁fox" spell "fox").
-func wordStartSpelling(_ id: Int32, _ tokenizer: BertTokenizer, marksWordStarts: Bool) -> String? {
+func wordStartSpelling(_ id: Int32, _ tokenizer: Tokenizer, marksWordStarts: Bool) -> String? {
     guard let token = tokenizer.token(of: id) else { return nil }
     guard marksWordStarts else { return readsAsWord(token) ? token : nil }
     guard token.hasPrefix("Ġ") || token.hasPrefix("▁") else { return nil }

@@ -5,9 +5,9 @@ import Foundation
 /// can run is `heads`, from the weights its checkpoint has.
 public struct LoadedModel: Sendable {
     public let encoder: any EncoderModel
-    public let tokenizer: BertTokenizer
+    public let tokenizer: Tokenizer
 
-    public init(encoder: any EncoderModel, tokenizer: BertTokenizer) {
+    public init(encoder: any EncoderModel, tokenizer: Tokenizer) {
         (self.encoder, self.tokenizer) = (encoder, tokenizer)
     }
 
@@ -20,7 +20,7 @@ public struct LoadedModel: Sendable {
 /// `precision`, and its tokenizer. `threads` nil: one per core.
 public func loadModel(folder: URL, threads: Int? = nil, precision: Precision = .fp32) throws -> LoadedModel {
     let encoder = try loadEncoder(folder: folder, threads: threads, precision: precision)
-    return LoadedModel(encoder: encoder, tokenizer: try BertTokenizer.load(folder: folder))
+    return LoadedModel(encoder: encoder, tokenizer: try Tokenizer.load(folder: folder))
 }
 
 /// A pipeline over an encoder and its tokenizer (`SentenceEmbedder`, `FillMask`,
@@ -28,7 +28,7 @@ public func loadModel(folder: URL, threads: Int? = nil, precision: Precision = .
 /// converted folder through `loadModel`.
 public protocol ModelPipeline {
     /// Throws when the checkpoint has no weights for the pipeline's head, saying which to use.
-    init(model: any EncoderModel, tokenizer: BertTokenizer) throws
+    init(model: any EncoderModel, tokenizer: Tokenizer) throws
 }
 
 extension ModelPipeline {

@@ -69,7 +69,7 @@ public enum ModelLocator {
         let asPath = URL(fileURLWithPath: (nameOrPath as NSString).expandingTildeInPath)
         if nameOrPath.contains("/") || fm.fileExists(atPath: asPath.appendingPathComponent("config.json").path) {
             guard fm.fileExists(atPath: asPath.path) else {
-                throw BertError.fileNotFound(path: asPath.path, hint: "Give a converted model folder (see `bert convert`) or a model name.")
+                throw SwiftBERTError.fileNotFound(path: asPath.path, hint: "Give a converted model folder (see `bert convert`) or a model name.")
             }
             return asPath
         }
@@ -77,7 +77,7 @@ public enum ModelLocator {
             return dir.appendingPathComponent(nameOrPath)
         }
         let available = availableModels()
-        throw BertError.fileNotFound(path: nameOrPath, hint: available.isEmpty
+        throw SwiftBERTError.fileNotFound(path: nameOrPath, hint: available.isEmpty
             ? "No converted models found; fetch one with `bert pull \(nameOrPath)` (`bert models` lists them), or set SWIFTBERT_HOME."
             : "Unknown model; available: \(available.joined(separator: ", ")); `bert pull NAME` fetches one of `bert models`.")
     }
@@ -109,7 +109,7 @@ public enum ModelLocator {
             try Converter.convert(huggingFaceFolder: folder, to: partial)
             try? fm.removeItem(at: cache)
             do { try fm.moveItem(at: partial, to: cache) }
-            catch { throw BertError.outputFailed(path: cache.path, reason: error.localizedDescription) }
+            catch { throw SwiftBERTError.outputFailed(path: cache.path, reason: error.localizedDescription) }
         }
         return cache
     }

@@ -6,7 +6,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     /// The encoder, loaded from the model folder.
     public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
-    public let tokenizer: BertTokenizer
+    public let tokenizer: Tokenizer
 
     /// How texts are embedded; every field defaults to what the model folder says.
     public struct Options: Sendable {
@@ -50,7 +50,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     /// The checkpoint's ColBERT head (BGE-M3); nil: it has none.
     public let multiVector: MultiVectorHead?
 
-    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+    public init(model: any EncoderModel, tokenizer: Tokenizer) throws {
         self.model = model
         self.tokenizer = tokenizer
         head = try SentenceHead(model)
@@ -66,7 +66,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         if let name = options.promptName {
             guard let text = prompts[name] else {
                 let known = prompts.keys.sorted().joined(separator: ", ")
-                throw BertError.invalidInput(reason: prompts.isEmpty
+                throw SwiftBERTError.invalidInput(reason: prompts.isEmpty
                     ? "prompt name '\(printable(name))': \(model.folder.lastPathComponent) has no prompts; give the text with --prompt instead"
                     : "prompt name '\(printable(name))' is not one of \(model.folder.lastPathComponent)'s prompts (\(known))")
             }
@@ -151,7 +151,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     func maxLength(_ requested: Int?) throws -> Int {
         let limit = model.config.maxSequenceLength
         guard let requested else { return limit }
-        guard requested >= 2 else { throw BertError.invalidInput(reason: "max length \(requested) leaves no room for [CLS] and [SEP]; use 2 or more") }
+        guard requested >= 2 else { throw SwiftBERTError.invalidInput(reason: "max length \(requested) leaves no room for [CLS] and [SEP]; use 2 or more") }
         return min(requested, model.config.positionLimit)
     }
 }

@@ -7,10 +7,10 @@ import Foundation
 public final class SparseEmbedder: ModelPipeline, @unchecked Sendable {
     let embedder: SentenceEmbedder
     public var model: any EncoderModel { embedder.model }
-    public var tokenizer: BertTokenizer { embedder.tokenizer }
+    public var tokenizer: Tokenizer { embedder.tokenizer }
     public let head: SparseHead
 
-    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+    public init(model: any EncoderModel, tokenizer: Tokenizer) throws {
         embedder = try SentenceEmbedder(model: model, tokenizer: tokenizer)
         head = try embedder.sparseHead()
     }

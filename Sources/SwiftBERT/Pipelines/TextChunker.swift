@@ -43,7 +43,7 @@ public enum ChunkPooling: String, Sendable, CaseIterable {
 /// at that end, sharing nothing. A word longer than a chunk is split at the chunk size, without
 /// overlap inside it; the chunk holding its last piece ends at a word end as any other.
 public struct TextChunker: Sendable {
-    public let tokenizer: BertTokenizer
+    public let tokenizer: Tokenizer
     public let maxTokens: Int
     public let overlap: Int
     /// Put before each chunk's text, as `SentenceEmbedder` puts it; nil for none.
@@ -51,19 +51,19 @@ public struct TextChunker: Sendable {
     /// Tokens each chunk spends besides its text: [CLS], [SEP] and the prompt.
     public let framing: Int
 
-    /// Refuses (`BertError.invalidInput`) a chunk size over `modelLimit` (the tokens the model
+    /// Refuses (`SwiftBERTError.invalidInput`) a chunk size over `modelLimit` (the tokens the model
     /// takes per input), one with no room for text, and an overlap not smaller than the text
     /// a chunk can hold.
-    public init(tokenizer: BertTokenizer, maxTokens: Int, overlap: Int = 0, prompt: String? = nil, modelLimit: Int) throws {
+    public init(tokenizer: Tokenizer, maxTokens: Int, overlap: Int = 0, prompt: String? = nil, modelLimit: Int) throws {
         framing = tokenizer.encode(prompt ?? "").count
         guard maxTokens <= modelLimit else {
-            throw BertError.invalidInput(reason: "chunk size \(maxTokens) is over the model's limit of \(modelLimit) tokens per input; use \(modelLimit) or less")
+            throw SwiftBERTError.invalidInput(reason: "chunk size \(maxTokens) is over the model's limit of \(modelLimit) tokens per input; use \(modelLimit) or less")
         }
         guard maxTokens > framing else {
-            throw BertError.invalidInput(reason: "chunk size \(maxTokens) leaves no room for text: [CLS], [SEP]\(prompt == nil ? "" : " and the prompt") take \(framing) tokens; use at least \(framing + 1)")
+            throw SwiftBERTError.invalidInput(reason: "chunk size \(maxTokens) leaves no room for text: [CLS], [SEP]\(prompt == nil ? "" : " and the prompt") take \(framing) tokens; use at least \(framing + 1)")
         }
         guard overlap >= 0, overlap < maxTokens - framing else {
-            throw BertError.invalidInput(reason: "overlap \(overlap) must be at least 0 and smaller than the \(maxTokens - framing) text tokens a chunk of \(maxTokens) holds")
+            throw SwiftBERTError.invalidInput(reason: "overlap \(overlap) must be at least 0 and smaller than the \(maxTokens - framing) text tokens a chunk of \(maxTokens) holds")
         }
         (self.tokenizer, self.maxTokens, self.overlap, self.prompt) = (tokenizer, maxTokens, overlap, prompt)
     }
@@ -147,7 +147,7 @@ public struct TextChunker: Sendable {
             let ids = framedIds(text)
             if ids.count <= maxTokens { return chunk(end, tight, text, ids) }
         }
-        throw BertError.invalidInput(reason: "text \(document.textIndex): token \(start) alone, with [CLS], [SEP] and the prompt, is over the chunk size of \(maxTokens); use a larger chunk size")
+        throw SwiftBERTError.invalidInput(reason: "text \(document.textIndex): token \(start) alone, with [CLS], [SEP] and the prompt, is over the chunk size of \(maxTokens); use a larger chunk size")
     }
 
     private func framedIds(_ text: String) -> [Int32] {

@@ -13,12 +13,12 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
     /// The encoder, loaded from the model folder.
     public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
-    public let tokenizer: BertTokenizer
+    public let tokenizer: Tokenizer
     public let head: SequenceClassificationHead
     /// Class names in id order.
     public let labels: [String]
 
-    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+    public init(model: any EncoderModel, tokenizer: Tokenizer) throws {
         head = try SequenceClassificationHead(model)
         labels = head.labels
         (self.model, self.tokenizer) = (model, tokenizer)
@@ -31,7 +31,7 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
     /// Inputs longer than the model's limit are cut or refused as `truncation` says.
     public func logits(_ texts: [String], pairs: [String]? = nil, batchSize: Int = 32, truncation: Truncation = Truncation()) throws -> [[Float]] {
         if let pairs, pairs.count != texts.count {
-            throw BertError.invalidInput(reason: "\(texts.count) texts but \(pairs.count) pair texts")
+            throw SwiftBERTError.invalidInput(reason: "\(texts.count) texts but \(pairs.count) pair texts")
         }
         let encodings = try tokenizer.encode(texts, pairs: pairs, limit: model.config.maxSequenceLength, truncation: truncation)
         var rows = [[Float]](repeating: [], count: texts.count)
@@ -73,7 +73,7 @@ public final class Reranker: @unchecked Sendable {
 
     public init(classifier: TextClassifier) throws {
         guard classifier.labels.count == 1 else {
-            throw BertError.invalidInput(reason: "\(classifier.model.folder.lastPathComponent) has \(classifier.labels.count) labels; a cross-encoder for reranking has one (use `bert classify` for this model)")
+            throw SwiftBERTError.invalidInput(reason: "\(classifier.model.folder.lastPathComponent) has \(classifier.labels.count) labels; a cross-encoder for reranking has one (use `bert classify` for this model)")
         }
         self.classifier = classifier
     }

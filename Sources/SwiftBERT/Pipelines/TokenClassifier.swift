@@ -32,13 +32,13 @@ public final class TokenClassifier: ModelPipeline, @unchecked Sendable {
     /// The encoder, loaded from the model folder.
     public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
-    public let tokenizer: BertTokenizer
+    public let tokenizer: Tokenizer
     public let head: TokenClassificationHead
     public let labels: [String]
     /// Labels that are not entities (HF's ignore_labels default).
     public var ignoredLabels: Set<String> = ["O"]
 
-    public init(model: any EncoderModel, tokenizer: BertTokenizer) throws {
+    public init(model: any EncoderModel, tokenizer: Tokenizer) throws {
         head = try TokenClassificationHead(model)
         labels = head.labels
         (self.model, self.tokenizer) = (model, tokenizer)

@@ -11,13 +11,13 @@ public struct Truncation: Sendable, Equatable {
     }
 }
 
-extension BertTokenizer {
+extension Tokenizer {
     /// Each text (with its pair, if any) framed and fitted to `limit` tokens as `truncation` says.
     /// Throws, naming the first input that is too long, when truncation is off.
     func encode(_ texts: [String], pairs: [String]? = nil, limit: Int, truncation: Truncation) throws -> [Encoding] {
         let encodings = texts.indices.map { encode(texts[$0], pair: pairs?[$0], maxLength: limit, truncatesLeft: truncation.fromLeft) }
         if !truncation.truncates, let long = encodings.firstIndex(where: \.wasTruncated) {
-            throw BertError.invalidInput(reason: "input \(long) is longer than \(limit) tokens, the limit; shorten it or allow truncation")
+            throw SwiftBERTError.invalidInput(reason: "input \(long) is longer than \(limit) tokens, the limit; shorten it or allow truncation")
         }
         return encodings
     }

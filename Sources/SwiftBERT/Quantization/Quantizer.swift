@@ -37,15 +37,15 @@ public enum Quantizer {
                                  maxLength: Int = 512) throws -> Report {
         let texts = sentences.filter { !$0.allSatisfy(\.isWhitespace) }
         guard !texts.isEmpty else {
-            throw BertError.invalidInput(reason: "the calibration text has no sentences: give a file of real text, one sentence or passage a line")
+            throw SwiftBERTError.invalidInput(reason: "the calibration text has no sentences: give a file of real text, one sentence or passage a line")
         }
-        guard alpha > 0, alpha < 1 else { throw BertError.invalidInput(reason: "smoothing must lie between 0 and 1, got \(alpha)") }
+        guard alpha > 0, alpha < 1 else { throw SwiftBERTError.invalidInput(reason: "smoothing must lie between 0 and 1, got \(alpha)") }
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
         guard config.mobileBert == nil, config.rotary == nil else {
-            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.mobileBert != nil ? "MobileBERT" : config.architecture?.displayName ?? "rotary") model; int8-static calibrates BERT-family encoders (BERT, RoBERTa, XLM-R, MPNet): use int8 or int8-weights for it")
+            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.mobileBert != nil ? "MobileBERT" : config.architecture?.displayName ?? "rotary") model; int8-static calibrates BERT-family encoders (BERT, RoBERTa, XLM-R, MPNet): use int8 or int8-weights for it")
         }
         let model = try BertModel(folder: folder, precision: .fp32)
-        let tokenizer = try BertTokenizer.load(folder: folder)
+        let tokenizer = try Tokenizer.load(folder: folder)
         let ranges = ActivationRanges()
         let limit = min(maxLength, model.config.positionLimit)
         for start in stride(from: 0, to: texts.count, by: 16) {

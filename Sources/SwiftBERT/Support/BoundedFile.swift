@@ -30,7 +30,7 @@ func readBoundedFile(_ url: URL, limit: Int) throws -> Data {
 }
 
 /// The same for a checkpoint's small JSON file (config.json, sentence-transformers' files):
-/// BertError.invalidConfig when it cannot be used, CocoaError.fileReadNoSuchFile when absent.
+/// SwiftBERTError.invalidConfig when it cannot be used, CocoaError.fileReadNoSuchFile when absent.
 func readBoundedFile(_ url: URL, limit: Int, what: String) throws -> Data {
     do { return try readBoundedFile(url, limit: limit) }
     catch let failure as BoundedFileError {
@@ -41,6 +41,6 @@ func readBoundedFile(_ url: URL, limit: Int, what: String) throws -> Data {
         case .notRegularFile: reason = "not a regular file; \(what) must be a JSON file"
         case let .tooLarge(bytes): reason = "\(bytes) bytes is far too large for \(what) (at most \(limit >> 20) MiB); give the model's own \(what)"
         }
-        throw BertError.invalidConfig(path: url.path, reason: reason)
+        throw SwiftBERTError.invalidConfig(path: url.path, reason: reason)
     }
 }

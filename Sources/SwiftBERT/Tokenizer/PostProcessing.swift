@@ -43,7 +43,7 @@ struct PostProcessingTemplate: Sendable {
 
 extension PostProcessingTemplate {
     /// Reads tokenizer.json's "post_processor"; `idOf` resolves a token string.
-    init(json: JSONValue, idOf: (String) -> Int32?, _ fail: (String) -> BertError) throws {
+    init(json: JSONValue, idOf: (String) -> Int32?, _ fail: (String) -> SwiftBERTError) throws {
         switch json.typeName {
         case nil:
             self = .none

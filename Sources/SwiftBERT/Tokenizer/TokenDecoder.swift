@@ -21,7 +21,7 @@ indirect enum TokenDecoder: Sendable {
     case ctc(padToken: String, wordDelimiter: String, cleanup: Bool)
     case sequence([TokenDecoder])
 
-    init?(json: JSONValue, _ fail: (String) -> BertError) throws {
+    init?(json: JSONValue, _ fail: (String) -> SwiftBERTError) throws {
         switch json.typeName {
         case nil:
             return nil

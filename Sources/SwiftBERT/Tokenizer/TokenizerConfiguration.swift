@@ -1,6 +1,6 @@
 import Foundation
 
-/// Everything a BertTokenizer is built from, read from tokenizer.json or vocab.txt.
+/// Everything a Tokenizer is built from, read from tokenizer.json or vocab.txt.
 struct TokenizerConfiguration {
     /// Token → id for every model (Unigram: piece → its index).
     var vocabulary: [String: Int32] = [:]
@@ -137,7 +137,7 @@ extension TokenizerConfiguration {
     /// Parses a Hugging Face tokenizer.json; throws `invalidTokenizer` naming anything that is
     /// not a BERT WordPiece pipeline, rather than tokenizing it wrongly.
     init(tokenizerJSON data: Data, path: String) throws {
-        func fail(_ reason: String) -> BertError { .invalidTokenizer(path: path, reason: reason) }
+        func fail(_ reason: String) -> SwiftBERTError { .invalidTokenizer(path: path, reason: reason) }
         let file: TokenizerFile
         do {
             file = try JSONDecoder().decode(TokenizerFile.self, from: data)
@@ -188,7 +188,7 @@ extension TokenizerConfiguration {
         }
     }
 
-    private mutating func readModel(_ model: TokenizerFile.Model, _ fail: (String) -> BertError) throws {
+    private mutating func readModel(_ model: TokenizerFile.Model, _ fail: (String) -> SwiftBERTError) throws {
         func checkedId(_ id: Int, _ token: String) throws -> Int32 {
             guard id >= 0, id <= Int(Int32.max) else { throw fail("bad id \(id) for token \(printable(token)); the file is damaged: give the model's own tokenizer.json") }
             return Int32(id)
@@ -234,7 +234,7 @@ extension TokenizerConfiguration {
         }
     }
 
-    private static func preTokenizer(_ json: JSONValue, _ fail: (String) -> BertError) throws -> PreTokenizer {
+    private static func preTokenizer(_ json: JSONValue, _ fail: (String) -> SwiftBERTError) throws -> PreTokenizer {
         switch json.typeName {
         case nil: return .none
         case "BertPreTokenizer": return .bert
@@ -302,7 +302,7 @@ extension TokenizerConfiguration {
 
     /// A Split or Punctuation "behavior".
     private static func behavior(_ json: JSONValue, default fallback: PatternSplit.Behavior,
-                                 _ fail: (String) -> BertError) throws -> PatternSplit.Behavior {
+                                 _ fail: (String) -> SwiftBERTError) throws -> PatternSplit.Behavior {
         guard let name = json["behavior"]?.string else { return fallback }
         guard let behavior = PatternSplit.Behavior(json: name) else {
             throw fail("split behavior \(printable(name)) is unknown (Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous); the file is damaged")
@@ -338,7 +338,7 @@ extension TokenizerConfiguration {
         return tokens
     }
 
-    private static func normalizer(_ json: JSONValue, _ fail: (String) -> BertError) throws -> TextNormalizer? {
+    private static func normalizer(_ json: JSONValue, _ fail: (String) -> SwiftBERTError) throws -> TextNormalizer? {
         guard let kind = json.typeName else { return nil }
         if kind == "BertNormalizer" {
             let lowercase = json["lowercase"]?.bool ?? true
@@ -414,10 +414,10 @@ extension TokenizerConfiguration {
 // MARK: - vocab.txt
 
 extension TokenizerConfiguration {
-    /// A vocab.txt with BertTokenizer's defaults: one token per line, the line number is its id.
+    /// A vocab.txt with Tokenizer's defaults: one token per line, the line number is its id.
     init(vocabTXT data: Data, path: String, lowercase: Bool) throws {
         guard let text = String(data: data, encoding: .utf8) else {
-            throw BertError.invalidTokenizer(path: path, reason: "vocab.txt is not UTF-8 (bad byte at offset \(firstInvalidUTF8Byte(ArraySlice(data)) - 1)); give the model's own vocab.txt")
+            throw SwiftBERTError.invalidTokenizer(path: path, reason: "vocab.txt is not UTF-8 (bad byte at offset \(firstInvalidUTF8Byte(ArraySlice(data)) - 1)); give the model's own vocab.txt")
         }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if lines.last?.isEmpty == true { lines.removeLast() }  // the newline ending the last line
@@ -433,7 +433,7 @@ extension TokenizerConfiguration {
             vocabulary[token].map { AddedToken(id: $0, content: token) }
         }
         guard let cls = vocabulary["[CLS]"], let sep = vocabulary["[SEP]"] else {
-            throw BertError.invalidTokenizer(path: path, reason: vocabulary.isEmpty ? "the vocabulary is empty; give the model's own vocab.txt" : "vocab.txt has no [CLS] or no [SEP] token; give the vocab.txt of a BERT model")
+            throw SwiftBERTError.invalidTokenizer(path: path, reason: vocabulary.isEmpty ? "the vocabulary is empty; give the model's own vocab.txt" : "vocab.txt has no [CLS] or no [SEP] token; give the vocab.txt of a BERT model")
         }
         template = .bert(cls: (cls, "[CLS]"), sep: (sep, "[SEP]"))
         decoder = .wordPiece(WordPieceDecoder())

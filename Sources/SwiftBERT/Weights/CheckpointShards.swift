@@ -45,7 +45,7 @@ struct CheckpointShards {
         guard let format = Self.formats.first(where: {
             fm.fileExists(atPath: folder.appendingPathComponent($0.single).path) || fm.fileExists(atPath: folder.appendingPathComponent($0.index).path)
         }) else {
-            throw BertError.notABertCheckpoint(path: folder.path, reason: "model.safetensors (or pytorch_model.bin) is missing")
+            throw SwiftBERTError.unsupportedCheckpoint(path: folder.path, reason: "model.safetensors (or pytorch_model.bin) is missing")
         }
         let single = folder.appendingPathComponent(format.single)
         let index = folder.appendingPathComponent(format.index)
@@ -58,21 +58,21 @@ struct CheckpointShards {
         }
         let data = try readBoundedFile(index, limit: 64 << 20, what: format.index)
         guard case let .object(map)? = (try? JSONDecoder().decode(JSONValue.self, from: data))?["weight_map"] else {
-            throw BertError.invalidConfig(path: index.path, reason: "no weight_map object; give the index transformers wrote")
+            throw SwiftBERTError.invalidConfig(path: index.path, reason: "no weight_map object; give the index transformers wrote")
         }
         var shardNames: [String] = []
         var owner: [String: Int] = [:]
         for (tensor, value) in map {
             // A shard is a file name inside the folder, never a path elsewhere.
             guard let shard = value.string, !shard.isEmpty, !shard.contains("/"), shard != "..", shard.hasSuffix(format.shardSuffix) else {
-                throw BertError.invalidConfig(path: index.path, reason: "tensor '\(printable(tensor))' maps to \(printable("\(value)")), not a \(format.shardSuffix) file in the folder")
+                throw SwiftBERTError.invalidConfig(path: index.path, reason: "tensor '\(printable(tensor))' maps to \(printable("\(value)")), not a \(format.shardSuffix) file in the folder")
             }
             if !shardNames.contains(shard) { shardNames.append(shard) }
             owner[tensor] = shardNames.firstIndex(of: shard)!
         }
         files = try shardNames.map { try format.open(folder.appendingPathComponent($0).path) }
         for (tensor, shard) in owner where files[shard].shape(tensor) == nil {
-            throw BertError.invalidWeights(path: files[shard].path, reason: "the index places tensor '\(printable(tensor))' here, but the file does not hold it; the checkpoint is incomplete")
+            throw SwiftBERTError.invalidWeights(path: files[shard].path, reason: "the index places tensor '\(printable(tensor))' here, but the file does not hold it; the checkpoint is incomplete")
         }
         self.owner = owner
         path = index.path
@@ -86,7 +86,7 @@ struct CheckpointShards {
 
     func floatArray(_ name: String) throws -> [Float] {
         guard let shard = owner[name] else {
-            throw BertError.notABertCheckpoint(path: path, reason: "missing tensor '\(printable(name))'")
+            throw SwiftBERTError.unsupportedCheckpoint(path: path, reason: "missing tensor '\(printable(name))'")
         }
         return try files[shard].floatArray(name)
     }

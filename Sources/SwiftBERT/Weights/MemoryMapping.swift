@@ -7,26 +7,26 @@ enum MemoryMapping {
     /// a smaller file; `what` says in messages what the caller expected (e.g. "the model.safetensors
     /// file of a converted model").
     static func mapFile(path: String, minimumSize: Int, what: String,
-                        tooShort: (Int) -> BertError) throws -> (pointer: UnsafeMutableRawPointer, size: Int) {
+                        tooShort: (Int) -> SwiftBERTError) throws -> (pointer: UnsafeMutableRawPointer, size: Int) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT {
-                throw BertError.fileNotFound(path: path, hint: "Convert a checkpoint with `bert convert` or run the set-up command.")
+                throw SwiftBERTError.fileNotFound(path: path, hint: "Convert a checkpoint with `bert convert` or run the set-up command.")
             }
-            throw BertError.invalidWeights(path: path, reason: "cannot be opened (\(String(cString: strerror(code)))); check its permissions")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "cannot be opened (\(String(cString: strerror(code)))); check its permissions")
         }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw BertError.invalidWeights(path: path, reason: "cannot stat the file; check that it is readable") }
+        guard fstat(fd, &st) == 0 else { throw SwiftBERTError.invalidWeights(path: path, reason: "cannot stat the file; check that it is readable") }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw BertError.invalidWeights(path: path, reason: "not a regular file; give \(what)")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "not a regular file; give \(what)")
         }
         let size = Int(st.st_size)
         // Checked before mapping: mmap of an empty file fails.
         guard size >= max(minimumSize, 1) else { throw tooShort(size) }
         guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
-            throw BertError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory and ulimit -v")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory and ulimit -v")
         }
         return (map, size)
     }
@@ -34,11 +34,11 @@ enum MemoryMapping {
     /// Copies an in-memory image (tests and fuzzing) into a private anonymous mapping, so that it
     /// is parsed and released by the same code as a mapped file.
     static func mapCopy(of image: UnsafeRawBufferPointer, path: String, minimumSize: Int,
-                        tooShort: (Int) -> BertError) throws -> (pointer: UnsafeMutableRawPointer, size: Int) {
+                        tooShort: (Int) -> SwiftBERTError) throws -> (pointer: UnsafeMutableRawPointer, size: Int) {
         let size = image.count
         guard size >= max(minimumSize, 1), let source = image.baseAddress else { throw tooShort(size) }
         guard let map = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), map != MAP_FAILED else {
-            throw BertError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "mmap failed (\(String(cString: strerror(errno)))); check free memory")
         }
         map.copyMemory(from: source, byteCount: size)
         return (map, size)

@@ -77,7 +77,7 @@ final class SafeTensorsFile: @unchecked Sendable {
         var dataStart: Int
     }
 
-    static func tooShort(path: String, size: Int) -> BertError {
+    static func tooShort(path: String, size: Int) -> SwiftBERTError {
         .invalidWeights(path: path, reason: "the file is \(size) bytes, too short for a safetensors header; it is truncated or not safetensors: convert the model again with `bert convert`")
     }
 
@@ -85,7 +85,7 @@ final class SafeTensorsFile: @unchecked Sendable {
     /// file). Nothing is read outside `image`, and nothing is allocated in proportion to a size
     /// the image claims rather than holds.
     static func parseHeader(_ image: UnsafeRawBufferPointer, path: String) throws -> Header {
-        func fail(_ reason: String) -> BertError { .invalidWeights(path: path, reason: reason) }
+        func fail(_ reason: String) -> SwiftBERTError { .invalidWeights(path: path, reason: reason) }
         let reconvert = "convert the model again with `bert convert`"
         let size = image.count
         guard size >= 8, let base = image.baseAddress else { throw tooShort(path: path, size: size) }
@@ -164,13 +164,13 @@ final class SafeTensorsFile: @unchecked Sendable {
     /// Raw bytes of a tensor, after checking its dtype and (optionally) shape.
     func bytes(_ name: String, dtype: DType, shape: [Int]? = nil) throws -> UnsafeRawBufferPointer {
         guard let info = tensors[name] else {
-            throw BertError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; the file does not hold a complete model: convert the checkpoint again with `bert convert`")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; the file does not hold a complete model: convert the checkpoint again with `bert convert`")
         }
         guard info.dtype == dtype else {
-            throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), expected \(dtype.rawValue); convert the checkpoint again with `bert convert`")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), expected \(dtype.rawValue); convert the checkpoint again with `bert convert`")
         }
         if let shape, shape != info.shape {
-            throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' has shape \(shapeText(info.shape)), but config.json implies \(shapeText(shape)); the config and the weights do not belong together: convert the checkpoint again with `bert convert`")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "tensor '\(printable(name))' has shape \(shapeText(info.shape)), but config.json implies \(shapeText(shape)); the config and the weights do not belong together: convert the checkpoint again with `bert convert`")
         }
         return UnsafeRawBufferPointer(start: mapping + dataStart + info.range.lowerBound, count: info.range.count)
     }
@@ -181,7 +181,7 @@ final class SafeTensorsFile: @unchecked Sendable {
         // safetensors does not promise alignment; every file we write keeps each tensor aligned to
         // its element size (`SafeTensorsWriter`), which is all a float pointer needs.
         guard Int(bitPattern: raw.baseAddress) % MemoryLayout<Float>.alignment == 0 else {
-            throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is not 4-byte aligned; convert the model again with `bert convert`")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is not 4-byte aligned; convert the model again with `bert convert`")
         }
         return raw.bindMemory(to: Float.self)
     }
@@ -204,13 +204,13 @@ final class SafeTensorsFile: @unchecked Sendable {
     /// Throws `invalidWeights` naming the first tensor that holds a NaN or an infinity.
     func checkFinite() throws {
         guard let bad = firstNonFiniteValue() else { return }
-        throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(bad.tensor))' holds \(bad.value) at element \(bad.index); the checkpoint is corrupt (a diverged training run or a damaged file): use an intact checkpoint and convert it again")
+        throw SwiftBERTError.invalidWeights(path: path, reason: "tensor '\(printable(bad.tensor))' holds \(bad.value) at element \(bad.index); the checkpoint is corrupt (a diverged training run or a damaged file): use an intact checkpoint and convert it again")
     }
 
     /// Any float tensor (F32, F16, BF16) converted to a fresh float32 array; used by the converter.
     func floatArray(_ name: String) throws -> [Float] {
         guard let info = tensors[name] else {
-            throw BertError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; convert the checkpoint again with `bert convert`")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; convert the checkpoint again with `bert convert`")
         }
         let raw = try bytes(name, dtype: info.dtype)
         let kind: StoredFloatKind
@@ -218,7 +218,7 @@ final class SafeTensorsFile: @unchecked Sendable {
         case .f32: kind = .f32
         case .f16: kind = .f16
         case .bf16: kind = .bf16
-        default: throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), not a float type; use a checkpoint saved in float32, float16 or bfloat16")
+        default: throw SwiftBERTError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), not a float type; use a checkpoint saved in float32, float16 or bfloat16")
         }
         return decodeFloats(raw, count: info.count, kind: kind)
     }
@@ -330,6 +330,6 @@ struct SafeTensorsWriter {
         out.append(json)
         for entry in ordered { out.append(entry.data) }
         do { try out.write(to: URL(fileURLWithPath: path), options: .atomic) }
-        catch { throw BertError.outputFailed(path: path, reason: error.localizedDescription) }
+        catch { throw SwiftBERTError.outputFailed(path: path, reason: error.localizedDescription) }
     }
 }

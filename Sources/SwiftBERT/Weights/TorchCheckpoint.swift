@@ -52,7 +52,7 @@ final class TorchCheckpoint: @unchecked Sendable {
 
     deinit { munmap(mapping, size) }
 
-    static func tooShort(path: String, size: Int) -> BertError {
+    static func tooShort(path: String, size: Int) -> SwiftBERTError {
         .invalidWeights(path: path, reason: "the file is \(size) bytes, too short for a torch checkpoint; it is truncated: \(resave)")
     }
 
@@ -63,17 +63,17 @@ final class TorchCheckpoint: @unchecked Sendable {
     /// A float tensor (f32, f16, bf16, f64) converted to a fresh float32 array.
     func floatArray(_ name: String) throws -> [Float] {
         guard let info = tensors[name] else {
-            throw BertError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; the checkpoint does not hold a complete model")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "missing tensor '\(printable(name))'; the checkpoint does not hold a complete model")
         }
         guard let kind = info.dtype.floatKind else {
-            throw BertError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), not a float type; use a checkpoint saved in float32, float16 or bfloat16")
+            throw SwiftBERTError.invalidWeights(path: path, reason: "tensor '\(printable(name))' is \(info.dtype.rawValue), not a float type; use a checkpoint saved in float32, float16 or bfloat16")
         }
         return decodeFloats(UnsafeRawBufferPointer(start: mapping + info.range.lowerBound, count: info.range.count), count: info.count, kind: kind)
     }
 
     /// Reads the zip's table of contents and `data.pkl`, and checks every tensor against its storage.
     static func parse(_ image: UnsafeRawBufferPointer, path: String) throws -> (tensors: [String: TensorInfo], order: [String]) {
-        func fail(_ reason: String) -> BertError { .invalidWeights(path: path, reason: reason) }
+        func fail(_ reason: String) -> SwiftBERTError { .invalidWeights(path: path, reason: reason) }
         guard ZipArchive.looksLikeZip(image) else {
             // The legacy format (torch < 1.6) is a bare pickle stream, starting with PROTO 2.
             if image.count >= 2, image[0] == 0x80, image[1] == 0x02 {
@@ -102,7 +102,7 @@ final class TorchCheckpoint: @unchecked Sendable {
         var storageTypes: [String: TorchDType] = [:]
         for (name, tensor) in entries {
             let storage = tensor.storage
-            func refuse(_ reason: String) -> BertError { fail("tensor '\(printable(name))' \(reason); the file is damaged: \(resave)") }
+            func refuse(_ reason: String) -> SwiftBERTError { fail("tensor '\(printable(name))' \(reason); the file is damaged: \(resave)") }
             guard tensors[name] == nil else { throw fail("the state dict names tensor '\(printable(name))' twice; the file is damaged: \(resave)") }
             // One storage read as two element types would alias floats as integers.
             if let seen = storageTypes[storage.key], seen != storage.dtype {
@@ -150,7 +150,7 @@ final class TorchCheckpoint: @unchecked Sendable {
     /// The (name, tensor) pairs of the pickle's result: a dict of tensors, or one wrapped in a
     /// dict under "state_dict" or "model" (a training checkpoint).
     static func stateDict(_ root: TorchPickle.Value, path: String) throws -> [(String, TorchTensorReference)] {
-        func fail(_ reason: String) -> BertError { .invalidWeights(path: path, reason: reason) }
+        func fail(_ reason: String) -> SwiftBERTError { .invalidWeights(path: path, reason: reason) }
         guard case let .container(dict) = root, dict.isDict else {
             throw fail("data.pkl holds \(root.kindName), not a state dict; \(resave)")
         }
@@ -168,7 +168,7 @@ final class TorchCheckpoint: @unchecked Sendable {
         for (key, value) in dict.pairs {
             guard case let .string(name) = key, case let .tensor(tensor) = value else {
                 let described = if case let .string(name) = key { "'\(printable(name))'" } else { key.kindName }
-                throw BertError.invalidWeights(path: path, reason: "the checkpoint\(wrapper.map { "'s \"\($0)\" dict" } ?? "") maps \(described) to \(value.kindName), not a tensor; SwiftBERT reads state dicts of tensors: \(resave)")
+                throw SwiftBERTError.invalidWeights(path: path, reason: "the checkpoint\(wrapper.map { "'s \"\($0)\" dict" } ?? "") maps \(described) to \(value.kindName), not a tensor; SwiftBERT reads state dicts of tensors: \(resave)")
             }
             entries.append((name, tensor))
         }

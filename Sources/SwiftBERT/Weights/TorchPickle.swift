@@ -46,7 +46,7 @@ struct TorchTensorReference: Sendable {
 /// tuples, lists, strings, numbers, tensors). A pickle is a program: `GLOBAL` names any Python
 /// callable and `REDUCE` calls it, so only the few torch and collections names a state dict needs
 /// are accepted, and "calling" them only records a tensor or makes an empty dict. Everything else
-/// is refused with `BertError.invalidWeights`. Nothing here recurses, and the stack, the marks,
+/// is refused with `SwiftBERTError.invalidWeights`. Nothing here recurses, and the stack, the marks,
 /// the memo and the nesting of containers are bounded, so a hostile pickle cannot trap.
 struct TorchPickle {
     /// Deepest nesting of containers accepted (a state dict with its `_metadata` needs about 4).
@@ -137,7 +137,7 @@ struct TorchPickle {
             self.path = path
         }
 
-        func fail(_ reason: String) -> BertError {
+        func fail(_ reason: String) -> SwiftBERTError {
             .invalidWeights(path: path, reason: "data.pkl \(reason); SwiftBERT reads only state dicts of tensors, saved with torch.save(model.state_dict(), path): re-save the weights so, or as safetensors")
         }
 
@@ -229,7 +229,7 @@ struct TorchPickle {
 
         mutating func global(module: String, name: String) throws {
             guard let global = Global(module: module, name: name) else {
-                throw BertError.invalidWeights(path: path, reason: "data.pkl names '\(printable(module)).\(printable(name))', which a state dict of tensors does not use; a pickle can run any code it names, so SwiftBERT accepts only collections.OrderedDict, torch._utils._rebuild_tensor_v2/_rebuild_parameter and the torch storage classes: load the file in Python only if you trust it, and re-save its state dict as safetensors")
+                throw SwiftBERTError.invalidWeights(path: path, reason: "data.pkl names '\(printable(module)).\(printable(name))', which a state dict of tensors does not use; a pickle can run any code it names, so SwiftBERT accepts only collections.OrderedDict, torch._utils._rebuild_tensor_v2/_rebuild_parameter and the torch storage classes: load the file in Python only if you trust it, and re-save its state dict as safetensors")
             }
             try push(.global(global))
         }

@@ -34,7 +34,7 @@ package struct ZipArchive: Sendable {
 
     /// `remedy` ends each message: what to do about a damaged archive.
     package init(_ image: UnsafeRawBufferPointer, path: String, acceptsDeflate: Bool = false, remedy: String = ZipArchive.resave) throws {
-        func fail(_ reason: String) -> BertError {
+        func fail(_ reason: String) -> SwiftBERTError {
             .invalidWeights(path: path, reason: "\(reason); the file is truncated or damaged: \(remedy)")
         }
         // The end record is 22 bytes plus a comment of at most 65535 bytes, at the end of the file.
@@ -111,10 +111,10 @@ package struct ZipArchive: Sendable {
                 if localOffset32 == .max { localOffset = try next() }
             }
             guard flags & 1 == 0 else {
-                throw BertError.invalidWeights(path: path, reason: "zip member '\(printable(name))' is encrypted; SwiftBERT reads only plain checkpoints: \(Self.resave)")
+                throw SwiftBERTError.invalidWeights(path: path, reason: "zip member '\(printable(name))' is encrypted; SwiftBERT reads only plain checkpoints: \(Self.resave)")
             }
             guard method == 0 || (method == 8 && acceptsDeflate) else {
-                throw BertError.invalidWeights(path: path, reason: "zip member '\(printable(name))' is compressed (method \(method)); torch.save stores members uncompressed, so the file was repacked by another tool: \(Self.resave)")
+                throw SwiftBERTError.invalidWeights(path: path, reason: "zip member '\(printable(name))' is compressed (method \(method)); torch.save stores members uncompressed, so the file was repacked by another tool: \(Self.resave)")
             }
             guard method != 0 || compressed == uncompressed else {
                 throw fail("stored zip member '\(printable(name))' has \(compressed) stored bytes for \(uncompressed) bytes of data")

@@ -14,10 +14,10 @@ public struct UserWord: Sendable, Equatable, Hashable {
     /// ("Kubernetes 12"). Blank lines and lines starting with # are skipped.
     public static func readList(_ url: URL) throws -> [UserWord] {
         guard FileManager.default.fileExists(atPath: url.path) else {
-            throw BertError.fileNotFound(path: url.path, hint: "Give a word list: one word per line, optionally followed by a count.")
+            throw SwiftBERTError.fileNotFound(path: url.path, hint: "Give a word list: one word per line, optionally followed by a count.")
         }
         guard let text = try? String(contentsOf: url, encoding: .utf8) else {
-            throw BertError.invalidInput(reason: "\(url.path) is not readable UTF-8 text")
+            throw SwiftBERTError.invalidInput(reason: "\(url.path) is not readable UTF-8 text")
         }
         return try parseList(text, source: url.path)
     }
@@ -28,12 +28,12 @@ public struct UserWord: Sendable, Equatable, Hashable {
             let fields = line.split(whereSeparator: \.isWhitespace)
             guard let word = fields.first, !word.hasPrefix("#") else { continue }
             guard fields.count <= 2 else {
-                throw BertError.invalidInput(reason: "line \(n + 1) of \(source): one word per line, optionally followed by a count")
+                throw SwiftBERTError.invalidInput(reason: "line \(n + 1) of \(source): one word per line, optionally followed by a count")
             }
             var count: Int?
             if fields.count == 2 {
                 guard let value = Int(fields[1]), value >= 0 else {
-                    throw BertError.invalidInput(reason: "line \(n + 1) of \(source): \"\(fields[1])\" is not a count (a whole number of times)")
+                    throw SwiftBERTError.invalidInput(reason: "line \(n + 1) of \(source): \"\(fields[1])\" is not a count (a whole number of times)")
                 }
                 count = value
             }

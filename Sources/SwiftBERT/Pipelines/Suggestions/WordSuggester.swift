@@ -86,7 +86,7 @@ public final class WordSuggester: @unchecked Sendable {
     /// The model (BERT-family or MobileBERT), loaded from the model folder.
     public let model: any EncoderModel
     /// The model's tokenizer, from its tokenizer.json (or vocab.txt).
-    public let tokenizer: BertTokenizer
+    public let tokenizer: Tokenizer
     public let options: Options
 
     private let lock = NSLock()
@@ -102,15 +102,15 @@ public final class WordSuggester: @unchecked Sendable {
     /// RoBERTa's and XLM-R's vocabularies mark the first piece of a word (Ġ, ▁) instead of the others (##).
     private let marksWordStarts: Bool
 
-    public init(model: any EncoderModel, tokenizer: BertTokenizer, userWords: [UserWord] = [], options: Options = Options()) throws {
+    public init(model: any EncoderModel, tokenizer: Tokenizer, userWords: [UserWord] = [], options: Options = Options()) throws {
         guard model.config.hasMaskedLMHead else {
-            throw BertError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; suggestions need a *ForMaskedLM model such as splade-tiny")
+            throw SwiftBERTError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; suggestions need a *ForMaskedLM model such as splade-tiny")
         }
         guard tokenizer.maskId >= 0 else {
-            throw BertError.invalidInput(reason: "the tokenizer of \(model.folder.lastPathComponent) has no mask token ([MASK] or <mask>); suggestions need the tokenizer of a masked-LM")
+            throw SwiftBERTError.invalidInput(reason: "the tokenizer of \(model.folder.lastPathComponent) has no mask token ([MASK] or <mask>); suggestions need the tokenizer of a masked-LM")
         }
         guard options.contextTokens >= 1, options.contextTokens + 3 <= model.config.positionLimit else {
-            throw BertError.invalidInput(reason: "contextTokens must be between 1 and \(model.config.positionLimit - 3)")
+            throw SwiftBERTError.invalidInput(reason: "contextTokens must be between 1 and \(model.config.positionLimit - 3)")
         }
         (self.model, self.tokenizer, self.options) = (model, tokenizer, options)
         marksWordStarts = tokenizer.marksWordStarts
@@ -164,7 +164,7 @@ public final class WordSuggester: @unchecked Sendable {
 
     /// Whole words of the vocabulary: entries that start a word (`wordStartSpelling`) and hold
     /// only letters, so no punctuation, numbers or symbols are offered.
-    private static func vocabularyWords(_ tokenizer: BertTokenizer, limit: Int, marksWordStarts: Bool) -> [WordIndex.Word] {
+    private static func vocabularyWords(_ tokenizer: Tokenizer, limit: Int, marksWordStarts: Bool) -> [WordIndex.Word] {
         (0..<min(tokenizer.vocabularySize, limit)).compactMap { id in
             guard let word = wordStartSpelling(Int32(id), tokenizer, marksWordStarts: marksWordStarts),
                   word.allSatisfy(\.isLetter) else { return nil }
@@ -179,7 +179,7 @@ public final class WordSuggester: @unchecked Sendable {
     /// ends in whitespace or punctuation (or is empty), else completions of the word being typed
     /// and, where the typed letters fit no likelier completion, corrections of them.
     public func suggest(_ text: String, topK k: Int = 3) throws -> [Suggestion] {
-        guard k > 0 else { throw BertError.invalidInput(reason: "top-k must be at least 1") }
+        guard k > 0 else { throw SwiftBERTError.invalidInput(reason: "top-k must be at least 1") }
         return try lock.withLock {
             let typed = TypedText(text) { [index] in index.node(for: WordIndex.Word.key($0)) != nil }
             let context = try reading(of: typed.context)

@@ -15,7 +15,7 @@ enum SentenceTransformersFolder {
                 var texts: [String: String] = [:]
                 for (name, value) in prompts {
                     guard let text = value.string else {
-                        throw BertError.invalidConfig(path: folder.appendingPathComponent("config_sentence_transformers.json").path,
+                        throw SwiftBERTError.invalidConfig(path: folder.appendingPathComponent("config_sentence_transformers.json").path,
                                                       reason: "prompt '\(printable(name))' is not a string; fix the file")
                     }
                     texts[name] = text
@@ -41,7 +41,7 @@ enum SentenceTransformersFolder {
             case "Normalize":
                 config.sentence.normalize = true
             default:
-                throw BertError.notABertCheckpoint(path: folder.path, reason: "modules.json lists the sentence-transformers module '\(printable(type))', which SwiftBERT does not implement (it runs Transformer, Pooling, Dense and Normalize); use a model made of those")
+                throw SwiftBERTError.unsupportedCheckpoint(path: folder.path, reason: "modules.json lists the sentence-transformers module '\(printable(type))', which SwiftBERT does not implement (it runs Transformer, Pooling, Dense and Normalize); use a model made of those")
             }
         }
         return dense
@@ -52,7 +52,7 @@ enum SentenceTransformersFolder {
     static func readPooling(_ folder: URL, _ path: String, into config: inout BertConfig) throws {
         let file = folder.appendingPathComponent(path).appendingPathComponent("config.json")
         guard let settings = json(folder, path + "/config.json") else {
-            throw BertError.notABertCheckpoint(path: file.path, reason: "the Pooling module's config.json is missing or not JSON; give the complete sentence-transformers folder")
+            throw SwiftBERTError.unsupportedCheckpoint(path: file.path, reason: "the Pooling module's config.json is missing or not JSON; give the complete sentence-transformers folder")
         }
         let legacyFlags: [(String, Pooling)] = [
             ("pooling_mode_cls_token", .cls), ("pooling_mode_max_tokens", .max), ("pooling_mode_mean_tokens", .mean),
@@ -70,7 +70,7 @@ enum SentenceTransformersFolder {
         }
         guard modes.count == 1, let mode = Pooling(rawValue: modes[0]) else {
             let known = Pooling.allCases.map(\.rawValue).joined(separator: ", ")
-            throw BertError.notABertCheckpoint(path: file.path, reason: "asks for pooling \(printable(modes.joined(separator: " + "))); SwiftBERT implements one mode at a time, of \(known): use a model with one of those")
+            throw SwiftBERTError.unsupportedCheckpoint(path: file.path, reason: "asks for pooling \(printable(modes.joined(separator: " + "))); SwiftBERT implements one mode at a time, of \(known): use a model with one of those")
         }
         config.sentence.pooling = mode
         config.sentence.includePrompt = settings["include_prompt"]?.bool ?? true
@@ -80,11 +80,11 @@ enum SentenceTransformersFolder {
     static func readDense(_ folder: URL, _ path: String, index: Int, into config: inout BertConfig) throws -> [SafeTensorsWriter.Entry] {
         let directory = folder.appendingPathComponent(path)
         guard let settings = json(folder, path + "/config.json") else {
-            throw BertError.notABertCheckpoint(path: directory.path, reason: "the Dense module's config.json is missing or not JSON; give the complete sentence-transformers folder")
+            throw SwiftBERTError.unsupportedCheckpoint(path: directory.path, reason: "the Dense module's config.json is missing or not JSON; give the complete sentence-transformers folder")
         }
         func count(_ key: String) throws -> Int {
             guard case let .number(value)? = settings[key], value >= 1, value <= Double(BertConfig.maximumSize), value == value.rounded() else {
-                throw BertError.invalidConfig(path: directory.appendingPathComponent("config.json").path, reason: "\(key) is missing or not a positive integer; fix the file")
+                throw SwiftBERTError.invalidConfig(path: directory.appendingPathComponent("config.json").path, reason: "\(key) is missing or not a positive integer; fix the file")
             }
             return Int(value)
         }
@@ -94,7 +94,7 @@ enum SentenceTransformersFolder {
         case "Tanh": activation = .tanh
         case "Identity": activation = .identity
         default:
-            throw BertError.notABertCheckpoint(path: directory.path, reason: "the Dense module's activation is \(printable(activationName)); SwiftBERT implements Tanh and Identity")
+            throw SwiftBERTError.unsupportedCheckpoint(path: directory.path, reason: "the Dense module's activation is \(printable(activationName)); SwiftBERT implements Tanh and Identity")
         }
         let layer = DenseLayerConfig(inFeatures: try count("in_features"), outFeatures: try count("out_features"),
                                      hasBias: settings["bias"]?.bool ?? true, activation: activation)
@@ -107,15 +107,15 @@ enum SentenceTransformersFolder {
         } else if FileManager.default.fileExists(atPath: torchPath) {
             file = try TorchCheckpoint(path: torchPath)
         } else {
-            throw BertError.notABertCheckpoint(path: directory.path, reason: "the Dense module has no model.safetensors or pytorch_model.bin; give the complete sentence-transformers folder")
+            throw SwiftBERTError.unsupportedCheckpoint(path: directory.path, reason: "the Dense module has no model.safetensors or pytorch_model.bin; give the complete sentence-transformers folder")
         }
         let weightsPath = file.path
         func tensor(_ name: String, _ shape: [Int]) throws -> [Float] {
             guard let actual = file.shape(name) else {
-                throw BertError.notABertCheckpoint(path: weightsPath, reason: "missing tensor '\(name)'")
+                throw SwiftBERTError.unsupportedCheckpoint(path: weightsPath, reason: "missing tensor '\(name)'")
             }
             guard actual == shape else {
-                throw BertError.invalidWeights(path: weightsPath, reason: "tensor '\(name)' has shape \(actual), its config.json implies \(shape)")
+                throw SwiftBERTError.invalidWeights(path: weightsPath, reason: "tensor '\(name)' has shape \(actual), its config.json implies \(shape)")
             }
             return try file.floatArray(name)
         }

@@ -9,14 +9,14 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
     public let mobile: MobileBertConfig
     let embeddings: MobileBertEmbeddings
     let layers: [MobileBertLayer]
-    /// BERT's head with MobileBERT's activation and widened decoder (see `BertMaskedLMHead`).
-    let maskedLMHead: BertMaskedLMHead?
+    /// BERT's head with MobileBERT's activation and widened decoder (see `MaskedLMPredictionHead`).
+    let maskedLMHead: MaskedLMPredictionHead?
 
     /// The precisions MobileBERT runs in; bf16 is not implemented for it yet.
     public static let precisions: [Precision] = [.fp32, .int8, .int8Weights]
 
     /// Why `precision` cannot run a MobileBERT model, and what to use instead.
-    public static func unsupported(_ precision: Precision) -> BertError {
+    public static func unsupported(_ precision: Precision) -> SwiftBERTError {
         .invalidInput(reason: "MobileBERT runs in \(precisions.map(\.rawValue).joined(separator: ", ")); \(precision.rawValue) is not implemented for it yet (use --precision int8 for speed)")
     }
 
@@ -28,7 +28,7 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
         let (config, weights) = (opened.config, opened.weights)
         guard let mobile = config.mobileBert else {
-            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) is not a MobileBERT model; load it with BertModel")
+            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a MobileBERT model; load it with BertModel")
         }
         self.mobile = mobile
         // MobileBERT's Linear layers run as their file stores them (FP32, or INT8 weights).
@@ -38,7 +38,7 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
             try MobileBertLayer(root[TensorNames.layer($0)], config, mobile)
         }
         maskedLMHead = config.hasMaskedLMHead  // the decoder is untied: the embeddings are not read
-            ? try BertMaskedLMHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+            ? try MaskedLMPredictionHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         super.init(opened, loadStarted: start)
     }
 

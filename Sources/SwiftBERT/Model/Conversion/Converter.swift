@@ -17,7 +17,7 @@ public enum Converter {
     public static func convert(huggingFaceFolder source: URL, to destination: URL) throws -> Report {
         let fm = FileManager.default
         guard fm.fileExists(atPath: source.path) else {
-            throw BertError.fileNotFound(path: source.path, hint: "Give the folder of a Hugging Face BERT checkpoint.")
+            throw SwiftBERTError.fileNotFound(path: source.path, hint: "Give the folder of a Hugging Face BERT checkpoint.")
         }
         let config = try readConfig(source)
         let file = try CheckpointShards(folder: source)
@@ -37,17 +37,17 @@ public enum Converter {
             if config.rotary != nil, let family = config.architecture { name = rotaryName(name, family, classifies: config.task != nil) }
             // Two tensors under one name would leave the choice to dictionary order.
             if let other = names[name] {
-                throw BertError.invalidWeights(path: weightsPath, reason: "tensors '\(printable(other))' and '\(printable(original))' both read as '\(printable(name))'; the checkpoint mixes two layouts: keep one of them")
+                throw SwiftBERTError.invalidWeights(path: weightsPath, reason: "tensors '\(printable(other))' and '\(printable(original))' both read as '\(printable(name))'; the checkpoint mixes two layouts: keep one of them")
             }
             names[name] = original
         }
         func tensor(_ name: String, _ shape: [Int]) throws -> [Float] {
             guard let original = names[name] else {
-                throw BertError.notABertCheckpoint(path: weightsPath, reason: "missing tensor '\(name)'")
+                throw SwiftBERTError.unsupportedCheckpoint(path: weightsPath, reason: "missing tensor '\(name)'")
             }
             let info = file.info(original)!
             guard info.shape == shape else {
-                throw BertError.invalidWeights(path: weightsPath, reason: "tensor '\(original)' has shape \(info.shape), config.json implies \(shape)")
+                throw SwiftBERTError.invalidWeights(path: weightsPath, reason: "tensor '\(original)' has shape \(info.shape), config.json implies \(shape)")
             }
             return try file.floatArray(original)
         }
@@ -134,7 +134,7 @@ public enum Converter {
                     weight = try stacked([prefix + "gate.weight", prefix + "up.weight"], rows: f, cols: h)
                 }
                 if names[module.name + ".bias"] != nil || names[prefix + "up_gate.bias"] != nil || names[prefix + "gate.bias"] != nil {
-                    throw BertError.notABertCheckpoint(path: weightsPath, reason: "the gated feed-forward network has biases, which SwiftBERT's rotary encoders do not take; use a checkpoint without them")
+                    throw SwiftBERTError.unsupportedCheckpoint(path: weightsPath, reason: "the gated feed-forward network has biases, which SwiftBERT's rotary encoders do not take; use a checkpoint without them")
                 }
                 out.append(.init(name: module.name + ".weight", shape: [module.rows, h], floats: weight))
                 out.append(.init(name: module.name + ".bias", shape: [module.rows], floats: [Float](repeating: 0, count: module.rows)))
@@ -186,60 +186,82 @@ public enum Converter {
         do {
             data = try readBoundedFile(url, limit: 4 << 20, what: "config.json")
         } catch CocoaError.fileReadNoSuchFile {
-            throw BertError.notABertCheckpoint(path: folder.path, reason: "config.json is missing; give the folder of a Hugging Face checkpoint")
+            throw SwiftBERTError.unsupportedCheckpoint(path: folder.path, reason: "config.json is missing; give the folder of a Hugging Face checkpoint")
         }
         return try readConfig(data, path: url.path, folder: folder.path)
     }
 
-    /// The same from the file's bytes (the converter's path, and the fuzzer's); validated.
+    /// The same from the file's bytes (the converter's path, and the fuzzer's); validated. The
+    /// family that reads it (`ModelFamilies`) makes the config.
     static func readConfig(_ data: Data, path: String, folder: String) throws -> BertConfig {
         guard case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
-            throw BertError.invalidConfig(path: path, reason: "not a JSON object; give the checkpoint's own config.json")
+            throw SwiftBERTError.invalidConfig(path: path, reason: "not a JSON object; give the checkpoint's own config.json")
         }
         let modelType = json["model_type"]?.string ?? ""
         let architectures = (json["architectures"]?.array ?? []).compactMap(\.string)
+        guard let family = ModelFamilies.family(modelType: modelType, architectures: architectures) else {
+            throw SwiftBERTError.unsupportedCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs \(ModelFamilies.supportedNames) encoders (docs/models.md)")
+        }
+        return try family.readConfig(json, modelType: modelType, architectures: architectures, path: path, folder: folder)
+    }
+
+    /// The BERT variant a config.json names by model_type, or by architectures without one (nil: none).
+    static func bertVariant(modelType: String, architectures: [String]) -> Architecture? {
         func named(_ type: String, _ prefix: String) -> Bool {
             modelType == type || (modelType.isEmpty && architectures.contains(where: { $0.hasPrefix(prefix) }))
         }
-        let isDistilBERT = named("distilbert", "DistilBert")
-        let isMobileBERT = isMobileBERT(modelType: modelType, architectures: architectures)
-        let isMPNet = named("mpnet", "MPNet")
-        if let family = rotaryFamily(modelType: modelType, architectures: architectures) {
-            let classifies = architectures.contains(where: { $0.contains("ForSequenceClassification") || $0.contains("ForTokenClassification") })
-            if classifies, family != .modernBERT {
-                throw BertError.notABertCheckpoint(path: folder, reason: "\(printable(architectures.joined(separator: ", "))): classification heads on \(family.displayName) are not supported yet (the encoder and its sentence embeddings are); convert the base model")
-            }
-            var config = try rotaryConfig(family, json, path: path)
-            let pooling = family == .modernBERT ? try classifierPooling(json, path: path) : .cls
-            if classifies {
-                config.task = TaskHeadConfig(kind: architectures.contains(where: { $0.contains("ForTokenClassification") }) ? .tokenClassification : .sequenceClassification)
-                config.task?.classifierPooling = pooling
-                config.task?.labels = try readLabels(json, path: path)
-                config.task?.problemType = json["problem_type"]?.string
-            }
-            try config.validate(path: path)
-            return config
-        }
+        if named("distilbert", "DistilBert") { return .distilBERT }
+        if named("mpnet", "MPNet") { return .mpnet }
         // XLM-RoBERTa's classes are RoBERTa's under another name (transformers copies them).
-        let roberta: Architecture? = named("xlm-roberta", "XLMRoberta") ? .xlmRoberta : named("roberta", "Roberta") ? .roberta : nil
-        guard isDistilBERT || isMobileBERT || isMPNet || roberta != nil || modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) else {
-            throw BertError.notABertCheckpoint(path: folder, reason: "model_type is '\(printable(modelType))', architectures \(printable("\(architectures)")); SwiftBERT runs BERT, DistilBERT, MobileBERT, MPNet, RoBERTa and XLM-RoBERTa encoders (docs/models.md)")
+        if named("xlm-roberta", "XLMRoberta") { return .xlmRoberta }
+        if named("roberta", "Roberta") { return .roberta }
+        if modelType == "bert" || architectures.contains(where: { $0.hasPrefix("Bert") }) { return .bert }
+        return nil
+    }
+
+    /// A rotary encoder's config.json (NomicBERT, GTE, ModernBERT), with its classification head.
+    static func readRotaryConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+        guard let family = rotaryFamily(modelType: modelType, architectures: architectures) else {
+            throw SwiftBERTError.unsupportedCheckpoint(path: folder, reason: "model_type '\(printable(modelType))' is not a rotary encoder's")
         }
+        let classifies = architectures.contains(where: { $0.contains("ForSequenceClassification") || $0.contains("ForTokenClassification") })
+        if classifies, family != .modernBERT {
+            throw SwiftBERTError.unsupportedCheckpoint(path: folder, reason: "\(printable(architectures.joined(separator: ", "))): classification heads on \(family.displayName) are not supported yet (the encoder and its sentence embeddings are); convert the base model")
+        }
+        var config = try rotaryConfig(family, json, path: path)
+        let pooling = family == .modernBERT ? try classifierPooling(json, path: path) : .cls
+        if classifies {
+            config.task = TaskHeadConfig(kind: architectures.contains(where: { $0.contains("ForTokenClassification") }) ? .tokenClassification : .sequenceClassification)
+            config.task?.classifierPooling = pooling
+            config.task?.labels = try readLabels(json, path: path)
+            config.task?.problemType = json["problem_type"]?.string
+        }
+        try config.validate(path: path)
+        return config
+    }
+
+    /// A config.json of BERT's layers (BERT, DistilBERT, RoBERTa, XLM-R, MPNet), or MobileBERT's
+    /// (BERT's fields and its own), with its classification head.
+    static func readBertConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String,
+                               isMobileBERT: Bool) throws -> BertConfig {
+        let variant = isMobileBERT ? nil : bertVariant(modelType: modelType, architectures: architectures)
+        let isDistilBERT = variant == .distilBERT, isMPNet = variant == .mpnet
+        let roberta: Architecture? = variant == .roberta || variant == .xlmRoberta ? variant : nil
         if roberta != nil, json["is_decoder"]?.bool == true {
-            throw BertError.invalidConfig(path: path, reason: "is_decoder is true: a causal RoBERTa decoder, which SwiftBERT does not run; use an encoder checkpoint")
+            throw SwiftBERTError.invalidConfig(path: path, reason: "is_decoder is true: a causal RoBERTa decoder, which SwiftBERT does not run; use an encoder checkpoint")
         }
         if let kind = json["position_embedding_type"]?.string, kind != "absolute" {
-            throw BertError.invalidConfig(path: path, reason: "position_embedding_type '\(printable(kind))' is not supported (absolute only); use a BERT checkpoint with absolute positions")
+            throw SwiftBERTError.invalidConfig(path: path, reason: "position_embedding_type '\(printable(kind))' is not supported (absolute only); use a BERT checkpoint with absolute positions")
         }
         func int(_ key: String, _ fallback: Int? = nil) throws -> Int {
             switch json[key] {
             case nil, .null?:
                 if let fallback { return fallback }
-                throw BertError.invalidConfig(path: path, reason: "missing field '\(key)'; give the checkpoint's own config.json")
+                throw SwiftBERTError.invalidConfig(path: path, reason: "missing field '\(key)'; give the checkpoint's own config.json")
             case let .number(value)? where value == value.rounded() && abs(value) <= 1e15:
                 return Int(value)
             case let other?:
-                throw BertError.invalidConfig(path: path, reason: "\(key) is \(printable("\(other)")), not an integer; fix config.json")
+                throw SwiftBERTError.invalidConfig(path: path, reason: "\(key) is \(printable("\(other)")), not an integer; fix config.json")
             }
         }
         let maxPositions = try int("max_position_embeddings")
@@ -334,7 +356,7 @@ public enum Converter {
             var labels = [String?](repeating: nil, count: map.count)
             for (key, value) in map {
                 guard let id = Int(key), id >= 0, id < map.count, labels[id] == nil, let name = value.string else {
-                    throw BertError.invalidConfig(path: path, reason: "id2label must map the ids 0..<\(map.count) to names; '\(printable(key))' does not fit: fix config.json")
+                    throw SwiftBERTError.invalidConfig(path: path, reason: "id2label must map the ids 0..<\(map.count) to names; '\(printable(key))' does not fit: fix config.json")
                 }
                 labels[id] = name
             }
@@ -350,10 +372,10 @@ public enum Converter {
     /// architecture to say how it is used, and such a head needs labels.
     static func checkTaskHead(_ config: BertConfig, hasClassifier: Bool) throws {
         if hasClassifier, config.task?.kind == nil {
-            throw BertError.notABertCheckpoint(path: "config.json", reason: "the checkpoint holds classifier.weight but its architectures name no ForSequenceClassification or ForTokenClassification class; fix config.json's architectures")
+            throw SwiftBERTError.unsupportedCheckpoint(path: "config.json", reason: "the checkpoint holds classifier.weight but its architectures name no ForSequenceClassification or ForTokenClassification class; fix config.json's architectures")
         }
         if config.task != nil, (config.task?.labels?.count ?? 0) < 1 {
-            throw BertError.invalidConfig(path: "config.json", reason: "a classification head needs id2label (or num_labels); fix config.json")
+            throw SwiftBERTError.invalidConfig(path: "config.json", reason: "a classification head needs id2label (or num_labels); fix config.json")
         }
     }
 
@@ -363,14 +385,14 @@ public enum Converter {
             fm.fileExists(atPath: source.appendingPathComponent($0).path)
         }
         guard files.contains("tokenizer.json") || files.contains("vocab.txt") else {
-            throw BertError.notABertCheckpoint(path: source.path, reason: "neither tokenizer.json nor vocab.txt is present")
+            throw SwiftBERTError.unsupportedCheckpoint(path: source.path, reason: "neither tokenizer.json nor vocab.txt is present")
         }
         for name in files {
             let target = destination.appendingPathComponent(name)
             try? fm.removeItem(at: target)
             // The file itself, not a symlink to it (Hugging Face's cache links snapshots to blobs).
             do { try fm.copyItem(at: source.appendingPathComponent(name).resolvingSymlinksInPath(), to: target) }
-            catch { throw BertError.outputFailed(path: target.path, reason: error.localizedDescription) }
+            catch { throw SwiftBERTError.outputFailed(path: target.path, reason: error.localizedDescription) }
         }
     }
 }

@@ -43,20 +43,20 @@ public struct MobileBertConfig: Codable, Sendable, Equatable {
         func int(_ key: String, _ fallback: Int) throws -> Int {
             guard let value = json[key], value != .null else { return fallback }
             guard case let .number(number) = value, number == number.rounded(), number >= 1, number <= Double(BertConfig.maximumSize) else {
-                throw BertError.invalidConfig(path: path, reason: "\(key) is \(printable("\(value)")), not a positive integer; fix config.json")
+                throw SwiftBERTError.invalidConfig(path: path, reason: "\(key) is \(printable("\(value)")), not a positive integer; fix config.json")
             }
             return Int(number)
         }
         func bool(_ key: String, _ fallback: Bool) throws -> Bool {
             guard let value = json[key], value != .null else { return fallback }
             guard case let .bool(flag) = value else {
-                throw BertError.invalidConfig(path: path, reason: "\(key) is \(printable("\(value)")), not true or false; fix config.json")
+                throw SwiftBERTError.invalidConfig(path: path, reason: "\(key) is \(printable("\(value)")), not true or false; fix config.json")
             }
             return flag
         }
         let kind = json["normalization_type"]?.string ?? Normalization.noNorm.rawValue
         guard let normalization = Normalization(rawValue: kind) else {
-            throw BertError.invalidConfig(path: path, reason: "normalization_type '\(printable(kind))' is not no_norm or layer_norm; fix config.json")
+            throw SwiftBERTError.invalidConfig(path: path, reason: "normalization_type '\(printable(kind))' is not no_norm or layer_norm; fix config.json")
         }
         return MobileBertConfig(
             embeddingSize: try int("embedding_size", 128), trigramInput: try bool("trigram_input", true),
@@ -67,7 +67,7 @@ public struct MobileBertConfig: Codable, Sendable, Equatable {
     }
 
     /// Rejects sizes the engine cannot run, before any weight is touched.
-    func validate(_ config: BertConfig, fail: (String) -> BertError) throws {
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
         for (name, value) in [("embedding_size", embeddingSize), ("intra_bottleneck_size", intraBottleneckSize),
                               ("num_feedforward_networks", numFeedforwardNetworks)]
         where value < 1 || value > BertConfig.maximumSize {

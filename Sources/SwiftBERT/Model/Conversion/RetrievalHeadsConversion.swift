@@ -12,7 +12,7 @@ extension Converter {
             let url = source.appendingPathComponent(file)
             guard FileManager.default.fileExists(atPath: url.path) else { continue }
             let checkpoint = try TorchCheckpoint(path: url.path)
-            func fail(_ reason: String) -> BertError { .invalidWeights(path: url.path, reason: reason + "; give the \(file) that was saved with the checkpoint") }
+            func fail(_ reason: String) -> SwiftBERTError { .invalidWeights(path: url.path, reason: reason + "; give the \(file) that was saved with the checkpoint") }
             guard let shape = checkpoint.shape("weight"), shape.count == 2, shape[1] == h, shape[0] > 0 else {
                 throw fail("'weight' is \(checkpoint.shape("weight").map { "\($0)" } ?? "missing"), not [n, \(h)] (hidden_size \(h))")
             }

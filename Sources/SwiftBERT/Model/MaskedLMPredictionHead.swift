@@ -1,7 +1,7 @@
 /// BertOnlyMLMHead: the transform (dense, GELU, LayerNorm), then the decoder (usually tied to
 /// the word embeddings) plus the output bias. MobileBERT's head is the same with its hidden_act
 /// (ReLU) and an untied decoder: the converter joins its embeddings and `cls.predictions.dense`.
-struct BertMaskedLMHead {
+struct MaskedLMPredictionHead {
     let transform: Linear
     let activation: HiddenActivation
     let layerNorm: LayerNorm

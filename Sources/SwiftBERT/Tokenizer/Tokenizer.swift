@@ -3,7 +3,7 @@ import Foundation
 /// The tokenizer of BERT-family encoders, driven by tokenizer.json's own pipeline (BERT's
 /// WordPiece, XLM-R's SentencePiece Unigram, RoBERTa's byte-level BPE), giving the same ids and
 /// offsets as Hugging Face `tokenizers`. Immutable after init, so one instance can serve many threads.
-public final class BertTokenizer: @unchecked Sendable {
+public final class Tokenizer: @unchecked Sendable {
     public let clsId: Int32
     public let sepId: Int32
     public let padId: Int32
@@ -52,14 +52,14 @@ public final class BertTokenizer: @unchecked Sendable {
     // MARK: - Loading
 
     /// tokenizer.json if the folder has one, else vocab.txt.
-    public static func load(folder: URL) throws -> BertTokenizer {
+    public static func load(folder: URL) throws -> Tokenizer {
         let json = folder.appendingPathComponent("tokenizer.json")
-        if FileManager.default.fileExists(atPath: json.path) { return try BertTokenizer(tokenizerJSON: json) }
+        if FileManager.default.fileExists(atPath: json.path) { return try Tokenizer(tokenizerJSON: json) }
         let vocab = folder.appendingPathComponent("vocab.txt")
         if FileManager.default.fileExists(atPath: vocab.path) {
-            return try BertTokenizer(vocabTXT: vocab, lowercase: Self.doLowerCase(folder: folder) ?? true)
+            return try Tokenizer(vocabTXT: vocab, lowercase: Self.doLowerCase(folder: folder) ?? true)
         }
-        throw BertError.fileNotFound(path: folder.path,
+        throw SwiftBERTError.fileNotFound(path: folder.path,
                                      hint: "A tokenizer folder needs tokenizer.json or vocab.txt (for the default models run `make setup`, or `bert pull NAME`).")
     }
 
@@ -68,7 +68,7 @@ public final class BertTokenizer: @unchecked Sendable {
         try self.init(configuration: TokenizerConfiguration(tokenizerJSON: data, path: url.path), path: url.path)
     }
 
-    /// A vocab.txt with BertTokenizer's defaults; `lowercase` also decides accent stripping.
+    /// A vocab.txt with Tokenizer's defaults; `lowercase` also decides accent stripping.
     public convenience init(vocabTXT url: URL, lowercase: Bool = true) throws {
         let data = try Self.read(url)
         try self.init(configuration: TokenizerConfiguration(vocabTXT: data, path: url.path, lowercase: lowercase),
@@ -76,7 +76,7 @@ public final class BertTokenizer: @unchecked Sendable {
     }
 
     init(configuration c: TokenizerConfiguration, path: String) throws {
-        func fail(_ reason: String) -> BertError { .invalidTokenizer(path: path, reason: reason) }
+        func fail(_ reason: String) -> SwiftBERTError { .invalidTokenizer(path: path, reason: reason) }
         guard !c.vocabulary.isEmpty else {
             throw fail("the vocabulary is empty; give the tokenizer.json or vocab.txt the model was trained with")
         }
@@ -393,10 +393,10 @@ public final class BertTokenizer: @unchecked Sendable {
 
         init(_ tokens: [AddedToken], normalizer: TextNormalizer?) {
             let raw = tokens.filter { !$0.normalized }
-            self.raw = AddedTokenMatcher(tokens: raw, contents: raw.map { BertTokenizer.scalars($0.content) })
+            self.raw = AddedTokenMatcher(tokens: raw, contents: raw.map { Tokenizer.scalars($0.content) })
             let normalized = tokens.filter(\.normalized)
             self.normalized = AddedTokenMatcher(tokens: normalized, contents: normalized.map { token in
-                BertTokenizer.normalize(token.content, with: normalizer)
+                Tokenizer.normalize(token.content, with: normalizer)
             })
         }
     }
@@ -408,12 +408,12 @@ public final class BertTokenizer: @unchecked Sendable {
     static let maximumFileSize = 64 << 20
 
     private static func read(_ url: URL) throws -> Data {
-        func unusable(_ reason: String) -> BertError { .invalidTokenizer(path: url.path, reason: reason) }
+        func unusable(_ reason: String) -> SwiftBERTError { .invalidTokenizer(path: url.path, reason: reason) }
         do { return try readBoundedFile(url, limit: maximumFileSize) }
         catch let failure as BoundedFileError {
             switch failure {
             case .missing, .inaccessible:
-                throw BertError.fileNotFound(path: url.path, hint: "For the default models run `make setup`, or `bert pull NAME`.")
+                throw SwiftBERTError.fileNotFound(path: url.path, hint: "For the default models run `make setup`, or `bert pull NAME`.")
             case .notRegularFile: throw unusable("not a regular file; give the model's tokenizer.json or vocab.txt")
             case let .tooLarge(bytes):
                 throw unusable("\(bytes) bytes is far too large for a tokenizer (at most \(maximumFileSize >> 20) MiB); give the model's tokenizer.json or vocab.txt")
@@ -422,7 +422,7 @@ public final class BertTokenizer: @unchecked Sendable {
         }
     }
 
-    /// tokenizer_config.json's do_lower_case, which BertTokenizer honours next to a vocab.txt.
+    /// tokenizer_config.json's do_lower_case, which Tokenizer honours next to a vocab.txt.
     private static func doLowerCase(folder: URL) -> Bool? {
         guard let data = try? readBoundedFile(folder.appendingPathComponent("tokenizer_config.json"), limit: 4 << 20),
               let json = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }

@@ -18,7 +18,7 @@ public enum Pooling: String, Codable, Sendable, CaseIterable {
 }
 
 /// The model families SwiftBERT runs.
-public enum Architecture: String, Codable, Sendable {
+public enum Architecture: String, Codable, Sendable, CaseIterable {
     case bert, distilBERT = "distilbert"
     /// MobileBERT: its own encoder (`MobileBertModel`), described by `BertConfig.mobileBert`.
     case mobileBERT = "mobilebert"
@@ -267,7 +267,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
 
     /// Rejects values that would make the engine misbehave, before any weight is touched.
     public func validate(path: String) throws {
-        func fail(_ reason: String) -> BertError { .invalidConfig(path: path, reason: reason) }
+        func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
         let fix = "fix config.json or convert the checkpoint again with `bert convert`"
         let sizes = [("vocab_size", vocabSize), ("hidden_size", hiddenSize), ("num_hidden_layers", numHiddenLayers),
                      ("num_attention_heads", numAttentionHeads), ("intermediate_size", intermediateSize),
@@ -322,7 +322,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         do {
             data = try readBoundedFile(url, limit: 4 << 20, what: "config.json")
         } catch CocoaError.fileReadNoSuchFile {
-            throw BertError.fileNotFound(path: url.path, hint: "A converted model folder holds config.json; convert one with `bert convert`.")
+            throw SwiftBERTError.fileNotFound(path: url.path, hint: "A converted model folder holds config.json; convert one with `bert convert`.")
         }
         return try decode(data, path: url.path)
     }
@@ -332,7 +332,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         let config: BertConfig
         do { config = try JSONDecoder().decode(BertConfig.self, from: data) }
         catch {
-            throw BertError.invalidConfig(path: path, reason: "\(diagnose(data) ?? describe(error)); fix config.json or convert the model again with `bert convert`")
+            throw SwiftBERTError.invalidConfig(path: path, reason: "\(diagnose(data) ?? describe(error)); fix config.json or convert the model again with `bert convert`")
         }
         try config.validate(path: path)
         return config
@@ -359,6 +359,6 @@ public struct BertConfig: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         do { try encoder.encode(self).write(to: url, options: .atomic) }
-        catch { throw BertError.outputFailed(path: url.path, reason: error.localizedDescription) }
+        catch { throw SwiftBERTError.outputFailed(path: url.path, reason: error.localizedDescription) }
     }
 }

@@ -8,7 +8,7 @@ extension Converter {
     /// MobileBERT's own fields on top of the BERT ones read from the same config.json.
     static func addMobileBertFields(to config: inout BertConfig, _ json: [String: JSONValue], architectures: [String], path: String) throws {
         if let other = architectures.first(where: { !["MobileBertForMaskedLM", "MobileBertModel", "MobileBertForPreTraining"].contains($0) }) {
-            throw BertError.notABertCheckpoint(path: path, reason: "architecture '\(printable(other))' is not supported for MobileBERT; SwiftBERT runs MobileBertForMaskedLM and MobileBertModel")
+            throw SwiftBERTError.unsupportedCheckpoint(path: path, reason: "architecture '\(printable(other))' is not supported for MobileBERT; SwiftBERT runs MobileBertForMaskedLM and MobileBertModel")
         }
         config.architecture = .mobileBERT
         config.mobileBert = try MobileBertConfig.read(json, path: path)

@@ -50,7 +50,7 @@ public struct RotaryEncoderConfig: Codable, Sendable, Equatable {
 
     static let maximumPositions = 1 << 17
 
-    func validate(_ config: BertConfig, fail: (String) -> BertError) throws {
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
         guard ropeTheta > 0, ropeTheta.isFinite, (localRopeTheta ?? 1) > 0, (localRopeTheta ?? 1).isFinite else {
             throw fail("rope_theta must be a positive number")
         }

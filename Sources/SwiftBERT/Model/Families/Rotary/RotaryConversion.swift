@@ -104,7 +104,7 @@ extension Converter {
 
     /// The encoder's fields of a rotary checkpoint's config.json, in its layout's names.
     static func rotaryConfig(_ family: Architecture, _ json: [String: JSONValue], path: String) throws -> BertConfig {
-        func fail(_ reason: String) -> BertError { .invalidConfig(path: path, reason: reason) }
+        func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
         func value(_ keys: [String]) -> JSONValue? { keys.lazy.compactMap { json[$0] }.first { !$0.isNull } }
         func int(_ keys: String..., fallback: Int? = nil) throws -> Int {
             switch value(keys) {
@@ -183,7 +183,7 @@ extension Converter {
     static func classifierPooling(_ json: [String: JSONValue], path: String) throws -> Pooling {
         guard let name = json["classifier_pooling"]?.string else { return .cls }
         guard let pooling = Pooling(rawValue: name), pooling == .cls || pooling == .mean else {
-            throw BertError.invalidConfig(path: path, reason: "classifier_pooling '\(printable(name))' is not supported (cls and mean are)")
+            throw SwiftBERTError.invalidConfig(path: path, reason: "classifier_pooling '\(printable(name))' is not supported (cls and mean are)")
         }
         return pooling
     }

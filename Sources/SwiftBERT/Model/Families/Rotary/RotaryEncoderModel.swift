@@ -17,7 +17,7 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
     let embeddingsNorm: LayerNorm
     let layers: [RotaryEncoderLayer]
     let finalNorm: LayerNorm?
-    let maskedLMHead: BertMaskedLMHead?
+    let maskedLMHead: MaskedLMPredictionHead?
     let placement: RotaryEncoderConfig.NormPlacement
 
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
@@ -25,7 +25,7 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
         let config = opened.config
         guard let rotary = config.rotary else {
-            throw BertError.invalidInput(reason: "\(folder.lastPathComponent) has no rotary positions: load it with loadModel or loadEncoder")
+            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) has no rotary positions: load it with loadModel or loadEncoder")
         }
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
@@ -41,7 +41,7 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
         }
         placement = rotary.normPlacement
         finalNorm = rotary.normPlacement == .pre ? try root[TensorNames.finalNorm].layerNorm(size: h, eps: config.layerNormEps) : nil
-        maskedLMHead = config.hasMaskedLMHead ? try BertMaskedLMHead(root, config, wordEmbeddings: wordEmbeddings) : nil
+        maskedLMHead = config.hasMaskedLMHead ? try MaskedLMPredictionHead(root, config, wordEmbeddings: wordEmbeddings) : nil
         KernelReport.warnOnceIfSlower()
         super.init(opened, loadStarted: start)
     }

@@ -1,0 +1,23 @@
+import Foundation
+
+/// MobileBERT: BERT's config.json with a bottleneck, stacked feed-forward networks and NoNorm
+/// (`MobileBertConfig`), run by `MobileBertModel`.
+struct MobileBertFamily: ModelFamily {
+    var name: String { "MobileBERT" }
+    var variants: [Architecture] { [.mobileBERT] }
+    var precisions: [Precision] { MobileBertModel.precisions }
+
+    func reads(modelType: String, architectures: [String]) -> Bool {
+        Converter.isMobileBERT(modelType: modelType, architectures: architectures)
+    }
+
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+        try Converter.readBertConfig(json, modelType: modelType, architectures: architectures, path: path, isMobileBERT: true)
+    }
+
+    func describes(_ config: BertConfig) -> Bool { config.mobileBert != nil }
+
+    func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
+        try MobileBertModel(folder: folder, threads: threads, precision: precision)
+    }
+}

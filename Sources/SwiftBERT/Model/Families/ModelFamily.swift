@@ -1,0 +1,49 @@
+import Foundation
+
+/// One architecture SwiftBERT runs: how its Hugging Face config.json is recognised and read,
+/// how a converted folder of it loads, and what it runs in. `ModelFamilies.all` is the one
+/// table the converter, the loader, `bert info` and `bert models` dispatch through: a new
+/// architecture is a folder under Model/Families/ and a line there (docs/architecture.md).
+package protocol ModelFamily: Sendable {
+    /// The family's name as its authors write it ("BERT", "MobileBERT").
+    var name: String { get }
+    /// The checkpoints it reads, by the names their authors give them (for messages and docs).
+    var variants: [Architecture] { get }
+    /// Whether a Hugging Face config.json (its `model_type`, else its `architectures`) is this
+    /// family's. The table asks the families in order; the first that claims it converts it.
+    func reads(modelType: String, architectures: [String]) -> Bool
+    /// The converted config from a Hugging Face config.json this family reads, validated.
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig
+    /// Whether a converted config.json is this family's.
+    func describes(_ config: BertConfig) -> Bool
+    /// The precisions its encoder runs in.
+    var precisions: [Precision] { get }
+    /// The encoder of a converted folder of this family.
+    func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel
+}
+
+/// The families SwiftBERT runs, in the order they are asked.
+package enum ModelFamilies {
+    package static let all: [any ModelFamily] = [
+        RotaryFamily(),
+        MobileBertFamily(),
+        BertFamily(),  // last: it also claims a config.json whose only clue is a Bert* class name
+    ]
+
+    /// The family that reads a Hugging Face config.json, or nil when none does.
+    package static func family(modelType: String, architectures: [String]) -> (any ModelFamily)? {
+        all.first { $0.reads(modelType: modelType, architectures: architectures) }
+    }
+
+    /// The family of a converted config.json. BERT's when no other claims it: a folder converted
+    /// before `architecture` was written holds a BERT.
+    package static func family(of config: BertConfig) -> any ModelFamily {
+        all.first { $0.describes(config) } ?? BertFamily()
+    }
+
+    /// Every checkpoint name the families read, for "SwiftBERT runs …" messages.
+    static var supportedNames: String {
+        let names = all.flatMap(\.variants).map(\.displayName)
+        return names.dropLast().joined(separator: ", ") + " and " + (names.last ?? "")
+    }
+}
