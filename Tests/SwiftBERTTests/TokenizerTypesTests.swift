@@ -215,4 +215,22 @@ final class TokenizerTypesTests: XCTestCase {
         XCTAssertTrue(load(#""decoder": {"type": "Nope"}"#).contains("Nope"))
         XCTAssertEqual(load(#""pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}]}"#), "loaded")
     }
+
+    /// A decoder's tokenizer has no [CLS]/<s>: its post-processor appends an EOS, or nothing. It
+    /// loads (it was refused as "no [CLS]/<s> or [SEP]/</s> token"), framed by the post-processor
+    /// alone, with -1 for the framing tokens it lacks.
+    func testTokenizersWithoutClsFramingLoad() throws {
+        let model = #"{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "<|endoftext|>": 3}, "merges": ["a b"]}, "#
+            + #""pre_tokenizer": {"type": "WhitespaceSplit"}, "#
+        let eosOnly = model + #""post_processor": {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}], "#
+            + #""pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "<|endoftext|>", "type_id": 1}}], "#
+            + #""special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [3], "tokens": ["<|endoftext|>"]}}}}"#
+        let withEOS = try Tokenizer(configuration: TokenizerConfiguration(tokenizerJSON: Data(eosOnly.utf8), path: "t"), path: "t")
+        XCTAssertEqual(withEOS.encode("ab a").ids, [2, 0, 3])
+        XCTAssertEqual(withEOS.encode("ab a", maxLength: 2).ids, [2, 3], "truncation keeps room for the EOS")
+        XCTAssertEqual([withEOS.clsId, withEOS.sepId], [-1, 3])
+        let bare = try Tokenizer(configuration: TokenizerConfiguration(tokenizerJSON: Data((model + #""post_processor": null}"#).utf8), path: "t"), path: "t")
+        XCTAssertEqual(bare.encode("ab b").ids, [2, 1])
+        XCTAssertEqual([bare.clsId, bare.sepId], [-1, -1])
+    }
 }

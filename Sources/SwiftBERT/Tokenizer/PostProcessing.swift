@@ -30,14 +30,13 @@ struct PostProcessingTemplate: Sendable {
         }
     }
 
-    /// The first and last special token of the single template: [CLS] and [SEP] for BERT.
-    var framingIds: (first: Int32, last: Int32)? {
-        let ids = single.compactMap { piece -> Int32? in
+    /// The special tokens of the single template, in order: [CLS] and [SEP] for BERT, <s> and </s>
+    /// for RoBERTa, an EOS alone for a decoder's tokenizer, none without a post-processor.
+    var specialIds: [Int32] {
+        single.compactMap { piece -> Int32? in
             if case let .special(ids, _, _) = piece { return ids.first }
             return nil
         }
-        guard let first = ids.first, let last = ids.last, ids.count >= 2 else { return nil }
-        return (first, last)
     }
 }
 

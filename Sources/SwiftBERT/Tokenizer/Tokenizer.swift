@@ -4,7 +4,9 @@ import Foundation
 /// WordPiece, XLM-R's SentencePiece Unigram, RoBERTa's byte-level BPE), giving the same ids and
 /// offsets as Hugging Face `tokenizers`. Immutable after init, so one instance can serve many threads.
 public final class Tokenizer: @unchecked Sendable {
+    /// The token that opens a framed text ([CLS], <s>); -1 when the post-processor puts none there.
     public let clsId: Int32
+    /// The token that closes a framed text ([SEP], </s>, a decoder's EOS); -1 when there is none.
     public let sepId: Int32
     public let padId: Int32
     public let unkId: Int32
@@ -138,12 +140,11 @@ public final class Tokenizer: @unchecked Sendable {
         truncatesFromLeft = c.truncationFromLeft
         configuredMaxLength = c.maxLength
 
-        guard let cls = ids["[CLS]"] ?? c.template.framingIds?.first ?? ids["<s>"],
-              let sep = ids["[SEP]"] ?? c.template.framingIds?.last ?? ids["</s>"] else {
-            throw fail("no [CLS]/<s> or [SEP]/</s> token; give the tokenizer of a BERT-family model")
-        }
-        clsId = cls
-        sepId = sep
+        // Framing comes from the post-processor alone: a decoder's tokenizer (Qwen3's, Gemma's)
+        // appends an EOS, or nothing, and has no [CLS].
+        let framing = c.template.specialIds
+        clsId = ids["[CLS]"] ?? (framing.count >= 2 ? framing.first : nil) ?? ids["<s>"] ?? -1
+        sepId = ids["[SEP]"] ?? framing.last ?? ids["</s>"] ?? -1
         unkId = unknownId ?? ids["<unk>"] ?? -1
         maskId = ids["[MASK]"] ?? ids["<mask>"] ?? -1
         padId = c.padId ?? ids[c.padToken ?? "[PAD]"] ?? ids["<pad>"] ?? 0
