@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds SwiftBERT's libFuzzer targets and runs each for a set time, one after another.
+# Builds SwiftBERT's libFuzzer targets and runs each for a set time (one after another, or -j at a time).
 #
-#   tools/fuzz/run.sh [-t SECONDS] [-k] [TARGET ...]
+#   tools/fuzz/run.sh [-t SECONDS] [-k] [-b] [-j JOBS] [TARGET ...]
 #
 # TARGET is safetensors (the header and tensor-table parser), loaders (config.json,
 # tokenizer.json, vocab.txt), tokenizer (the tokenizer and line reader on arbitrary bytes) or
 # torch (the torch.save checkpoint reader: stored zip, restricted unpickler, tensor table);
 # default: all four. -t is the time per target (default 60 s; the recorded long runs in
 # docs/robustness.md use 600). -k keeps the binary already built even if sources changed since
-# (a long run on a snapshot while the tree is being edited). The binary, .build/fuzz/fuzz, is the
+# (a long run on a snapshot while the tree is being edited). -b builds the binary (if sources
+# changed) and stops: .ci/run builds it beside the other builds, then fuzzes. -j runs that many
+# targets at a time (default 1; each takes one core: CI's two cores run two). The binary, .build/fuzz/fuzz, is the
 # library's sources compiled with swiftc together with every tools/fuzz/Fuzz*.swift, under
 # -sanitize=fuzzer,address and -O (as the package, so overflows and bounds checks trap instead of
 # wrapping silently); SWIFTBERT_FUZZ_TARGET=TARGET picks the target it runs.
@@ -24,14 +26,19 @@ cd "$(dirname "$0")/../.."
 
 seconds=60
 keep=0
-while getopts "t:k" option; do
+build_only=0
+jobs=1
+while getopts "t:kbj:" option; do
     case $option in
         t) seconds=$OPTARG ;;
         k) keep=1 ;;
-        *) echo "usage: $0 [-t SECONDS] [-k] [safetensors|loaders|tokenizer|torch ...]" >&2; exit 64 ;;
+        b) build_only=1 ;;
+        j) jobs=$OPTARG ;;
+        *) echo "usage: $0 [-t SECONDS] [-k] [-b] [-j JOBS] [safetensors|loaders|tokenizer|torch ...]" >&2; exit 64 ;;
     esac
 done
 shift $((OPTIND - 1))
+[ "$jobs" -ge 1 ] 2>/dev/null || { echo "-j takes a number of targets, 1 or more" >&2; exit 64; }
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(safetensors loaders tokenizer torch)
 
@@ -81,32 +88,44 @@ build() {
 }
 
 for target in "${targets[@]}"; do check_target "$target"; done
+started=$(date +%s)
 build
-status=0
-for target in "${targets[@]}"; do
-    corpus=$out/corpus/$target
-    crashes=$out/crashes/$target
-    log=$out/$target.log
+[ $build_only = 0 ] || { echo "fuzz binary up to date after $(( $(date +%s) - started )) s" >&2; exit 0; }
+# One target's run; its summary line (and the start of any crash report) on stdout.
+fuzz() {
+    local target=$1 corpus=$out/corpus/$1 crashes=$out/crashes/$1 log=$out/$1.log
     mkdir -p "$corpus" "$crashes"
+    local before
     before=$(find "$crashes" -type f | wc -l)
     echo "fuzzing $target for $seconds s (log: $log)" >&2
     # -timeout: an input taking over 10 s is a hang; -rss_limit_mb: unbounded allocation is a bug.
     # Leak checking is off: LeakSanitizer cannot see pointers Swift keeps in enum payloads with
     # spare-bit tags, so it reports reachable objects (and leaks are not a safety issue here).
-    set +e
+    local code=0
     SWIFTBERT_FUZZ_TARGET=$target ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$binary" "$corpus" "tools/fuzz/seeds/$target" "tools/fuzz/corpus/$target" \
         -dict="$(dictionary "$target")" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -max_len=65536 -len_control=200 -print_final_stats=1 -detect_leaks=0 \
-        -artifact_prefix="$crashes/" >"$log" 2>&1
-    code=$?
-    set -e
+        -artifact_prefix="$crashes/" >"$log" 2>&1 || code=$?
+    local executions after found
     executions=$(grep -h 'stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')
     after=$(find "$crashes" -type f | wc -l)
     found=$((after - before))
     echo "$target: $executions executions in $seconds s, corpus $(find "$corpus" -type f | wc -l) inputs, $found new crashing inputs (exit $code)"
     if [ "$found" -gt 0 ] || [ "$code" -ne 0 ]; then
-        status=1
         grep -h -A3 'ERROR: \|Fatal error\|==ERROR' "$log" | head -20 >&2 || true
+        return 1
     fi
+}
+
+# -j targets at a time (each libFuzzer process uses one core), their summaries in target order.
+status=0
+for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+    batch=("${targets[@]:i:jobs}")
+    pids=()
+    for target in "${batch[@]}"; do fuzz "$target" >"$out/$target.summary" & pids+=($!); done
+    for j in "${!batch[@]}"; do
+        wait "${pids[$j]}" || status=1
+        cat "$out/${batch[$j]}.summary"
+    done
 done
 exit $status
