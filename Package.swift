@@ -75,17 +75,25 @@ let package = Package(
             dependencies: ["CBF16"],
             swiftSettings: hostFeatures + [.enableExperimentalFeature("BuiltinModule")]
         ),
-        // The engine: tokenizer, weights, kernels, model, quantization, pipelines.
+        // The kernels: GEMM on packed matrices (FP32, INT8, BF16), attention, norms and
+        // activations, the thread pool. They know nothing of models or files; the engine uses
+        // their public API only, so the compiler keeps the layering (docs/architecture.md).
+        .target(
+            name: "SwiftBERTKernels",
+            dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
+            swiftSettings: hostFeatures
+        ),
+        // The engine: tokenizer, weights, model families, quantization, pipelines.
         .target(
             name: "SwiftBERT",
-            dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
+            dependencies: ["SwiftBERTKernels"],
             swiftSettings: hostFeatures
         ),
         // The command line's plumbing, out of the engine: input readers and output writers,
         // streaming with progress and signals, terminal checks, reports, sysexits statuses.
         .target(
             name: "SwiftBERTCommandLine",
-            dependencies: ["SwiftBERT"]
+            dependencies: ["SwiftBERT", "SwiftBERTKernels"]
         ),
         // `bert pull`: the model catalogue, downloads (through the curl program), sha256, inflate.
         .target(
@@ -98,6 +106,7 @@ let package = Package(
             name: "SwiftBERTBench",
             dependencies: [
                 "SwiftBERT",
+                "SwiftBERTKernels",
                 "SwiftBERTCommandLine",
                 "COpenBLAS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -117,13 +126,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
-            dependencies: ["SwiftBERT", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTVNNI"],
+            dependencies: ["SwiftBERT", "SwiftBERTKernels", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTVNNI"],
             path: "Benchmarks",
             swiftSettings: hostFeatures
         ),
         .testTarget(
             name: "SwiftBERTTests",
-            dependencies: ["SwiftBERT", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTCatalog",
+            dependencies: ["SwiftBERT", "SwiftBERTKernels", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTCatalog",
                            // The batcher in-process (BatcherTests); the rest of the server is tested over HTTP.
                            .target(name: "SwiftBERTServer", condition: .when(traits: [server]))],
             resources: [.copy("Fixtures")]

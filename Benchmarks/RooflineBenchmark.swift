@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTKernels
 import SwiftBERTVNNI
 
 /// `SwiftBERTBenchmarks roofline [--model all-MiniLM-L6-v2] [--seq 128] [--seconds 10] [--precision fp32,bf16,int8,int8-attention,int8-static]`

@@ -67,7 +67,8 @@ def unspecialised(text):
 
 def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else ".build/release/bert"
-    code = {name: body for name, body in functions(binary).items() if name.startswith("$s9SwiftBERT")}
+    # The kernels' target, and the engine's (whose Linear and attention call them).
+    code = {name: body for name, body in functions(binary).items() if name.startswith(("$s16SwiftBERTKernels", "$s9SwiftBERT"))}
     cpuinfo = open("/proc/cpuinfo").read()
     # The native build targets this host: AVX-512 where it has it, else AVX2's 256-bit registers
     # (an AMD EPYC without AVX-512 ran CI on 2026-11-27).
@@ -80,7 +81,7 @@ def main():
     # BF16Attention's emulated step is compiled for the tests that compare the two, never run.
     has_bf16 = re.search(r"^flags\s*:.*\bavx512_bf16\b", cpuinfo, re.M) is not None
     skip = {name for name, text in zip(names, demangled(names))
-            if unspecialised(text) or "metadata" in text or (not has_bf16 and "<SwiftBERT.BF16Attention" in text)}
+            if unspecialised(text) or "metadata" in text or (not has_bf16 and "<SwiftBERTKernels.BF16Attention" in text)}
     # The vector registers that count as vector code for the loops LLVM vectorises by itself.
     vendor = next((line.split(":")[1].strip() for line in cpuinfo.splitlines() if line.startswith("vendor_id")), "")
     wide = r"%[yz]mm" if vendor == "GenuineIntel" or not has512 else r"%zmm"

@@ -1,6 +1,7 @@
 import Foundation
 import SwiftBERT
 import SwiftBERTCommandLine
+import SwiftBERTKernels
 
 /// The results of a `Benchmark` run: `text` for people (Markdown tables), `json` for scripts.
 package struct BenchmarkReport: Sendable {
@@ -144,7 +145,7 @@ package struct BenchmarkReport: Sendable {
             SwiftBERT benchmark: \(plan.precisions.map(\.rawValue).joined(separator: " vs ")), side by side
             OpenBLAS core: \(env.openBLASCore) (\(coreType)); CPU: \(env.cpuModel ?? "unknown"), \(env.processors) processors; \
             load average \(env.loadAverage ?? "?") at start, \(loadAverageAtEnd ?? "?") at end; \(String(format: "%.0f", seconds)) s in all
-            Kernels: \(KernelReport.current); attention on the fused Swift kernel (Kernels/Attention/).
+            Kernels: \(KernelReport.current); attention on the fused Swift kernel (SwiftBERTKernels/Attention/).
             Timing: wall time of one forward pass (encoder only: no tokenizer, no head) on the same token ids; the \
             precisions take turns, one pass each per round; \(rounds). CPU ms: process CPU time (all threads). \
             Speed-up: fp32 median / median.

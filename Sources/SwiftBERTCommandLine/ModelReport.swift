@@ -1,5 +1,6 @@
 import Foundation
 import SwiftBERT
+import SwiftBERTKernels
 
 /// What `bert info` shows about a converted model: its shape, size on disk, what it can run,
 /// and what loading it cost.

@@ -1,4 +1,4 @@
-// One AVX-512 BF16 instruction, vdpbf16ps, for the BF16 micro-kernel (Kernels/BF16Kernel.swift).
+// One AVX-512 BF16 instruction, vdpbf16ps, for the BF16 micro-kernel (SwiftBERTKernels/BF16Kernel.swift).
 //
 // Swift cannot name it: LLVM's intrinsic takes <32 x bfloat> operands and the Builtin module has
 // no bfloat type, so it comes from a static inline C function (Sources/CBF16/bf16.h), which is

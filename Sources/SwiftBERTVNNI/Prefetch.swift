@@ -1,5 +1,5 @@
 // A software prefetch into L2 (prefetcht1), for the Linear kernels that stream weights from
-// memory (Kernels/MicroKernel.swift). Swift has no prefetch; it comes from a static inline C
+// memory (SwiftBERTKernels/MicroKernel.swift). Swift has no prefetch; it comes from a static inline C
 // function (Sources/CBF16), inlined here as vdpbf16ps is (BF16.swift). It is a hint: it never
 // faults, and costs a load slot.
 

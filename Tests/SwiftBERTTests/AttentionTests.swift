@@ -1,8 +1,9 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTKernels
 
-/// The fused attention (Kernels/Attention.swift) against the path it replaced: per head, Q·Kᵀ
+/// The fused attention (SwiftBERTKernels/Attention/) against the path it replaced: per head, Q·Kᵀ
 /// on OpenBLAS sgemm, `softmaxRows`, then P·V on sgemm, on MiniLM's and bert-base's head shapes
 /// at 16 to 512 tokens. With SWIFTBERT_ATTENTION_TIMING=1 it also prints both paths' CPU time
 /// per layer (all heads, one thread), measured side by side (A B A B ...).

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTKernels
 
 /// BF16 against sentence-transformers (PyTorch FP32) on the fixture's real sentences, and against
 /// the FP32 engine on 300 real sentences (Fixtures/sentences.txt). Thresholds are issue 16's.
@@ -35,6 +36,6 @@ final class BF16AccuracyTests: XCTestCase {
     func testBF16LoadsFromTheFP32File() throws {
         let model = try BertModel(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1, precision: .bf16)
         XCTAssertEqual(model.precision.fileName, "model.safetensors")
-        XCTAssertTrue(model.layers.allSatisfy { $0.intermediate.dense.weight.isBF16 && $0.attention.selfAttention.qkv.weight.isBF16 })
+        XCTAssertTrue(model.layers.allSatisfy { $0.intermediate.dense.weight is PackedBF16Matrix && $0.attention.selfAttention.qkv.weight is PackedBF16Matrix })
     }
 }

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTKernels
 
 /// The BF16 GEMM against a scalar reference of the same arithmetic (BF16-rounded x and W, exact
 /// products, sums in Double), within FP32 summation error; and its layout, rounding and threads.
@@ -46,7 +47,7 @@ final class BF16GEMMTests: XCTestCase {
         }
         XCTAssertEqual(Array(UnsafeBufferPointer(start: packed.lanes, count: lanes)), expected)
         var row = [Float](repeating: 0, count: k)
-        WeightMatrix.bf16(packed).row(n - 1, k: k, into: &row)
+        packed.row(n - 1, into: &row)
         XCTAssertEqual(row, Array(w[(n - 1) * k ..< n * k]), "a row read back from the packed layout")
     }
 
@@ -105,7 +106,7 @@ final class BF16GEMMTests: XCTestCase {
         let (x, w, bias, packed, _, single) = randomProduct(seed: 13, m: m, k: k, n: n)
         assertMatchesReference(single, x: x, m: m, w: w, n: n, k: k, bias: bias, "single call")
         for threads in [1, 2, 3, 8] {
-            XCTAssertEqual(linear(x, m: m, weight: .bf16(packed), bias: bias, threads: threads, quantizesActivations: false),
+            XCTAssertEqual(linear(x, m: m, weight: packed, bias: bias, threads: threads, quantizesActivations: false),
                            single, "\(threads) threads")
         }
     }

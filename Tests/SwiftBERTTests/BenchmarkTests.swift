@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTKernels
 @testable import SwiftBERTBench
 
 /// The harness benchmark behind `bert bench`: options, the report's shape, a one-round run on splade-tiny.

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTKernels
 
 /// What `KernelReport` says about a build and a CPU (docs/builds.md).
 final class KernelReportTests: XCTestCase {

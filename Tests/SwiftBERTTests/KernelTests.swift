@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTKernels
 
 /// The vectorisable erf and exp against the C library, and the reductions on awkward sizes.
 final class KernelTests: XCTestCase {
@@ -33,7 +34,7 @@ final class KernelTests: XCTestCase {
                 }
             }
             var row = [Float](repeating: 0, count: k)
-            WeightMatrix.packedFloat32(packed).row(n - 1, k: k, into: &row)
+            packed.row(n - 1, into: &row)
             XCTAssertEqual(row, Array(w[(n - 1) * k ..< n * k]), "a row read back from the packed layout")
         }
     }
@@ -47,7 +48,7 @@ final class KernelTests: XCTestCase {
         var single = [Float](repeating: .nan, count: m * n)
         packed.multiply(x, m: m, bias: bias, into: &single, columns: 0..<n)
         for threads in [1, 2, 3, 8] {
-            XCTAssertEqual(linear(x, m: m, weight: .packedFloat32(packed), bias: bias, threads: threads, quantizesActivations: false),
+            XCTAssertEqual(linear(x, m: m, weight: packed, bias: bias, threads: threads, quantizesActivations: false),
                            single, "\(threads) threads")
         }
     }
@@ -56,7 +57,7 @@ final class KernelTests: XCTestCase {
         var worst: Double = 0
         for i in -60000...60000 {
             let x = Float(i) / 10000          // [-6, 6]
-            worst = max(worst, abs(Double(SwiftBERT.erf(x)) - Foundation.erf(Double(x))))
+            worst = max(worst, abs(Double(SwiftBERTKernels.erf(x)) - Foundation.erf(Double(x))))
         }
         XCTAssertLessThan(worst, 5e-7)
     }
@@ -66,7 +67,7 @@ final class KernelTests: XCTestCase {
         for i in -870000...880000 where i % 7 == 0 {
             let x = Float(i) / 10000
             let want = Foundation.exp(Double(x))
-            worst = max(worst, abs(Double(SwiftBERT.exp(x)) - want) / want)
+            worst = max(worst, abs(Double(SwiftBERTKernels.exp(x)) - want) / want)
         }
         XCTAssertLessThan(worst, 3e-7)
     }

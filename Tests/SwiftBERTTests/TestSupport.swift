@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTKernels
 
 /// The repository root, found from this file's path.
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -71,7 +72,7 @@ func cosine(_ a: [Float], _ b: [Float]) -> Float {
 
 /// What the forward pass runs for one Linear layer: `weight` (with `bias`) applied to x [m × k]
 /// on `threads` threads, INT8 activations quantised when asked.
-func linear(_ x: [Float], m: Int, weight: WeightMatrix, bias: [Float], threads: Int, quantizesActivations: Bool) -> [Float] {
+func linear(_ x: [Float], m: Int, weight: any LinearWeights, bias: [Float], threads: Int, quantizesActivations: Bool) -> [Float] {
     let n = bias.count, k = x.count / max(m, 1)
     var y = [Float](repeating: .nan, count: m * n)
     bias.withUnsafeBufferPointer { b in

@@ -46,7 +46,7 @@ swiftc=${SWIFTC:-swiftc}
 out=.build/fuzz
 mkdir -p "$out"
 # The engine and the command line's readers (the tokenizer target fuzzes TextRecordReader), as one module.
-mapfile -t library < <(find Sources/SwiftBERT Sources/SwiftBERTCommandLine -name '*.swift' | sort)
+mapfile -t library < <(find Sources/SwiftBERTKernels Sources/SwiftBERT Sources/SwiftBERTCommandLine -name '*.swift' | sort)
 
 check_target() {
     case $1 in
@@ -78,11 +78,18 @@ build() {
     local snapshot=$out/src
     rm -rf "$snapshot"
     mkdir -p "$snapshot/entries"
-    cp -R Sources/SwiftBERT Sources/SwiftBERTCommandLine Sources/COpenBLAS "$snapshot/"
+    cp -R Sources/SwiftBERTKernels Sources/SwiftBERT Sources/SwiftBERTCommandLine Sources/COpenBLAS "$snapshot/"
     cp "${entries[@]}" "$snapshot/entries/"
+    # The kernels first, as the module the engine imports (a static library), then the engine,
+    # the command line's readers and the entries as one module.
+    mapfile -t kernels < <(find "$snapshot/SwiftBERTKernels" -name '*.swift' | sort)
+    rm -rf "$out/modules"; mkdir -p "$out/modules"
+    "$swiftc" -module-name SwiftBERTKernels -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g -num-threads 2 \
+        -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" -emit-module -emit-module-path "$out/modules/SwiftBERTKernels.swiftmodule" \
+        -emit-library -static -o "$out/modules/libSwiftBERTKernels.a" "${kernels[@]}" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
     mapfile -t sources < <(find "$snapshot/SwiftBERT" "$snapshot/SwiftBERTCommandLine" "$snapshot/entries" -name '*.swift' | sort)
     "$swiftc" -module-name SwiftBERT -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g -num-threads 2 \
-        -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" \
+        -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" -I "$out/modules" -L "$out/modules" -lSwiftBERTKernels \
         "${sources[@]}" -lopenblas -o "$binary" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
     [ -x "$binary" ] || { echo "building $binary failed" >&2; exit 1; }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// transformers' BertPooler: dense + tanh on each sequence's [CLS] vector. DistilBERT's
 /// sequence classifier has its pre_classifier (dense + ReLU) in this place.

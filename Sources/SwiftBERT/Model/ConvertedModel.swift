@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 // What every model class does to load a converted folder, whatever its modules.
 

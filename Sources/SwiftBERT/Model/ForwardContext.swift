@@ -1,3 +1,5 @@
+import SwiftBERTKernels
+
 /// Where each sequence of a batch lies in the packed token matrix. Sequences are stored back to
 /// back without padding, so no work is spent on pad tokens and padding cannot change a result.
 struct PackedSequences {
@@ -71,7 +73,7 @@ final class ForwardContext {
     let int8Activations: Int8Activations?
     /// When set, every Linear layer records its input's range here (calibration).
     var activationRanges: ActivationRanges?
-    /// The arithmetic of attention's products: the precision's (Kernels/Attention/).
+    /// The arithmetic of attention's products: the precision's (SwiftBERTKernels/Attention/).
     let attention: AttentionPrecision
     /// BF16 activations of the current Linear layer, made on the first BF16 Linear.
     private(set) lazy var bf16Activations = BF16Activations()
@@ -90,7 +92,7 @@ final class ForwardContext {
     let projected: UnsafeMutablePointer<Float>
     /// [T × F]: a gated feed-forward network's product act(gate) ⊙ up (rotary encoders only).
     let gated: UnsafeMutablePointer<Float>?
-    /// Per worker, the fused attention's blocks for the longest sequence (Kernels/Attention/).
+    /// Per worker, the fused attention's blocks for the longest sequence (SwiftBERTKernels/Attention/).
     let attentionScratch: [AttentionScratch]
     /// A bias every layer adds to its attention scores (MPNet's relative positions), as
     /// transformers passes `position_bias` to each layer.

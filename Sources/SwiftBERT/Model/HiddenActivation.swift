@@ -1,3 +1,5 @@
+import SwiftBERTKernels
+
 /// config.hidden_act where the engine runs more than BERT's exact GELU: MobileBERT is trained
 /// with ReLU (its feed-forward networks and masked-LM transform).
 enum HiddenActivation {
@@ -7,8 +9,8 @@ enum HiddenActivation {
 
     func callAsFunction(_ x: UnsafeMutablePointer<Float>, count: Int) {
         switch self {
-        case .gelu: SwiftBERT.gelu(x, count: count)
-        case .relu: SwiftBERT.relu(x, count: count)
+        case .gelu: SwiftBERTKernels.gelu(x, count: count)
+        case .relu: SwiftBERTKernels.relu(x, count: count)
         }
     }
 }

@@ -1,95 +1,35 @@
+import SwiftBERTKernels
+
 // The two parameterised building blocks every module is made of. Each loads itself by its
 // checkpoint name; weights are pointers into the memory-mapped file, except FP32 Linear
 // weights, which are repacked once for the micro-kernel.
 
-/// A weight matrix W [n × k] in the precision its file holds: `NAME.weight` (float32, from
-/// the converter) or `NAME.weight_packed` + `NAME.weight_scale` (INT8, from the quantizer).
-enum WeightMatrix {
-    /// float32 as mapped: OpenBLAS sgemm (portable builds) and embedding tables.
-    case float32(UnsafePointer<Float>)
-    /// float32 repacked at load for the FP32 micro-kernel (the encoder's Linear layers).
-    case packedFloat32(PackedFloatMatrix)
-    case int8(PackedInt8Matrix)
-    /// float32 rounded to BF16 at load for the BF16 micro-kernel (`Precision.bf16`).
-    case bf16(PackedBF16Matrix)
-
-    init(_ file: SafeTensorsFile, _ name: String, n: Int, k: Int) throws {
-        if file.tensors[name + ".weight_packed"] != nil {
-            let packed = try file.bytes(name + ".weight_packed", dtype: .i8)
-            let scales = try file.floats(name + ".weight_scale", shape: [n])
-            self = .int8(try PackedInt8Matrix(n: n, k: k, packed: packed, scales: scales, source: "\(file.path): \(name)"))
-        } else {
-            self = .float32(try file.floats(name + ".weight", shape: [n, k]).baseAddress!)
-        }
+/// Loads a weight matrix W [n × k] in the precision its file holds: `NAME.weight` (float32,
+/// from the converter) as mapped, or `NAME.weight_packed` + `NAME.weight_scale` (INT8, from the
+/// quantizer) wrapped in place.
+func loadWeightMatrix(_ file: SafeTensorsFile, _ name: String, n: Int, k: Int) throws -> any LinearWeights {
+    guard file.tensors[name + ".weight_packed"] != nil else {
+        return MappedFloatMatrix(try file.floats(name + ".weight", shape: [n, k]).baseAddress!, n: n, k: k)
     }
-
-    /// Row c as k floats (an embedding lookup).
-    func row(_ c: Int, k: Int, into out: UnsafeMutablePointer<Float>) {
-        switch self {
-        case .float32(let w): out.update(from: w + c * k, count: k)
-        case .packedFloat32(let w): w.row(c, into: out)
-        case .int8(let w): w.row(c, into: out)
-        case .bf16(let w): w.row(c, into: out)
-        }
+    let packed = try file.bytes(name + ".weight_packed", dtype: .i8)
+    let scales = try file.floats(name + ".weight_scale", shape: [n])
+    do throws(InvalidPackedMatrix) {
+        return try PackedInt8Matrix(n: n, k: k, packed: packed, scales: scales)
+    } catch {
+        throw SwiftBERTError.invalidWeights(path: "\(file.path): \(name)", reason: error.reason)
     }
+}
 
-    /// y[rows, columns] = x[rows] · W[columns]ᵀ + bias[columns], x [m × k], y [m × n] row-major.
-    /// INT8 with `activations` multiplies the INT8 activations quantised there (once per call,
-    /// shared by all blocks); without them it is weight-only (float activations). BF16
-    /// multiplies `bf16Activations`, x rounded once per call. `finished` gets each block of y
-    /// (its rows and columns in y) once it is complete.
-    func multiply(_ x: UnsafePointer<Float>, n: Int, k: Int, bias: UnsafePointer<Float>,
-                  into y: UnsafeMutablePointer<Float>, rows: Range<Int>, columns: Range<Int>, activations: Int8Activations?,
-                  bf16Activations: BF16Activations? = nil, finished: FinishedBlock? = nil) {
-        switch self {
-        case .float32(let w):
-            // sgemm takes the block's rows as a matrix of their own.
-            let (m, x, yRows) = (rows.count, x + rows.lowerBound * k, y + rows.lowerBound * n)
-            matmulTransposedB(x, lda: k, w + columns.lowerBound * k, ldb: k, yRows + columns.lowerBound, ldc: n,
-                              m: m, n: columns.count, k: k)
-            for r in 0..<m {
-                let row = yRows + r * n + columns.lowerBound
-                let b = bias + columns.lowerBound
-                for c in 0..<columns.count { row[c] += b[c] }
-            }
-            finished?(rows, columns)
-        case .packedFloat32(let w):
-            w.multiply(x, m: rows.upperBound, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
-        case .int8(let w):
-            if let activations {
-                w.multiply(activations, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
-            } else {
-                w.multiply(x, m: rows.upperBound, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
-            }
-        case .bf16(let w):
-            guard let bf16Activations else { preconditionFailure("BF16 weights need BF16 activations") }
-            w.multiply(bf16Activations, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
-        }
+/// FP32 weights as the Linear kernels read them: rounded to BF16 when the model runs in
+/// `.bf16`, else in the build's FP32 layout (`MappedFloatMatrix.forFP32Kernel`); other
+/// precisions as they are. `repacked` runs when a copy was made.
+func forLinearKernels(_ weights: any LinearWeights, precision: Precision, repacked: () -> Void = {}) -> any LinearWeights {
+    guard let mapped = weights as? MappedFloatMatrix else { return weights }
+    if precision == .bf16 {
+        defer { repacked() }
+        return PackedBF16Matrix(mapped.pointer, n: mapped.n, k: mapped.k)
     }
-
-    /// FP32 weights repacked once for the FP32 micro-kernel, or rounded to BF16 when the model
-    /// runs in `.bf16` (then `repacked` runs); others as they are. Portable builds (no FMA known
-    /// at compile time) leave FP32 to OpenBLAS, which picks its kernels for the CPU at run time;
-    /// BF16 has its own kernel in every build.
-    func forLinearKernels(n: Int, k: Int, precision: Precision = .fp32, repacked: () -> Void = {}) -> WeightMatrix {
-        if precision == .bf16, case .float32(let w) = self {
-            defer { repacked() }
-            return .bf16(PackedBF16Matrix(w, n: n, k: k))
-        }
-        #if SWIFTBERT_NATIVE_ISA
-        if case .float32(let w) = self {
-            defer { repacked() }
-            return .packedFloat32(PackedFloatMatrix(w, n: n, k: k))
-        }
-        #endif
-        return self
-    }
-
-    var isInt8: Bool { if case .int8 = self { return true } else { return false } }
-    var isBF16: Bool { if case .bf16 = self { return true } else { return false } }
-
-    /// Whether the kernel works on 64-channel panels (thread blocks should not split one).
-    var isPanelled: Bool { if case .float32 = self { return false } else { return true } }
+    return mapped.forFP32Kernel(repacked: repacked)
 }
 
 /// y = x·Wᵀ + b with W stored [n, k] (PyTorch's [out, in]).
@@ -97,7 +37,7 @@ enum WeightMatrix {
 struct Linear: @unchecked Sendable {
     /// The checkpoint name ("encoder.layer.0.intermediate.dense"): what calibration records under.
     let name: String
-    let weight: WeightMatrix
+    let weight: any LinearWeights
     let bias: UnsafePointer<Float>
     /// Input features.
     let k: Int
@@ -111,12 +51,12 @@ struct Linear: @unchecked Sendable {
     /// `name.input_multipliers`, `.input_zero_point` and `.input_step` (`Quantizer.calibrate`)
     /// quantises its input with them under `.int8Static`.
     init(_ file: SafeTensorsFile, _ name: String, k: Int, n: Int, precision: Precision = .fp32) throws {
-        weight = try WeightMatrix(file, name, n: n, k: k).forLinearKernels(n: n, k: k, precision: precision) {
+        weight = forLinearKernels(try loadWeightMatrix(file, name, n: n, k: k), precision: precision) {
             file.releasePages(of: name + ".weight")  // the mapped original is not read again
         }
         bias = try file.floats(name + ".bias", shape: [n]).baseAddress!
         (self.name, self.k, self.n) = (name, k, n)
-        if precision == .int8Static, case .int8(let packed) = weight, file.tensors[name + StaticInt8Input.multipliersSuffix] != nil {
+        if precision == .int8Static, let packed = weight as? PackedInt8Matrix, file.tensors[name + StaticInt8Input.multipliersSuffix] != nil {
             let multipliers = try file.floats(name + StaticInt8Input.multipliersSuffix, shape: [k])
             let zeroPoint = try file.floats(name + StaticInt8Input.zeroPointSuffix, shape: [1])[0]
             let step = try file.floats(name + StaticInt8Input.stepSuffix, shape: [1])[0]
@@ -129,7 +69,7 @@ struct Linear: @unchecked Sendable {
         }
     }
 
-    init(weight: WeightMatrix, bias: UnsafePointer<Float>, k: Int, n: Int, name: String = "") {
+    init(weight: any LinearWeights, bias: UnsafePointer<Float>, k: Int, n: Int, name: String = "") {
         (self.name, self.weight, self.bias, self.k, self.n, self.staticInput) = (name, weight, bias, k, n, nil)
     }
 
@@ -143,7 +83,7 @@ struct Linear: @unchecked Sendable {
     func callAsFunction(_ x: UnsafePointer<Float>, m: Int, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext,
                         then epilogue: ((_ y: UnsafeMutablePointer<Float>, _ rows: Range<Int>, _ columns: Range<Int>) -> Void)? = nil) {
         context.activationRanges?.record(name, x, m: m, k: k)
-        let activations = weight.isInt8 ? context.int8Activations : nil
+        let activations = weight.activations == .int8 ? context.int8Activations : nil
         if let activations {
             if let staticInput {
                 activations.quantize(x, m: m, k: k, with: staticInput, threads: context.threads)
@@ -151,7 +91,7 @@ struct Linear: @unchecked Sendable {
                 activations.quantize(x, m: m, k: k, threads: context.threads)
             }
         }
-        let bf16Activations = weight.isBF16 ? context.bf16Activations : nil
+        let bf16Activations = weight.activations == .bf16 ? context.bf16Activations : nil
         bf16Activations?.round(x, m: m, k: k, threads: context.threads)
         // Split by columns, each thread reads every row of the activations once per block of
         // weights it holds; for a long batch that traffic, not the weights, is what two threads
@@ -162,12 +102,13 @@ struct Linear: @unchecked Sendable {
         } else {
             // With threads, 4 parts each, claimed in turn: a thread that starts late holds up one part.
             let count = context.threads > 1 ? 4 * context.threads : 1
-            parts = splitRange(n, parts: count, align: weight.isPanelled ? panelWidth : 16).map { (0..<m, $0) }
+            parts = splitRange(n, parts: count, align: weight.columnAlignment).map { (0..<m, $0) }
         }
+        let input = LinearInput(floats: x, int8: activations, bf16: bf16Activations)
         parallelFor(parts.count, threads: context.threads, work: m * n * k) { part, _ in
             let (rows, columns) = parts[part]
-            weight.multiply(x, n: n, k: k, bias: bias, into: y, rows: rows, columns: columns, activations: activations,
-                            bf16Activations: bf16Activations, finished: epilogue.map { epilogue in { epilogue(y, $0, $1) } })
+            weight.multiply(input, bias: bias, into: y, rows: rows, columns: columns,
+                            finished: epilogue.map { epilogue in { epilogue(y, $0, $1) } })
         }
     }
 
@@ -223,20 +164,20 @@ public final class LinearLayer {
         (self.n, self.k, self.precision) = (n, k, precision)
         ownedBias = .allocate(capacity: n)
         ownedBias.initialize(from: bias, count: n)
-        let weight: WeightMatrix
+        let weight: any LinearWeights
         switch precision {
         case .fp32:
             let copy = UnsafeMutablePointer<Float>.allocate(capacity: n * k)
             copy.initialize(from: weights, count: n * k)
-            weight = WeightMatrix.float32(copy).forLinearKernels(n: n, k: k)
+            weight = MappedFloatMatrix(copy, n: n, k: k).forFP32Kernel()
             ownedWeights = copy
         case .int8Static:
             throw SwiftBERTError.invalidInput(reason: "int8-static needs activation ranges calibrated on a model (bert quantize --calibrate); a LinearLayer takes fp32, bf16, int8, int8-attention or int8-weights")
         case .int8, .int8Attention, .int8Weights:
-            weight = .int8(weights.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, n: n, k: k) })
+            weight = weights.withUnsafeBufferPointer { PackedInt8Matrix(weights: $0.baseAddress!, n: n, k: k) }
             ownedWeights = nil
         case .bf16:
-            weight = .bf16(weights.withUnsafeBufferPointer { PackedBF16Matrix($0.baseAddress!, n: n, k: k) })
+            weight = weights.withUnsafeBufferPointer { PackedBF16Matrix($0.baseAddress!, n: n, k: k) }
             ownedWeights = nil
         }
         linear = Linear(weight: weight, bias: ownedBias, k: k, n: n)

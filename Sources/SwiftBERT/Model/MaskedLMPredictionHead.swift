@@ -1,3 +1,5 @@
+import SwiftBERTKernels
+
 /// BertOnlyMLMHead: the transform (dense, GELU, LayerNorm), then the decoder (usually tied to
 /// the word embeddings) plus the output bias. MobileBERT's head is the same with its hidden_act
 /// (ReLU) and an untied decoder: the converter joins its embeddings and `cls.predictions.dense`.
@@ -9,7 +11,7 @@ struct MaskedLMPredictionHead {
     let decoder: Linear
     let hidden: Int
 
-    init(_ root: WeightScope, _ config: BertConfig, wordEmbeddings: WeightMatrix) throws {
+    init(_ root: WeightScope, _ config: BertConfig, wordEmbeddings: any LinearWeights) throws {
         let h = config.hiddenSize, names = TensorNames.self
         // The head stays FP32 under BF16 (it runs on the mask positions only).
         let scope = root[names.maskedLMTransform].with(.fp32)

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// Numeric format of the encoder's Linear layers.
 public enum Precision: String, CaseIterable, Sendable {
@@ -7,7 +8,7 @@ public enum Precision: String, CaseIterable, Sendable {
     case fp32
     /// int8 weights (per output channel) and activations (per token), integer GEMM in Swift.
     case int8
-    /// `int8`, and attention's two products in integers too (vpdpbusd; Kernels/Attention/),
+    /// `int8`, and attention's two products in integers too (vpdpbusd; SwiftBERTKernels/Attention/),
     /// its softmax in FP32: faster at long sequences, a little further from FP32 (docs/int8.md).
     case int8Attention = "int8-attention"
     /// int8 weights, float32 activations: the same file and speed as `int8`, closer to FP32

@@ -1,3 +1,5 @@
+import SwiftBERTKernels
+
 /// Where a module's tensors are and how its Linear layers run: the weights file, the module's
 /// name in the checkpoint, and the precision (candle's `VarBuilder`). A model opens one at the
 /// root of its file; each module loads its own parameters through it and hands its children the
@@ -33,7 +35,7 @@ struct WeightScope {
     }
 
     /// This module's `.weight` matrix [n × k] as stored (embedding tables, tied decoders).
-    func matrix(n: Int, k: Int) throws -> WeightMatrix {
-        try WeightMatrix(file, name, n: n, k: k)
+    func matrix(n: Int, k: Int) throws -> any LinearWeights {
+        try loadWeightMatrix(file, name, n: n, k: k)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// On-device training of a classification layer on frozen features (the pretrained encoder
 /// stays as it is, as in ONNX Runtime's on-device-training tutorial): multinomial logistic

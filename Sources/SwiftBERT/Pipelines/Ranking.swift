@@ -1,3 +1,5 @@
+import SwiftBERTKernels
+
 /// A vocabulary entry with its probability.
 package struct ScoredToken: Sendable, Equatable {
     package let id: Int32

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// Turns a converted FP32 model into `model.int8.safetensors` beside it: the matrices of
 /// `TensorNames.int8Matrices` (every encoder Linear, the masked-LM transform and the

@@ -1,3 +1,5 @@
+import SwiftBERTKernels
+
 /// BertSelfAttention: multi-head scaled dot-product attention, with Q, K and V computed by one
 /// fused Linear (the converter stacks Hugging Face's query, key and value).
 struct BertSelfAttention {

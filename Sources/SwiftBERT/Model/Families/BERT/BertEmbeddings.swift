@@ -1,7 +1,9 @@
+import SwiftBERTKernels
+
 /// BertEmbeddings: word + position + token type embeddings, then LayerNorm. RobertaEmbeddings
 /// is the same but for its positions (see `positionIds`).
 struct BertEmbeddings {
-    let wordEmbeddings: WeightMatrix
+    let wordEmbeddings: any LinearWeights
     let positionEmbeddings: UnsafePointer<Float>
     let tokenTypeEmbeddings: UnsafePointer<Float>
     let layerNorm: LayerNorm
@@ -27,7 +29,7 @@ struct BertEmbeddings {
             for (position, positionId) in positions.enumerated() {
                 let t = start + position
                 let row = out + t * hidden
-                wordEmbeddings.row(Int(ids[t]), k: hidden, into: row)
+                wordEmbeddings.row(Int(ids[t]), into: row)
                 let pos = positionEmbeddings + positionId * hidden
                 let type = tokenTypeEmbeddings + Int(typeIds[t]) * hidden
                 for c in 0..<hidden { row[c] += pos[c] + type[c] }

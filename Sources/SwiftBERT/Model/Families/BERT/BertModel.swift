@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// A BERT encoder loaded from a converted folder (see `Converter`), with its masked-LM head when
 /// the checkpoint has one. Immutable after loading: one instance can serve many threads at once.

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// MPNet's relative position bias (MPNetEncoder's `relative_attention_bias` and
 /// `compute_position_bias`): one learned scalar per head and distance bucket, computed once per

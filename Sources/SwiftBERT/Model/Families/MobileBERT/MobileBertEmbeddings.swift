@@ -1,8 +1,10 @@
+import SwiftBERTKernels
+
 /// MobileBertEmbeddings: narrow word embeddings (embedding_size, 128), each concatenated with
 /// its right and left neighbours' (the trigram input, zeros past the sequence's ends), projected
 /// to hidden_size by `embedding_transformation`, then + position + token type, then the norm.
 struct MobileBertEmbeddings {
-    let wordEmbeddings: WeightMatrix
+    let wordEmbeddings: any LinearWeights
     /// embedding_transformation: [3E or E] → H; nil when transformers skips it (no trigrams, E == H).
     let transformation: Linear?
     let positionEmbeddings: UnsafePointer<Float>
@@ -40,13 +42,13 @@ struct MobileBertEmbeddings {
                 let row = input + (start + position) * width
                 if trigramInput {
                     // [next token's, this token's, previous token's embedding], zeros beyond the ends.
-                    if position + 1 < n { wordEmbeddings.row(Int(ids[start + position + 1]), k: e, into: row) }
+                    if position + 1 < n { wordEmbeddings.row(Int(ids[start + position + 1]), into: row) }
                     else { row.update(repeating: 0, count: e) }
-                    wordEmbeddings.row(Int(ids[start + position]), k: e, into: row + e)
-                    if position > 0 { wordEmbeddings.row(Int(ids[start + position - 1]), k: e, into: row + 2 * e) }
+                    wordEmbeddings.row(Int(ids[start + position]), into: row + e)
+                    if position > 0 { wordEmbeddings.row(Int(ids[start + position - 1]), into: row + 2 * e) }
                     else { (row + 2 * e).update(repeating: 0, count: e) }
                 } else {
-                    wordEmbeddings.row(Int(ids[start + position]), k: e, into: row)
+                    wordEmbeddings.row(Int(ids[start + position]), into: row)
                 }
             }
         }

@@ -1,3 +1,5 @@
+import SwiftBERTKernels
+
 /// The scratch of one MobileBERT forward pass beyond the `ForwardContext`'s, each [T × true hidden].
 final class MobileBertBuffers {
     /// The attention block's input and residual (bottleneck.input).

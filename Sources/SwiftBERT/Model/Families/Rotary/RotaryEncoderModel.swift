@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// The rotary-position encoders: NomicBERT (nomic-embed-text), GTE (gte-*-v1.5,
 /// gte-multilingual) and ModernBERT (and gte-modernbert, modernbert-embed), loaded from a
@@ -12,7 +13,7 @@ import Foundation
 ///   see a sliding window of local_attention / 2 tokens on each side.
 /// Immutable after loading: one instance can serve many threads at once.
 public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked Sendable {
-    let wordEmbeddings: WeightMatrix
+    let wordEmbeddings: any LinearWeights
     let tokenTypeEmbeddings: UnsafePointer<Float>
     let embeddingsNorm: LayerNorm
     let layers: [RotaryEncoderLayer]
@@ -65,7 +66,7 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
         context.measure(.embeddings) {
             for t in 0..<m {
                 let row = x + t * h, type = tokenTypeEmbeddings + Int(typeIds[t]) * h
-                wordEmbeddings.row(Int(ids[t]), k: h, into: row)
+                wordEmbeddings.row(Int(ids[t]), into: row)
                 for c in 0..<h { row[c] += type[c] }
             }
             embeddingsNorm(x, residual: nil, m: m, threads: context.threads)
@@ -190,15 +191,7 @@ struct GatedFeedForward {
             gateUp(x, m: m, into: both, context)
             let silu = silu
             parallelRows(m, columns: 2 * f, threads: context.threads) { rows in
-                for r in rows {
-                    let (g, u, y) = (both + r * 2 * f, both + r * 2 * f + f, gated + r * f)
-                    if silu {
-                        for c in 0..<f { let v = g[c]; y[c] = v / (1 + exp(-v)) * u[c] }
-                    } else {
-                        gelu(g, count: f)
-                        for c in 0..<f { y[c] = g[c] * u[c] }
-                    }
-                }
+                gatedActivation(both, rows: rows, width: f, silu: silu, into: gated)
             }
         }
         context.measure(.feedForwardOut) { down(gated, m: m, into: out, context) }

@@ -91,7 +91,7 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Prints the portable-build warning on stderr, the first time only (a model load calls it).
-    static func warnOnceIfSlower() { _ = warnedOnce }
+    public static func warnOnceIfSlower() { _ = warnedOnce }
 
     private static let warnedOnce: Bool = {
         guard let advice = current.advice, ProcessInfo.processInfo.environment["SWIFTBERT_NO_BUILD_WARNING"] != "1" else { return false }

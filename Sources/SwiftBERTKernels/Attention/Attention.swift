@@ -28,14 +28,14 @@ import SwiftBERTVNNI
 #endif
 
 /// The arithmetic of attention's two products, chosen by the model's precision.
-enum AttentionPrecision: Sendable {
+public enum AttentionPrecision: Sendable {
     case fp32, bf16, int8
 }
 
 /// Scratch for `attendHead`, owned by one worker: Kᵀ and V of one head (floats, BF16 pairs or
 /// byte quads), the score block, the output block and its running maximum and sum, the BF16
 /// pairs (byte quads) of a query block and of a probability block, and INT8's scales.
-final class AttentionScratch {
+public final class AttentionScratch {
     let maxLength: Int
     let headDim: Int
     let paddedHeadDim: Int
@@ -50,7 +50,7 @@ final class AttentionScratch {
     let keyOffsets: UnsafeMutablePointer<Int32>
     private let buffers: FloatBuffers
 
-    init(maxLength: Int, headDim: Int) {
+    public init(maxLength: Int, headDim: Int) {
         (self.maxLength, self.headDim) = (maxLength, headDim)
         paddedHeadDim = roundUp16(headDim)
         let keys = roundUp16(maxLength)
@@ -80,13 +80,6 @@ final class AttentionScratch {
     }
 }
 
-/// Queries per block: four 6-row tiles share each load of Kᵀ and V from L2.
-let attentionQueryBlock = 24
-/// Keys per block: a 24 × 256 score block is 24 KiB, in L1 with the rows of Kᵀ and V it meets.
-/// (INT8 MiniLM at 512 tokens, CPU time of a pass: 24 × 256 33.9 ms, 24 × 128 35.5, 12 × 256 35.0,
-/// 6 × 512 33.7: within noise of the best, with the smaller score block.)
-let attentionKeyBlock = 256
-
 @inline(__always) func roundUp16(_ x: Int) -> Int { (x + 15) & ~15 }
 
 /// A bias added to the attention scores that depends only on the head and on the distance
@@ -94,13 +87,13 @@ let attentionKeyBlock = 256
 /// distance, so the bias of a query row and a block of keys is one contiguous slice. Values are
 /// in units of the unscaled score Q·Kᵀ (divided by the softmax scale once, at load), so adding
 /// them before the scale gives softmax(Q·Kᵀ·scale + bias).
-final class RelativeAttentionBias: @unchecked Sendable {
+public final class RelativeAttentionBias: @unchecked Sendable {
     /// Longest sequence covered: distances −(span − 1) … span − 1.
     let span: Int
     private let table: UnsafeMutablePointer<Float>
 
     /// `bias(head, distance)` for distance = key − query, in final (scaled) score units.
-    init(heads: Int, span: Int, scale: Float, _ bias: (_ head: Int, _ distance: Int) -> Float) {
+    public init(heads: Int, span: Int, scale: Float, _ bias: (_ head: Int, _ distance: Int) -> Float) {
         self.span = span
         let width = 2 * span - 1
         table = .allocate(capacity: heads * width)
@@ -125,7 +118,7 @@ final class RelativeAttentionBias: @unchecked Sendable {
 /// relative position bias added to the scores (MPNet). `window`: each query sees only the keys
 /// within this distance of it (ModernBERT's sliding-window layers); the key blocks beyond are
 /// skipped, so such a layer costs what its window costs.
-func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
+public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
                         heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, arithmetic: AttentionPrecision = .fp32,
                         bias: RelativeAttentionBias? = nil, window: Int? = nil,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {

@@ -14,11 +14,11 @@ func matmulTransposedB(_ a: UnsafePointer<Float>, lda: Int, _ b: UnsafePointer<F
 
 /// Keeps OpenBLAS on the calling thread: the engine splits work across its own threads, and
 /// OpenBLAS's threading would fight it.
-func useSingleThreadedBLAS() { openblas_set_num_threads(1) }
+public func useSingleThreadedBLAS() { openblas_set_num_threads(1) }
 
 /// C[m×n] = alpha · op(A) · op(B) in float64, row-major (op transposes when asked): the
 /// classifier trainer's objective, which works in double as scikit-learn's does.
-func matmulDouble(_ a: UnsafePointer<Double>, transposeA: Bool = false, lda: Int,
+public func matmulDouble(_ a: UnsafePointer<Double>, transposeA: Bool = false, lda: Int,
                   _ b: UnsafePointer<Double>, transposeB: Bool = false, ldb: Int,
                   _ c: UnsafeMutablePointer<Double>, ldc: Int, m: Int, n: Int, k: Int, alpha: Double = 1) {
     cblas_dgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,

@@ -10,9 +10,9 @@ import Foundation
 /// weights up to whole panels and quads, which makes edge tiles exact with no branches.
 ///
 ///     byte offset of W[c, i] = (c / 64) · panelStride + (i / 4) · 256 + (c % 64) · 4 + i % 4
-enum Int8PanelLayout {
+public enum Int8PanelLayout {
     /// Input features packed into one 32-bit lane.
-    static let kGroup = 4
+    public static let kGroup = 4
     /// Bytes of one K-quad of one panel.
     static let quadBytes = panelWidth * kGroup
 
@@ -103,11 +103,11 @@ enum SymmetricInt8 {
 ///
 /// It either owns its packed bytes or wraps bytes owned by someone else (typically a
 /// memory-mapped model file, which must then stay mapped while this value is used).
-struct PackedInt8Matrix: @unchecked Sendable {
+public struct PackedInt8Matrix: @unchecked Sendable {
     /// Output channels.
-    let n: Int
+    public let n: Int
     /// Input features.
-    let k: Int
+    public let k: Int
     /// Per output channel: W[c, :] ≈ q[c, :] · scales[c].
     let scales: [Float]
     /// The packed bytes, `Int8PanelLayout.byteCount(n:k:)` of them.
@@ -126,7 +126,7 @@ struct PackedInt8Matrix: @unchecked Sendable {
     var panelStride: Int { Int8PanelLayout.panelStride(k: k) }
 
     /// Per-channel symmetric quantisation of row-major float weights; the offline first step.
-    static func quantize(weights: UnsafePointer<Float>, n: Int, k: Int) -> (int8: [Int8], scales: [Float]) {
+    public static func quantize(weights: UnsafePointer<Float>, n: Int, k: Int) -> (int8: [Int8], scales: [Float]) {
         var int8 = [Int8](repeating: 0, count: n * k)
         var scales = [Float](repeating: 0, count: n)
         int8.withUnsafeMutableBufferPointer { q in
@@ -145,7 +145,7 @@ struct PackedInt8Matrix: @unchecked Sendable {
 
     /// Reorders row-major INT8 weights [n × k] into the packed panel layout; a pure function,
     /// so packing can be done once offline and the result stored in a file.
-    static func packedLayout(int8 rowMajor: UnsafePointer<Int8>, n: Int, k: Int) -> [Int8] {
+    public static func packedLayout(int8 rowMajor: UnsafePointer<Int8>, n: Int, k: Int) -> [Int8] {
         var packed = [Int8](repeating: 0, count: Int8PanelLayout.byteCount(n: n, k: k))
         for c in 0..<n {
             for i in 0..<k {
@@ -156,23 +156,20 @@ struct PackedInt8Matrix: @unchecked Sendable {
     }
 
     /// Wraps packed bytes (for example a slice of a memory-mapped file) without copying them.
-    /// The bytes must outlive this value. `source` names the file or tensor in error messages.
-    init(n: Int, k: Int, packed: UnsafeRawBufferPointer, scales: UnsafeBufferPointer<Float>,
-         source: String = "packed INT8 weights") throws {
+    /// The bytes must outlive this value.
+    public init(n: Int, k: Int, packed: UnsafeRawBufferPointer, scales: UnsafeBufferPointer<Float>) throws(InvalidPackedMatrix) {
         guard n > 0, k > 0 else {
-            throw SwiftBERTError.invalidWeights(path: source, reason: "INT8 matrix shape [\(n), \(k)] is empty or negative")
+            throw InvalidPackedMatrix(reason: "INT8 matrix shape [\(n), \(k)] is empty or negative")
         }
         let expected = Int8PanelLayout.byteCount(n: n, k: k)
         guard packed.count == expected, let base = packed.baseAddress else {
-            throw SwiftBERTError.invalidWeights(
-                path: source,
-                reason: "packed INT8 matrix [\(n), \(k)] needs \(expected) bytes, found \(packed.count); re-run the quantizer")
+            throw InvalidPackedMatrix(reason: "packed INT8 matrix [\(n), \(k)] needs \(expected) bytes, found \(packed.count); re-run the quantizer")
         }
         guard scales.count == n else {
-            throw SwiftBERTError.invalidWeights(path: source, reason: "expected \(n) INT8 scales, found \(scales.count)")
+            throw InvalidPackedMatrix(reason: "expected \(n) INT8 scales, found \(scales.count)")
         }
         if let bad = scales.firstIndex(where: { !($0.isFinite && $0 >= 0) }) {
-            throw SwiftBERTError.invalidWeights(path: source, reason: "INT8 scale of output channel \(bad) is \(scales[bad]); scales must be finite and ≥ 0")
+            throw InvalidPackedMatrix(reason: "INT8 scale of output channel \(bad) is \(scales[bad]); scales must be finite and ≥ 0")
         }
         self.init(n: n, k: k, packed: UnsafeRawBufferPointer(start: base, count: expected),
                   scales: Array(scales), owner: nil)
@@ -180,7 +177,7 @@ struct PackedInt8Matrix: @unchecked Sendable {
 
     /// Quantises and packs float weights [n × k] (row-major, PyTorch Linear layout), owning
     /// the packed bytes.
-    init(weights: UnsafePointer<Float>, n: Int, k: Int) {
+    public init(weights: UnsafePointer<Float>, n: Int, k: Int) {
         precondition(n > 0 && k > 0, "PackedInt8Matrix needs a non-empty shape")
         let (int8, scales) = Self.quantize(weights: weights, n: n, k: k)
         let bytes = int8.withUnsafeBufferPointer { Self.packedLayout(int8: $0.baseAddress!, n: n, k: k) }
@@ -220,13 +217,18 @@ struct PackedInt8Matrix: @unchecked Sendable {
 
 extension PackedInt8Matrix {
     /// Row c (an embedding lookup), dequantised straight from the packed layout.
-    func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
+    public func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
         // The channel's inputs lie in quads of 4 bytes, one quad per K-quad of its panel (a
         // plain loop: the general offset's divisions made the INT8 embeddings 3x FP32's).
         let channel = packed.baseAddress!.assumingMemoryBound(to: Int8.self) + Int8PanelLayout.offset(channel: c, input: 0, k: k)
         let scale = scales[c]
         for i in 0..<k { out[i] = Float(channel[(i &>> 2) &* Int8PanelLayout.quadBytes &+ (i & 3)]) * scale }
     }
+}
+
+/// Packed INT8 bytes or scales that do not fit the matrix's shape (a damaged or foreign file).
+public struct InvalidPackedMatrix: Error, Sendable {
+    public let reason: String
 }
 
 /// Owned, 64-byte aligned packed weights.

@@ -28,7 +28,7 @@ import SwiftBERTVNNI
 /// values is exact in FP32 and both ways add the odd k's product, then the even k's, each
 /// rounded to FP32, so they give the same results (vdpbf16ps also flushes denormals, which BF16
 /// activations and weights of a BERT model do not reach): the choice is one of speed.
-enum BF16Product: String, Sendable, CaseIterable {
+public enum BF16Product: String, Sendable, CaseIterable {
     #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
     /// vdpbf16ps: 32 multiply-adds an instruction.
     case dotInstruction = "vdpbf16ps (AVX512_BF16)"
@@ -44,7 +44,7 @@ enum BF16Product: String, Sendable, CaseIterable {
     /// and 5 run it at FMA's instruction rate); widened elsewhere (Intel's cores without AMX run
     /// it at a quarter of that). `SWIFTBERT_BF16_PRODUCT=dot` or `=widened` overrides, for
     /// measuring both on one machine.
-    static let preferred: BF16Product = {
+    public static let preferred: BF16Product = {
         let all = BF16Product.allCases
         switch ProcessInfo.processInfo.environment["SWIFTBERT_BF16_PRODUCT"] {
         case "widened": return .widened
@@ -94,11 +94,11 @@ enum BFloat16 {
 /// to whole pairs, n with zero channels to whole panels.
 ///
 ///     lane of W[c, i] = (c / 64) · kPairs · 64 + (i / 2) · 64 + c % 64, half i % 2
-final class PackedBF16Matrix: @unchecked Sendable {
+public final class PackedBF16Matrix: @unchecked Sendable {
     /// Output channels.
-    let n: Int
+    public let n: Int
     /// Input features.
-    let k: Int
+    public let k: Int
     var kPairs: Int { (k + 1) / 2 }
     /// Lanes per panel.
     var panelStride: Int { kPairs * panelWidth }
@@ -106,7 +106,7 @@ final class PackedBF16Matrix: @unchecked Sendable {
     private let laneCount: Int
 
     /// Rounds and packs w [n × k] (row-major float), one panel per task of `threads`.
-    init(_ w: UnsafePointer<Float>, n: Int, k: Int, threads: Int = 1) {
+    public init(_ w: UnsafePointer<Float>, n: Int, k: Int, threads: Int = 1) {
         (self.n, self.k) = (n, k)
         let kPairs = (k + 1) / 2
         let panels = (n + panelWidth - 1) / panelWidth
@@ -126,7 +126,7 @@ final class PackedBF16Matrix: @unchecked Sendable {
     deinit { munmap(lanes, laneCount * 4) }
 
     /// Row c as floats (its BF16 values widened).
-    func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
+    public func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
         let panel = lanes + (c / panelWidth) * panelStride + c % panelWidth
         for i in 0..<k {
             let pair = panel[(i / 2) * panelWidth]
@@ -170,14 +170,14 @@ final class PackedBF16Matrix: @unchecked Sendable {
 /// vdpbf16ps), or 2 · kPairs floats holding the rounded values (`floats`, widened); a last odd
 /// k pairs with zero. Owned by the forward pass's scratch; it only allocates when a call needs
 /// more room than any before it.
-final class BF16Activations: @unchecked Sendable {
+public final class BF16Activations: @unchecked Sendable {
     let product: BF16Product
     private(set) var m = 0
     private(set) var k = 0
     private var storage: UnsafeMutableRawPointer
     private var capacity = 8  // bytes
 
-    init(product: BF16Product = .preferred) {
+    public init(product: BF16Product = .preferred) {
         self.product = product
         storage = .allocate(byteCount: capacity, alignment: 64)
     }
@@ -189,7 +189,7 @@ final class BF16Activations: @unchecked Sendable {
     var floats: UnsafeMutablePointer<Float> { storage.assumingMemoryBound(to: Float.self) }
 
     /// Rounds x [m × k] to BF16, row by row (rows split across `threads`).
-    func round(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
+    public func round(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
         precondition(m >= 0 && k > 0, "BF16 activations need m ≥ 0 and k > 0")
         let kPairs = (k + 1) / 2
         let widened = product == .widened

@@ -9,7 +9,7 @@
 /// Three passes over a row on 16-lane vectors (x + residual with its sum; x − mean with its
 /// squares; the scale), in the order of the five passes they replace (which LLVM ran on 8-lane
 /// vectors), so the floats are the same.
-func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, rows: Int, cols: Int,
+public func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, rows: Int, cols: Int,
                   gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, eps: Float) {
     let invN = 1 / Float(cols), wide = cols & ~15
     @inline(__always) func vector(_ p: UnsafePointer<Float>, _ c: Int) -> SIMD16<Float> {
@@ -98,7 +98,7 @@ func maximum(_ x: UnsafePointer<Float>, count: Int) -> Float {
 /// Exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)), as BERT's "gelu" (not the tanh approximation).
 /// 16 lanes written out: left to LLVM, the loop ran on 8-lane vectors, and the division's
 /// throughput then bounded it (MiniLM's feed-forward in + GELU stage, INT8, 1x128).
-func gelu(_ x: UnsafeMutablePointer<Float>, count: Int) {
+public func gelu(_ x: UnsafeMutablePointer<Float>, count: Int) {
     var i = 0
     while i &+ 16 <= count {
         let lanes = UnsafeMutableRawPointer(x + i)
@@ -181,7 +181,7 @@ func exp(_ a: Float) -> Float {
 }
 
 /// Row-wise softmax in place.
-func softmaxRows(_ x: UnsafeMutablePointer<Float>, rows: Int, cols: Int, stride: Int) {
+public func softmaxRows(_ x: UnsafeMutablePointer<Float>, rows: Int, cols: Int, stride: Int) {
     for r in 0..<rows {
         let row = x + r &* stride
         let maxValue = maximum(row, count: cols)
@@ -192,6 +192,22 @@ func softmaxRows(_ x: UnsafeMutablePointer<Float>, rows: Int, cols: Int, stride:
 }
 
 /// ReLU in place (MobileBERT's hidden_act).
-func relu(_ x: UnsafeMutablePointer<Float>, count: Int) {
+public func relu(_ x: UnsafeMutablePointer<Float>, count: Int) {
     for i in 0..<count { x[i] = x[i] > 0 ? x[i] : 0 }
+}
+
+/// A gated feed-forward's activation (GLU): each row of `both` holds the gate's `width` columns,
+/// then the up projection's; y = act(gate) · up per column, into the rows of `gated` [· × width].
+/// act is SiLU (NomicBERT's SwiGLU) or exact GELU (ModernBERT's GeGLU, run in place on the gate).
+public func gatedActivation(_ both: UnsafeMutablePointer<Float>, rows: Range<Int>, width f: Int, silu: Bool,
+                            into gated: UnsafeMutablePointer<Float>) {
+    for r in rows {
+        let (g, u, y) = (both + r * 2 * f, both + r * 2 * f + f, gated + r * f)
+        if silu {
+            for c in 0..<f { let v = g[c]; y[c] = v / (1 + exp(-v)) * u[c] }
+        } else {
+            gelu(g, count: f)
+            for c in 0..<f { y[c] = g[c] * u[c] }
+        }
+    }
 }

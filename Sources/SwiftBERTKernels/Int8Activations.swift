@@ -2,7 +2,7 @@
 /// forward pass's scratch and reused by every layer. It only allocates when a call needs more
 /// room than any before it. Once `quantize` has run, threads may read it at once (the INT8
 /// kernel on disjoint column ranges).
-final class Int8Activations: @unchecked Sendable {
+public final class Int8Activations: @unchecked Sendable {
     /// Rows (m) and features (k) of the activations last quantised into it.
     private(set) var m = 0
     private(set) var k = 0
@@ -18,7 +18,7 @@ final class Int8Activations: @unchecked Sendable {
     private var rowCapacity: Int
 
     /// Optionally sized up front for the largest call (m × k activations).
-    init(m: Int = 0, k: Int = 0) {
+    public init(m: Int = 0, k: Int = 0) {
         byteCapacity = max(1, m * Int8PanelLayout.paddedK(k))
         rowCapacity = max(1, m)
         quantized = .allocate(capacity: byteCapacity)
@@ -32,7 +32,7 @@ final class Int8Activations: @unchecked Sendable {
 
     /// Quantises x [m × k] per row (rows split across `threads`), once per Linear call; the
     /// result serves every column block.
-    func quantize(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
+    public func quantize(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
         reserve(m: m, k: k)
         staticInput = nil
         let (quantized, rowScales, stride) = (quantized, rowScales, stride)
@@ -51,7 +51,7 @@ final class Int8Activations: @unchecked Sendable {
 
     /// Quantises x [m × k] with a Linear layer's calibrated scale and zero point: one pass, no
     /// per-row maximum.
-    func quantize(_ x: UnsafePointer<Float>, m: Int, k: Int, with input: StaticInt8Input, threads: Int = 1) {
+    public func quantize(_ x: UnsafePointer<Float>, m: Int, k: Int, with input: StaticInt8Input, threads: Int = 1) {
         precondition(input.k == k, "the calibration is for \(input.k) features, the activations have \(k)")
         reserve(m: m, k: k)
         staticInput = input
@@ -87,9 +87,9 @@ final class Int8Activations: @unchecked Sendable {
 /// x[c] / smoothing[c] ≈ (u − zeroPoint) · step. The multipliers hold 1 / (smoothing[c] · step);
 /// the weights were multiplied by the smoothing (SmoothQuant) before they were quantised, which
 /// moves the outlier channels' range into the weights and lets one range serve every channel.
-final class StaticInt8Input: @unchecked Sendable {
+public final class StaticInt8Input: @unchecked Sendable {
     /// The tensors beside `NAME.weight_packed` that hold it.
-    static let multipliersSuffix = ".input_multipliers", zeroPointSuffix = ".input_zero_point", stepSuffix = ".input_step"
+    public static let multipliersSuffix = ".input_multipliers", zeroPointSuffix = ".input_zero_point", stepSuffix = ".input_step"
     let k: Int
     /// [k] (mapped from the weights file).
     let multipliers: UnsafePointer<Float>
@@ -101,7 +101,7 @@ final class StaticInt8Input: @unchecked Sendable {
     /// The quantised values' bounds before the zero point is added: −zeroPoint and 255 − zeroPoint.
     private let lowest: Float, highest: Float
 
-    init(k: Int, multipliers: UnsafePointer<Float>, zeroPoint: Int32, step: Float, weights: PackedInt8Matrix) {
+    public init(k: Int, multipliers: UnsafePointer<Float>, zeroPoint: Int32, step: Float, weights: PackedInt8Matrix) {
         precondition((0...255).contains(zeroPoint), "a zero point is a byte")
         (self.k, self.multipliers, self.zeroPoint, self.step) = (k, multipliers, zeroPoint, step)
         (lowest, highest) = (Float(-zeroPoint), Float(255 - zeroPoint))

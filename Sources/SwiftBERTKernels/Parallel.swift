@@ -22,17 +22,12 @@ import Dispatch
 // writes its own outputs and runs the same arithmetic on any thread, so results do not depend on
 // who ran what.
 
-/// Multiply-adds below which a region is not worth a second thread: about 2 µs of FP32 work,
-/// against the 1–1.5 µs a region's hand-over and uneven finish cost (measured at MiniLM 1x128,
-/// two threads: 0.3 µs until the helper starts, about 1 µs between the two threads' ends).
-let parallelWorkPerThread = 1 << 18
-
 /// Runs body(task, worker) for every task in 0..<count on up to `threads` threads, the caller
 /// included. `worker` is unique among the threads of this call (0 is the caller), so it can
 /// index a per-worker scratch buffer. `work` (multiply-adds in all, when known) caps the threads
 /// at one per `parallelWorkPerThread`. Inline when that leaves one thread, or count == 1.
 @inline(__always)
-func parallelFor(_ count: Int, threads: Int, work: Int = .max, _ body: (_ task: Int, _ worker: Int) -> Void) {
+public func parallelFor(_ count: Int, threads: Int, work: Int = .max, _ body: (_ task: Int, _ worker: Int) -> Void) {
     let workers = min(threads, count, max(1, work / parallelWorkPerThread))
     if workers <= 1 {
         for task in 0..<count { body(task, 0) }
@@ -47,23 +42,17 @@ func parallelFor(_ count: Int, threads: Int, work: Int = .max, _ body: (_ task: 
     #endif
 }
 
-/// Multiply-adds of the FP32 kernel counted for one element of a row-wise pass (LayerNorm, INT8
-/// quantisation, BF16 rounding), to size their regions by the same threshold as the Linear
-/// layers'. LayerNorm measured about 20 (MiniLM 1x128: 0.17 ns an element, 0.008 ns an FP32
-/// multiply-add): a 128 × 384 LayerNorm (about 9 µs) runs on two threads, a 16 × 384 one alone.
-let rowPassWorkPerElement = 20
-
 /// Runs body(rows) for one contiguous block of 0..<m per thread, for a row-wise pass over
 /// m × columns (each row independent, so the result does not depend on the split): in a
 /// forward pass at two threads, the serial LayerNorms and quantisations were a tenth of what
 /// kept INT8 from scaling.
-func parallelRows(_ m: Int, columns: Int, threads: Int, _ body: (Range<Int>) -> Void) {
+public func parallelRows(_ m: Int, columns: Int, threads: Int, _ body: (Range<Int>) -> Void) {
     let blocks = splitRange(m, parts: threads, align: 1)
     parallelFor(blocks.count, threads: threads, work: m * columns * rowPassWorkPerElement) { block, _ in body(blocks[block]) }
 }
 
 /// Splits 0..<n into `parts` contiguous ranges whose bounds are multiples of `align`.
-func splitRange(_ n: Int, parts: Int, align: Int = 16) -> [Range<Int>] {
+public func splitRange(_ n: Int, parts: Int, align: Int = 16) -> [Range<Int>] {
     let parts = max(1, min(parts, (n + align - 1) / align))
     let chunk = ((n + parts - 1) / parts + align - 1) / align * align
     return stride(from: 0, to: n, by: chunk).map { $0..<min($0 + chunk, n) }

@@ -15,16 +15,16 @@ import Foundation
 /// n are zero.
 ///
 ///     float offset of W[c, i] = (c / 64) · k · 64 + i · 64 + c % 64
-final class PackedFloatMatrix: @unchecked Sendable {
+public final class PackedFloatMatrix: @unchecked Sendable {
     /// Output channels.
-    let n: Int
+    public let n: Int
     /// Input features.
-    let k: Int
+    public let k: Int
     let storage: UnsafeMutablePointer<Float>
     var panelStride: Int { k * panelWidth }
 
     /// Packs w [n × k], one panel per task of `threads`.
-    init(_ w: UnsafePointer<Float>, n: Int, k: Int, threads: Int = 1) {
+    public init(_ w: UnsafePointer<Float>, n: Int, k: Int, threads: Int = 1) {
         (self.n, self.k) = (n, k)
         let width = panelWidth
         let panels = (n + width - 1) / width
@@ -50,7 +50,7 @@ final class PackedFloatMatrix: @unchecked Sendable {
     deinit { munmap(storage, byteCount) }
 
     /// Row c (an embedding lookup) read back from the panels.
-    func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
+    public func row(_ c: Int, into out: UnsafeMutablePointer<Float>) {
         let panel = storage + (c / panelWidth) * panelStride + c % panelWidth
         for i in 0..<k { out[i] = panel[i * panelWidth] }
     }

@@ -1,14 +1,14 @@
 /// Float buffers of the given sizes carved out of one allocation, freed together with it: one
 /// attention worker's scratch, MobileBERT's buffers of a pass. Each buffer starts on a 64-byte
 /// line, so a 16-lane load of an aligned row never splits a cache line.
-final class FloatBuffers {
+public final class FloatBuffers {
     /// The buffers, in the order of the sizes given.
-    let pointers: [UnsafeMutablePointer<Float>]
+    public let pointers: [UnsafeMutablePointer<Float>]
     private let storage: UnsafeMutableRawPointer
 
     /// `zeroed`: the memory starts at 0 (attention relies on its padding being zero); otherwise
     /// every user writes before it reads.
-    init(_ counts: [Int], zeroed: Bool = false) {
+    public init(_ counts: [Int], zeroed: Bool = false) {
         let floatsPerLine = 16
         let starts = counts.reduce(into: [0]) { $0.append($0.last! + ($1 + floatsPerLine - 1) / floatsPerLine * floatsPerLine) }
         let total = max(1, starts.last!)

@@ -17,9 +17,6 @@
 import SwiftBERTVNNI
 #endif
 
-/// Output channels per panel: four 16-lane vectors.
-let panelWidth = 64
-
 /// A tile's row count as a type, so that each count gets its own specialised copy of a
 /// kernel: rows a tile does not have then cost nothing (a `rows` argument to an inlined
 /// function was instead merged back into one loop full of branches).
@@ -344,18 +341,5 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
 
 /// Called with a block of the output once it is complete (its rows and its columns), while it
 /// is still in cache: what a Linear layer's activation runs on.
-typealias FinishedBlock = (_ rows: Range<Int>, _ columns: Range<Int>) -> Void
+public typealias FinishedBlock = (_ rows: Range<Int>, _ columns: Range<Int>) -> Void
 
-/// Calls of up to this many rows go panel by panel, prefetching (`panelGEMM`): below about 30
-/// rows a panel's bytes take longer to come from memory than its arithmetic takes (FP32 and
-/// INT8 read 128/M bytes a cycle at two instructions a cycle, against about 5 from memory).
-let streamingRows = 48
-
-/// Packed panels up to this size are kept in L1 across row tiles (`panelGEMM`): INT8 panels
-/// at k ≤ 512 (24 KiB at MiniLM's 384). L1D is 32 KiB on Zen 4, 48 KiB on Zen 5 and on Intel
-/// since Ice Lake.
-let l1PanelBytes = 32 * 1024
-/// ... for calls of up to this many rows. Beyond, the output goes to memory, and panel by
-/// panel its writes went down thousands of rows 256 bytes at a time: MiniLM 32x128's INT8 QKV
-/// took 15-40 % longer than with whole rows of tiles written in turn.
-let l1PanelRows = 512
