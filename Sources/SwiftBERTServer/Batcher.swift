@@ -15,7 +15,7 @@ final class Batcher: @unchecked Sendable {
         var maxBatchTokens: Int
         /// How long the oldest queued sequence may wait for others to join its batch.
         var maxWait: Duration
-        /// Sequences (or fill-mask jobs) waiting at most.
+        /// Sequences waiting at most.
         var queueCapacity: Int
     }
 
@@ -35,23 +35,12 @@ final class Batcher: @unchecked Sendable {
         let index: Int
     }
 
-    /// One queued unit of work: a sequence of a request, or a job run alone (fill-mask).
-    private enum Work {
-        case sequence(Item)
-        case job(() -> Void)
-
-        var tokens: Int {
-            if case let .sequence(item) = self { return item.ids.count }
-            return 0
-        }
-    }
-
     let model: any EncoderModel
     let limits: Limits
     let metrics: ServerMetrics
     let modelName: String
     private let condition = NSCondition()
-    private var queue: [Work] = []
+    private var queue: [Item] = []
     private var head = 0
     private var oldestArrival: ContinuousClock.Instant?
     private var stopping = false
@@ -98,7 +87,7 @@ final class Batcher: @unchecked Sendable {
             request.continuation = continuation
             do {
                 try enqueue(sequences.indices.map {
-                    .sequence(Item(ids: sequences[$0], typeIds: typeIds?[$0], request: request, index: $0))
+                    Item(ids: sequences[$0], typeIds: typeIds?[$0], request: request, index: $0)
                 })
             } catch {
                 request.finish(error)
@@ -109,23 +98,7 @@ final class Batcher: @unchecked Sendable {
         return request.outputs
     }
 
-    /// Runs `body` on the batching thread, between batches (for fill-mask), queued like a sequence.
-    func run<T: Sendable>(timeout: Duration, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let box = JobBox<T>()
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
-            box.continuation = continuation
-            do {
-                // A job whose request already timed out is not run.
-                try enqueue([.job { if !box.isFinished { box.finish(Result { try body() }) } }])
-            } catch {
-                box.finish(.failure(error))
-                return
-            }
-            box.scheduleTimeout(timeout)
-        }
-    }
-
-    private func enqueue(_ items: [Work]) throws {
+    private func enqueue(_ items: [Item]) throws {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping else { throw Failure.stopped }
@@ -144,33 +117,18 @@ final class Batcher: @unchecked Sendable {
     // MARK: - The batching thread
 
     private func run() {
-        while let batch = nextBatch() {
-            switch batch {
-            case let .job(body): body()
-            case let .sequences(items): runForward(items)
-            }
-        }
-    }
-
-    private enum Batch {
-        case job(() -> Void)
-        case sequences([Item])
+        while let items = nextBatch() { runForward(items) }
     }
 
     /// Waits for work, then for up to `maxWait` after the oldest arrival unless the token budget
     /// fills sooner; nil once stopped and drained.
-    private func nextBatch() -> Batch? {
+    private func nextBatch() -> [Item]? {
         condition.lock()
         defer { condition.unlock() }
         while true {
             while queue.count == head {
                 if stopping { return nil }
                 condition.wait()
-            }
-            // A job at the head runs alone.
-            if case let .job(body) = queue[head] {
-                take(1)
-                return .job(body)
             }
             let deadline = (oldestArrival ?? .now) + limits.maxWait
             while !stopping, queuedTokens() < limits.maxBatchTokens, ContinuousClock.now < deadline {
@@ -180,8 +138,7 @@ final class Batcher: @unchecked Sendable {
             var items: [Item] = []
             var tokens = 0
             var taken = 0
-            for work in queue[head...] {
-                guard case let .sequence(item) = work else { break }
+            for item in queue[head...] {
                 if !items.isEmpty, tokens + item.ids.count > limits.maxBatchTokens { break }
                 taken += 1
                 // Requests already answered (timed out, client gone) cost nothing more.
@@ -190,14 +147,14 @@ final class Batcher: @unchecked Sendable {
                 items.append(item)
             }
             take(taken)
-            if !items.isEmpty { return .sequences(items) }
+            if !items.isEmpty { return items }
         }
     }
 
     private func queuedTokens() -> Int {
         var tokens = 0
-        for work in queue[head...] {
-            tokens += work.tokens
+        for item in queue[head...] {
+            tokens += item.ids.count
             if tokens >= limits.maxBatchTokens { break }
         }
         return tokens
@@ -308,27 +265,6 @@ func afterTimeout<Owner: AnyObject & Sendable>(_ timeout: Duration, of owner: Ow
                                               _ expire: @escaping @Sendable (Owner, RequestTimeout) -> Void) {
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak owner] in
         if let owner { expire(owner, RequestTimeout(seconds: timeout.seconds)) }
-    }
-}
-
-/// A job's continuation, resumed once.
-final class JobBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    var continuation: CheckedContinuation<T, Error>?
-
-    /// Answered already (by its result or its timeout).
-    var isFinished: Bool { lock.withLock { continuation == nil } }
-
-    func finish(_ result: Result<T, Error>) {
-        lock.lock()
-        let continuation = self.continuation
-        self.continuation = nil
-        lock.unlock()
-        continuation?.resume(with: result)
-    }
-
-    func scheduleTimeout(_ timeout: Duration) {
-        afterTimeout(timeout, of: self) { $0.finish(.failure($1)) }
     }
 }
 

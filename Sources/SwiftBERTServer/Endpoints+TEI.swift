@@ -358,16 +358,16 @@ extension Endpoints {
         let topK = request.top_k ?? 5
         guard (1...1000).contains(topK) else { throw APIError.invalid("top_k must be between 1 and 1000; got \(topK)", param: "top_k") }
         let text = request.inputs, wordsOnly = request.words_only ?? false
-        let predictions: [FillMask.Prediction]
+        // As every head: the text prepared off the event loop, the masked-LM head over a forward
+        // pass shared with other requests, then its candidates.
+        let encoding: Encoding
         do {
-            predictions = try await model.batcher.run(timeout: configuration.requestTimeout) {
-                try fillMask.predict(text, topK: topK, wordsOnly: wordsOnly)
-            }
+            encoding = try await offload { try fillMask.prepare(text) }
         } catch let SwiftBERTError.invalidInput(reason) {
             throw APIError.invalid(reason, param: "inputs")
-        } catch {
-            throw mapFailure(error, model: model)
         }
+        let masks = try await run([encoding.ids], typeIds: [encoding.typeIds], head: fillMask.head, on: model)[0]
+        let predictions = try await offload { fillMask.finish(masks, topK: topK, wordsOnly: wordsOnly) }
         let json = JSONWriter()
         json.object {
             json.key("model"); json.string(model.name)

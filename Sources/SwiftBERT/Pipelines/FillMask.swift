@@ -53,17 +53,31 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
     /// start with the letters typed so far (case-insensitive) and implies `wordsOnly`.
     public func predict(_ text: String, topK k: Int = 5, wordsOnly: Bool = false, prefix: String? = nil) throws -> [Prediction] {
         guard k > 0 else { throw SwiftBERTError.invalidInput(reason: "top-k must be at least 1") }
+        let encoding = try prepare(text)
+        let output = try model.encode([encoding.ids], typeIds: [encoding.typeIds])
+        let masks = try head(output, HeadBatch(threads: model.threads))[0]
+        return finish(masks, topK: k, wordsOnly: wordsOnly, prefix: prefix)
+    }
+
+    /// The text's tokens for the masked-LM head (truncated to the model's length), or why it
+    /// cannot be filled: no mask, or its masks cut off. `predict` runs this, then `head` over a
+    /// forward pass, then `finish`; the server runs the forward pass in a batch shared with
+    /// other requests.
+    public func prepare(_ text: String) throws -> Encoding {
         let encoding = tokenizer.encode(text, maxLength: model.config.maxSequenceLength)
-        let positions = encoding.ids.indices.filter { encoding.ids[$0] == tokenizer.maskId }
-        guard !positions.isEmpty else {
+        guard encoding.ids.contains(tokenizer.maskId) else {
             // The model's own mask token: [MASK] for BERT, <mask> for RoBERTa and XLM-R.
             let mask = tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"
             throw SwiftBERTError.invalidInput(reason: encoding.wasTruncated
                 ? "the text is longer than \(model.config.maxSequenceLength) tokens and its \(mask) was cut off"
                 : "the text has no \(mask); write \(mask) where a word should be predicted")
         }
-        let output = try model.encode([encoding.ids], typeIds: [encoding.typeIds])
-        let masks = try head(output, HeadBatch(threads: model.threads))[0]
+        return encoding
+    }
+
+    /// The top-k candidates of each mask's logits (`head`'s output for one text), filtered as
+    /// `predict` says.
+    public func finish(_ masks: [MaskedLMHead.Mask], topK k: Int, wordsOnly: Bool = false, prefix: String? = nil) -> [Prediction] {
         let typed = prefix?.lowercased()
         let filter: ((Int32) -> Bool)? = (wordsOnly || typed != nil) ? { [self] id in
             guard isWholeWord(id) else { return false }
@@ -71,7 +85,7 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
             return candidateText(id).trimmingCharacters(in: .whitespaces).lowercased().hasPrefix(typed)
         } : nil
         return masks.map { mask in
-            let top = topK(softmax(mask.logits), k: k, where: filter)
+            let top = topK(softmax(mask.logits), k: max(1, k), where: filter)
             return Prediction(position: mask.position, candidates: top.map {
                 Candidate(token: candidateText($0.id), id: $0.id, probability: $0.probability)
             })
