@@ -17,21 +17,25 @@ trap cleanup EXIT
 "$1" convert Tests/SwiftBERTTests/Fixtures/heads/bert-cross-encoder "$scratch/reranker" >/dev/null 2>&1
 models="all-MiniLM-L6-v2,splade-tiny,$scratch/reranker"
 
-# Starts a server, prints its port once /health answers.
+# Starts a server (in this shell, so the exit trap can stop it); `port` waits for its /health.
 serve() {
-    local log=$scratch/$2.log
-    "$1" serve --model "$models" --port 0 >"$log" 2>&1 &
+    "$1" serve --model "$models" --port 0 >"$scratch/$2.log" 2>&1 &
     pids+=($!)
+}
+port() {
+    local log=$scratch/$1.log
     for _ in $(seq 600); do
         local port
-        port=$(grep -oE '127\.0\.0\.1:[0-9]+|localhost:[0-9]+|port [0-9]+' "$log" | grep -oE '[0-9]+$' | head -1 || true)
+        port=$(grep -oE '127\.0\.0\.1:[0-9]+' "$log" | grep -oE '[0-9]+$' | head -1 || true)
         if [ -n "$port" ] && curl -sf "127.0.0.1:$port/health" >/dev/null 2>&1; then echo "$port"; return; fi
         sleep 0.1
     done
-    echo "the server of $1 did not start: $(cat "$log")" >&2; exit 1
+    echo "the server did not start: $(cat "$log")" >&2; exit 1
 }
-before=$(serve "$1" before)
-after=$(serve "$2" after)
+serve "$1" before
+serve "$2" after
+before=$(port before)
+after=$(port after)
 
 requests=(
     '/v1/embeddings {"input": ["The cat sat on the mat.", "A second, longer sentence about something else entirely."], "model": "all-MiniLM-L6-v2"}'
