@@ -3,8 +3,8 @@ import XCTest
 @testable import SwiftBERT
 
 /// Issue 44: every tokenizer stage runs in time linear in its input. Each case tokenises one
-/// adversarial text at n, 2n, 4n and 8n bytes (the median of a few runs per size) and fails when
-/// the time grows more than 2.5× per doubling, or more than 2.5³ from n to 8n.
+/// adversarial text at n, 2n, 4n and 8n bytes (the median of three runs per size, in thread CPU
+/// time) and fails when the time grows more than 2.5× per doubling, or more than 2.5³ from n to 8n.
 ///
 /// The tokenizers are the fixture tokenizers of each kind (WordPiece/BERT, Unigram with the
 /// precompiled charsmap and Metaspace, byte-level BPE) and the variants of
@@ -17,6 +17,8 @@ final class TokenizerComplexityTests: XCTestCase {
     static let maximumGrowth = 2.5
     /// Runs per size; the median is kept.
     static let runs = 3
+    /// Measurements of a case before it fails.
+    static let attempts = 3
     /// A case whose next size would take longer than this is stopped and failed: a linear stage
     /// takes tens of milliseconds at 8n, a quadratic one minutes (issue 44: 200,000 marks in BPE).
     static let budget = 2.0
@@ -120,8 +122,8 @@ final class TokenizerComplexityTests: XCTestCase {
         }
     }
 
-    /// Issue 44's body: "a" followed by U+0301 U+0316 pairs, 80,000 of them and 1.8 MB of UTF-8,
-    /// took 5.6 s and 167 s through BertNormalizer's insertion sort.
+    /// Issue 44's body: "a" followed by U+0301 U+0316 pairs, 80,000 of them (320 KB) and 1.8 MB of
+    /// UTF-8: 3.4 s and 150 s with the WordPiece fixture through BertNormalizer's insertion sort.
     func testIssue44CombiningMarkBodyIsFast() throws {
         let issueBody = "a" + String(repeating: "\u{301}\u{316}", count: 80_000)
         let bigBody = "a" + String(repeating: "\u{301}\u{316}", count: 450_000)
@@ -132,12 +134,16 @@ final class TokenizerComplexityTests: XCTestCase {
         for (name, tokenizer) in tokenizers {
             for (label, body) in [("80,000 pairs", issueBody), ("1.8 MB", bigBody)] {
                 for maxLength in [nil, 256] as [Int?] {
-                    let clock = ContinuousClock()
+                    let clock = ContinuousClock(), start = Self.threadCPUSeconds()
                     var encoding: Encoding?
                     let elapsed = clock.measure { encoding = tokenizer.encode(body, maxLength: maxLength) }
-                    let seconds = Self.seconds(elapsed)
-                    print("issue 44 body | \(name) | \(label) | maxLength \(maxLength.map(String.init) ?? "none") | \(String(format: "%.1f", seconds * 1000)) ms | \(encoding?.count ?? 0) tokens")
-                    XCTAssertLessThan(seconds, 0.5, "\(name), \(label), maxLength \(String(describing: maxLength))")
+                    // Asserted in CPU time, the work itself: a build beside the tests may double the wall time.
+                    let seconds = Self.threadCPUSeconds() - start
+                    print("issue 44 body | \(name) | \(label) | maxLength \(maxLength.map(String.init) ?? "none") | \(String(format: "%.1f", seconds * 1000)) ms CPU | \(String(format: "%.1f", Self.seconds(elapsed) * 1000)) ms wall | \(encoding?.count ?? 0) tokens")
+                    // WordPiece drops the marks (strip_accents); Unigram and BPE give a token or more
+                    // per mark, 1.8 million of them untruncated.
+                    let limit = name.contains("unigram") || name.contains("bpe") ? 1.0 : 0.5
+                    XCTAssertLessThan(seconds, limit, "\(name), \(label), maxLength \(String(describing: maxLength))")
                     XCTAssertGreaterThan(encoding?.count ?? 0, 2, "\(name): the body gives tokens")
                 }
             }
@@ -165,17 +171,20 @@ final class TokenizerComplexityTests: XCTestCase {
         }
     }
 
-    /// Times each input on the tokenizer at base, 2×, 4× and 8× its size; measures a failing case
-    /// once more, so one disturbed run does not fail the suite (a super-linear stage fails both).
+    /// Times each input on the tokenizer at base, 2×, 4× and 8× its size. A failing case is
+    /// measured again at twice the sizes, up to `attempts` times in all: a burst of load, or the
+    /// step where the working set leaves a cache, falls elsewhere or outside the range, while a
+    /// super-linear stage fails at every size (its growth is near 4× at every step).
     private func check(_ tokenizerName: String, _ inputs: [Input], baseBytes: Int,
                        file: StaticString = #filePath, line: UInt = #line) throws {
         let tokenizer = try fixtureTokenizer(tokenizerName)
         _ = tokenizer.encode(Self.sentence.text(bytes: 4096))  // lazy tables (UnicodeData, NFKC) built before timing
         for input in inputs {
             var measurement = measure(tokenizer, input, baseBytes: baseBytes)
-            if measurement.failure(limit: Self.maximumGrowth) != nil && measurement.stopped == nil {
-                report(tokenizerName, input, measurement, note: "first try")
-                measurement = measure(tokenizer, input, baseBytes: baseBytes)
+            for attempt in 2...Self.attempts {
+                guard measurement.failure(limit: Self.maximumGrowth) != nil && measurement.stopped == nil else { break }
+                report(tokenizerName, input, measurement, note: "attempt \(attempt - 1)")
+                measurement = measure(tokenizer, input, baseBytes: baseBytes << (attempt - 1))
             }
             report(tokenizerName, input, measurement)
             if let failure = measurement.failure(limit: Self.maximumGrowth) {
@@ -184,31 +193,45 @@ final class TokenizerComplexityTests: XCTestCase {
         }
     }
 
+    /// One round runs every size once; the first round is a warm-up. Rounds rather than runs
+    /// per size: after the largest size, the allocator serves every size the same way (glibc
+    /// raises its mmap threshold once a large block is freed), and a burst of load from another
+    /// process falls on all sizes alike instead of on one.
     private func measure(_ tokenizer: Tokenizer, _ input: Input, baseBytes: Int) -> Measurement {
         var measurement = Measurement()
         var tokens = 0
-        _ = tokenizer.encode(input.text(bytes: baseBytes))  // warm-up
-        for doubling in 0..<4 {
-            let text = input.text(bytes: baseBytes << doubling)
-            var times: [Double] = []
-            for _ in 0..<Self.runs {
-                let clock = ContinuousClock()
-                let elapsed = clock.measure { tokens &+= tokenizer.encode(text).count }
-                times.append(Self.seconds(elapsed))
-                if times.last! > Self.budget { break }
-            }
-            measurement.bytes.append(text.utf8.count)
-            measurement.seconds.append(times.sorted()[times.count / 2])
-            // Stop before a size that would exceed the budget (a quadratic stage would take minutes).
-            let last = measurement.seconds.last!, growth = max(measurement.growth.last ?? 2, 2)
-            if doubling < 3 && last * growth > Self.budget {
-                measurement.stopped = String(format: "stopped: %.2f s at %d bytes, the next size would take over %.0f s",
-                                             last, text.utf8.count, Self.budget)
-                break
+        let texts = (0..<4).map { input.text(bytes: baseBytes << $0) }
+        measurement.bytes = texts.map(\.utf8.count)
+        var times = [[Double]](repeating: [], count: 4)
+        for round in 0...Self.runs {
+            for (k, text) in texts.enumerated() {
+                let start = Self.threadCPUSeconds()
+                tokens &+= tokenizer.encode(text).count
+                times[k].append(Self.threadCPUSeconds() - start)
+                guard round == 0 else { continue }
+                // Stop before a size that would exceed the budget (a quadratic stage would take minutes).
+                let elapsed = times[k][0], growth = k > 0 ? max(elapsed / times[k - 1][0], 2) : 2
+                if k < 3 && elapsed * growth > Self.budget {
+                    measurement.bytes = Array(measurement.bytes.prefix(k + 1))
+                    measurement.seconds = times.prefix(k + 1).map { $0[0] }
+                    measurement.stopped = String(format: "stopped: %.2f s at %d bytes, the next size would take over %.0f s",
+                                                 elapsed, text.utf8.count, Self.budget)
+                    return measurement
+                }
             }
         }
+        times = times.map { Array($0.dropFirst()) }  // the warm-up round
+        measurement.seconds = times.map { $0.sorted()[$0.count / 2] }
         XCTAssertGreaterThan(tokens, 0)
         return measurement
+    }
+
+    /// CPU time of this thread: the work done, without the time another process had the core
+    /// (this 2-core machine often runs a build beside the tests). Tokenising is single-threaded.
+    private static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
     }
 
     private static func seconds(_ duration: Duration) -> Double {
