@@ -136,15 +136,7 @@ struct BertNormalizer: Sendable {
             guard !buffers.pendingMarks.isEmpty else { return }
             var marks = buffers.pendingMarks
             buffers.pendingMarks = []
-            for i in marks.indices.dropFirst() {  // insertion sort: stable, and runs are short
-                let mark = marks[i]
-                var j = i
-                while j > 0 && marks[j - 1].combiningClass > mark.combiningClass {
-                    marks[j] = marks[j - 1]
-                    j -= 1
-                }
-                marks[j] = mark
-            }
+            CanonicalOrdering.sort(&marks, scratch: &buffers.sortedMarks) { $0.combiningClass }
             for mark in marks {
                 emitDecomposed(mark.scalar, isContinuation: mark.isContinuation, &out)
             }
@@ -188,6 +180,8 @@ struct BertNormalizer: Sendable {
 struct NormalizerScratch {
     /// NFD: combining marks waiting for canonical reordering.
     var pendingMarks: [PendingMark] = []
+    /// NFD: the counting sort's copy of a long run of marks.
+    var sortedMarks: [PendingMark] = []
     /// NFD: spans of the input scalars not yet consumed by an output scalar, oldest first.
     var pendingSpans: [SourceSpan] = []
     var pendingSpanHead = 0
