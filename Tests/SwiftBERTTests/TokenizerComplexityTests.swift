@@ -3,8 +3,11 @@ import XCTest
 @testable import SwiftBERT
 
 /// Issue 44: every tokenizer stage runs in time linear in its input. Each case tokenises one
-/// adversarial text at n, 2n, 4n and 8n bytes (the median of three runs per size, in thread CPU
-/// time) and fails when the time grows more than 2.5× per doubling, or more than 2.5³ from n to 8n.
+/// adversarial text at n, 2n, 4n and 8n bytes (the fastest of three runs per size, in thread CPU
+/// time) and fails when the time grows more than 2.5× per doubling, as fitted over those four
+/// points (least squares on log time against log size): linear is 2×, n log n a little more,
+/// quadratic 4×. The fit is judged, not each step: one step disturbed by load or a cache
+/// boundary (2.8× once, 2.0× on either side in one CI run) moves it to about 2.2×.
 ///
 /// The tokenizers are the fixture tokenizers of each kind (WordPiece/BERT, Unigram with the
 /// precompiled charsmap and Metaspace, byte-level BPE) and the variants of
@@ -15,7 +18,7 @@ import XCTest
 final class TokenizerComplexityTests: XCTestCase {
     /// Largest growth allowed per doubling of the input: linear is 2, n log n a little more.
     static let maximumGrowth = 2.5
-    /// Runs per size; the median is kept.
+    /// Runs per size; the fastest is kept (load from elsewhere only ever adds time).
     static let runs = 3
     /// Measurements of a case before it fails.
     static let attempts = 3
@@ -159,15 +162,21 @@ final class TokenizerComplexityTests: XCTestCase {
 
         var growth: [Double] { zip(seconds.dropFirst(), seconds).map { $0 / $1 } }
 
+        /// Growth per doubling, fitted: 2 to the least-squares slope of log time against log size.
+        var fittedGrowth: Double { pow(2, exponent) }
+
+        var exponent: Double {
+            let x = bytes.map { log(Double($0)) }, y = seconds.map { log(max($0, 1e-9)) }
+            let meanX = x.reduce(0, +) / Double(x.count), meanY = y.reduce(0, +) / Double(y.count)
+            let covariance = zip(x, y).map { ($0 - meanX) * ($1 - meanY) }.reduce(0, +)
+            let variance = x.map { ($0 - meanX) * ($0 - meanX) }.reduce(0, +)
+            return covariance / variance
+        }
+
         func failure(limit: Double) -> String? {
             if let stopped { return stopped }
-            if let step = growth.firstIndex(where: { $0 > limit }) {
-                return String(format: "grew %.2f× from %d to %d bytes", growth[step], bytes[step], bytes[step + 1])
-            }
-            if let first = seconds.first, let last = seconds.last, last / first > pow(limit, 3) {
-                return String(format: "grew %.1f× from n to 8n", last / first)
-            }
-            return nil
+            let growth = fittedGrowth
+            return growth > limit ? String(format: "grew %.2f× per doubling (fitted) from %d to %d bytes", growth, bytes[0], bytes[bytes.count - 1]) : nil
         }
     }
 
@@ -221,7 +230,7 @@ final class TokenizerComplexityTests: XCTestCase {
             }
         }
         times = times.map { Array($0.dropFirst()) }  // the warm-up round
-        measurement.seconds = times.map { $0.sorted()[$0.count / 2] }
+        measurement.seconds = times.map { $0.min()! }
         XCTAssertGreaterThan(tokens, 0)
         return measurement
     }
@@ -244,12 +253,12 @@ final class TokenizerComplexityTests: XCTestCase {
         return "\(m.bytes.first ?? 0) bytes at n; \(times) ms; growth \(growth)"
     }
 
-    /// One markdown row: tokenizer | input | n | t(n)…t(8n) | growth per doubling | t(8n)/t(n) | verdict.
+    /// One markdown row: tokenizer | input | n | t(n)…t(8n) | growth per doubling | fitted growth | verdict.
     private func report(_ tokenizerName: String, _ input: Input, _ m: Measurement, note: String? = nil) {
         var cells = [tokenizerName, input.name, "\(m.bytes.first ?? 0)"]
         for k in 0..<4 { cells.append(k < m.seconds.count ? String(format: "%.2f", m.seconds[k] * 1000) : "–") }
         cells.append(m.growth.map { String(format: "%.2f", $0) }.joined(separator: ", "))
-        cells.append(m.seconds.count == 4 ? String(format: "%.1f", m.seconds[3] / m.seconds[0]) : "–")
+        cells.append(m.seconds.count == 4 ? String(format: "%.2f", m.fittedGrowth) : "–")
         let failure = m.failure(limit: Self.maximumGrowth)
         cells.append((failure.map { "FAIL: " + $0 } ?? "ok") + (note.map { " (\($0))" } ?? ""))
         let row = "| " + cells.joined(separator: " | ") + " |"
