@@ -78,9 +78,13 @@ let package = Package(
         // The kernels: GEMM on packed matrices (FP32, INT8, BF16), attention, norms and
         // activations, the thread pool. They know nothing of models or files; the engine uses
         // their public API only, so the compiler keeps the layering (docs/architecture.md).
+        // AMX tile kernels and their emulator, in C: Swift cannot emit tile instructions. A
+        // target attribute on each tile function, no compiler flags; run only after run-time
+        // detection (Sources/SwiftBERTKernels/AMX).
+        .target(name: "SwiftBERTAMX"),
         .target(
             name: "SwiftBERTKernels",
-            dependencies: ["COpenBLAS", "SwiftBERTVNNI"],
+            dependencies: ["COpenBLAS", "SwiftBERTVNNI", "SwiftBERTAMX"],
             swiftSettings: hostFeatures
         ),
         // The engine: tokenizer, weights, model families, quantization, pipelines.

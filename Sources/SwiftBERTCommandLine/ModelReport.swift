@@ -77,6 +77,7 @@ package struct ModelReport: Sendable {
             ("kernels", .object([
                 ("build", .string(kernels.build.rawValue)), ("fp32_linear", .string(kernels.fp32Linear)),
                 ("int8_linear", .string(kernels.int8Linear)), ("bf16_linear", .string(kernels.bf16Linear)),
+                ("matrix_unit", .string(kernels.matrixUnit)),
                 ("cpu_features", .array(kernels.cpuFeatures.map { .string($0) })),
                 ("advice", kernels.advice.map { .string($0) } ?? .null),
             ])),

@@ -143,6 +143,10 @@ public final class PackedBF16Matrix: @unchecked Sendable {
         precondition(columns.lowerBound >= 0 && columns.upperBound <= n, "columns \(columns) outside 0..<\(n)")
         let (n, kPairs, panelStride, lanes) = (self.n, self.kPairs, self.panelStride, self.lanes)
         let rows = rows ?? 0..<activations.m
+        if let tiles = activations.tiles {
+            multiply(on: tiles, activations, bias: bias, into: y, rows: rows, columns: columns, finished: finished)
+            return
+        }
         @inline(__always) func epilogue(_ row: Int, _ first: Int, _ inPanel: Range<Int>) -> TileEpilogue {
             TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)
         }
@@ -172,13 +176,16 @@ public final class PackedBF16Matrix: @unchecked Sendable {
 /// more room than any before it.
 public final class BF16Activations: @unchecked Sendable {
     let product: BF16Product
+    /// The tile backend the Linear layers run on, or nil for the vector kernels (`product`).
+    /// Tiles read the pairs form.
+    public let tiles: TileBackend?
     private(set) var m = 0
     private(set) var k = 0
     private var storage: UnsafeMutableRawPointer
     private var capacity = 8  // bytes
 
-    public init(product: BF16Product = .preferred) {
-        self.product = product
+    public init(product: BF16Product = .preferred, tiles: TileBackend? = TileBackend.preferred) {
+        (self.product, self.tiles) = (product, tiles)
         storage = .allocate(byteCount: capacity, alignment: 64)
     }
     deinit { storage.deallocate() }
@@ -192,7 +199,7 @@ public final class BF16Activations: @unchecked Sendable {
     public func round(_ x: UnsafePointer<Float>, m: Int, k: Int, threads: Int = 1) {
         precondition(m >= 0 && k > 0, "BF16 activations need m ≥ 0 and k > 0")
         let kPairs = (k + 1) / 2
-        let widened = product == .widened
+        let widened = product == .widened && tiles == nil
         let bytes = m * kPairs * (widened ? 8 : 4)
         if bytes > capacity {
             storage.deallocate()

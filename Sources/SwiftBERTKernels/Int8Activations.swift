@@ -16,9 +16,12 @@ public final class Int8Activations: @unchecked Sendable {
     private(set) var staticInput: StaticInt8Input?
     private var byteCapacity: Int
     private var rowCapacity: Int
+    /// The tile backend the Linear layers run on, or nil for the vector kernels.
+    public let tiles: TileBackend?
 
     /// Optionally sized up front for the largest call (m × k activations).
-    public init(m: Int = 0, k: Int = 0) {
+    public init(m: Int = 0, k: Int = 0, tiles: TileBackend? = TileBackend.preferred) {
+        self.tiles = tiles
         byteCapacity = max(1, m * Int8PanelLayout.paddedK(k))
         rowCapacity = max(1, m)
         quantized = .allocate(capacity: byteCapacity)

@@ -109,18 +109,29 @@ extension PackedInt8Matrix {
             shiftCorrections.withUnsafeBufferPointer { corrections in
                 // Calibrated activations carry their own zero point's corrections.
                 let offsets = activations.staticInput.map { UnsafePointer($0.corrections) } ?? corrections.baseAddress!
+                let epilogue = { (row: Int, first: Int, inPanel: Range<Int>) in
+                    TileEpilogue(y: y + row * n + first, ldy: n,
+                                 scale: .perTokenAndChannel(token: activations.rowScales + row,
+                                                            channel: channelScales.baseAddress! + first,
+                                                            offset: offsets + first),
+                                 bias: bias.map { $0 + first }, columns: inPanel)
+                }
+                if let tiles = activations.tiles {
+                    // tdpbusd is vpdpbusd's arithmetic on tiles: u8 × s8 into int32, the same sums.
+                    let (block, weights) = (tiles.int8Block, packed.assumingMemoryBound(to: Int8.self))
+                    tileGEMM(rows: rows ?? 0..<activations.m, columns: columns, accumulating: Int32.self,
+                             block: { row, count, panel, out in
+                                 block(activations.quantized + row * stride, stride, Int32(count),
+                                       weights + panel * panelStride, Int32(kQuads), out)
+                             }, epilogue: epilogue, finished: finished)
+                    return
+                }
                 panelGEMM(rows: rows ?? 0..<activations.m, columns: columns, panelBytes: panelStride,
                           kernel: { row, panel in
                               Int8Kernel(activations: activations.quantized + row * stride, lda: stride,
                                          panel: packed + panel * panelStride, kQuads: kQuads)
                           },
-                          epilogue: { row, first, inPanel in
-                              TileEpilogue(y: y + row * n + first, ldy: n,
-                                           scale: .perTokenAndChannel(token: activations.rowScales + row,
-                                                                      channel: channelScales.baseAddress! + first,
-                                                                      offset: offsets + first),
-                                           bias: bias.map { $0 + first }, columns: inPanel)
-                          }, finished: finished)
+                          epilogue: epilogue, finished: finished)
             }
         }
     }

@@ -34,6 +34,8 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
     public let int8Linear: String
     /// What runs the BF16 Linear layers (`--precision bf16`).
     public let bf16Linear: String
+    /// The matrix unit: AMX tiles, or the vector units (and why).
+    public let matrixUnit: String
     /// The CPU features, among those SwiftBERT's kernels use, that this CPU has
     /// (from /proc/cpuinfo; empty where it cannot be read).
     public let cpuFeatures: [String]
@@ -49,7 +51,7 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
 
     /// One line: the build and its kernels.
     public var description: String {
-        "\(build.rawValue) build: FP32 Linear layers \(fp32Linear); INT8 \(int8Linear); BF16 \(bf16Linear)"
+        "\(build.rawValue) build: FP32 Linear layers \(fp32Linear); INT8 \(int8Linear); BF16 \(bf16Linear); matrix unit: \(matrixUnit)"
     }
 
     /// The report for this process.
@@ -67,13 +69,17 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
         fp32Linear = "OpenBLAS sgemm (kernels chosen by OpenBLAS at run time)"
         #endif
         #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
-        int8Linear = "vpdpbusd (AVX-512 VNNI)"
+        let vectorInt8 = "vpdpbusd (AVX-512 VNNI)"
         #elseif SWIFTBERT_NATIVE_ISA
-        int8Linear = "vpdpwssd (plain Swift, AVX-512)"
+        let vectorInt8 = "vpdpwssd (plain Swift, AVX-512)"
         #else
-        int8Linear = "plain Swift for generic x86-64 (SSE2)"
+        let vectorInt8 = "plain Swift for generic x86-64 (SSE2)"
         #endif
-        bf16Linear = BF16Product.preferred.rawValue
+        // The tiles run the Linear layers of INT8 (with INT8 activations) and BF16 in every build.
+        let onTiles = TileBackend.preferred.map { $0 == .hardware ? "AMX tiles" : "AMX tile emulator" }
+        int8Linear = onTiles.map { "tdpbusd (\($0))" } ?? vectorInt8
+        bf16Linear = onTiles.map { "tdpbf16ps (\($0))" } ?? BF16Product.preferred.rawValue
+        matrixUnit = TileBackend.matrixUnitDescription
         self.cpuFeatures = cpuFeatures
     }
 
@@ -87,7 +93,7 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
     static func cpuFeatures(cpuinfo: String?) -> [String] {
         guard let line = cpuinfo?.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) else { return [] }
         let flags = Set(line.split(separator: " ").map(String.init))
-        return ["avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16"].filter(flags.contains)
+        return ["avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"].filter(flags.contains)
     }
 
     /// Prints the portable-build warning on stderr, the first time only (a model load calls it).

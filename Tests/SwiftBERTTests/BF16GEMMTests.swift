@@ -74,7 +74,7 @@ final class BF16GEMMTests: XCTestCase {
             let packed = PackedBF16Matrix(w, n: n, k: k)
             var results: [[Float]] = []
             for product in BF16Product.allCases {
-                let activations = BF16Activations(product: product)
+                let activations = BF16Activations(product: product, tiles: nil)  // the vector kernels
                 activations.round(x, m: m, k: k)
                 var y = [Float](repeating: .nan, count: m * n)
                 packed.multiply(activations, bias: bias, into: &y, columns: 0..<n)

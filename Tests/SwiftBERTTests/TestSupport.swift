@@ -13,7 +13,9 @@ func convertedModel(_ name: String, file: StaticString = #filePath, line: UInt =
         XCTFail("weights/\(name) is missing: run `make setup` (tools/setup.sh) first", file: file, line: line)
         throw SwiftBERTError.fileNotFound(path: url.path, hint: "run make setup")
     }
-    return url
+    // The real folder: a test that copies it and damages the copy (ServerTests truncates one)
+    // would otherwise copy a symbolic link (a worktree's weights/NAME) and damage the original.
+    return url.resolvingSymlinksInPath()
 }
 
 /// Loaded models are shared across tests: loading is cheap, but there is no need to repeat it.

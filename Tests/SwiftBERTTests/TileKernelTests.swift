@@ -1,0 +1,216 @@
+import Foundation
+import XCTest
+@testable import SwiftBERTKernels
+import SwiftBERTAMX
+
+/// Issue 47: the Linear layers on AMX tiles. On every machine the blocks run through the tile
+/// emulator (Sources/SwiftBERTAMX/emulator.c): its arithmetic against a Swift statement of the
+/// instructions, and the whole Linear path (blocking, tails, epilogues, column and row blocks)
+/// against the vector kernels. On a machine with AMX the tiles are checked against the emulator.
+final class TileKernelTests: XCTestCase {
+    /// Rows across a tile (16) and a block (32); k across 16-lane steps (32 bf16, 64 int8) and odd;
+    /// n across panels of 64.
+    let shapes: [(m: Int, k: Int, n: Int)] = [
+        (1, 1, 1), (1, 2, 64), (15, 31, 65), (16, 32, 64), (17, 33, 130), (31, 34, 3), (32, 64, 128),
+        (33, 66, 191), (70, 130, 64), (5, 768, 96), (40, 200, 70),
+    ]
+
+    // MARK: - The emulator's arithmetic
+
+    /// tdpbusd: Σ u8 · s8 in Int32, every quad of every step, rows across both tiles.
+    func testEmulatedInt8BlockGivesTheExactSums() {
+        var random = SplitMix(seed: 3)
+        for (rows, kQuads) in [(1, 1), (16, 16), (17, 17), (32, 33), (9, 40)] {
+            let aStride = kQuads * 4 + 8  // a row stride wider than the row, as a caller's may be
+            let a = (0..<(rows * aStride)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let b = (0..<(kQuads * 256)).map { _ in Int8.random(in: -128...127, using: &random) }
+            var c = [Int32](repeating: 0, count: 32 * 64)
+            swiftbert_emulated_int8_block(a, aStride, Int32(rows), b, Int32(kQuads), &c)
+            for r in 0..<rows {
+                for j in 0..<64 {
+                    var sum: Int32 = 0
+                    for q in 0..<kQuads {
+                        for i in 0..<4 { sum &+= Int32(a[r * aStride + q * 4 + i]) * Int32(b[q * 256 + j * 4 + i]) }
+                    }
+                    XCTAssertEqual(c[r * 64 + j], sum, "rows \(rows) kQuads \(kQuads) at (\(r), \(j))")
+                }
+            }
+        }
+    }
+
+    /// tdpbf16ps as Intel's SDM states it, written again here in Swift: per instruction (16
+    /// pairs) the even and the odd products summed apart from zero, then added to each other,
+    /// then to the accumulator; denormal inputs read as zero, denormal results flushed. Bit for
+    /// bit, on random values, with denormals, signed zeros, and an odd number of pairs.
+    func testEmulatedBF16BlockFollowsTheSDMArithmetic() {
+        var random = SplitMix(seed: 5)
+        for (rows, kPairs) in [(1, 1), (16, 16), (17, 23), (32, 48), (3, 5)] {
+            var a = (0..<(rows * kPairs)).map { _ in UInt32.random(in: 0...UInt32.max, using: &random) & 0xBFFF_BFFF }
+            var b = (0..<(kPairs * 64)).map { _ in UInt32.random(in: 0...UInt32.max, using: &random) & 0xBFFF_BFFF }
+            a[0] = 0x8000_0001  // -0 (odd k) and a denormal (even k)
+            b[min(5, b.count - 1)] = 0x0001_8000  // a denormal (odd k) and -0 (even k)
+            var c = [Float](repeating: .nan, count: 32 * 64)
+            swiftbert_emulated_bf16_block(a, kPairs * 4, Int32(rows), b, Int32(kPairs), &c)
+            for r in 0..<rows {
+                for j in 0..<64 {
+                    var acc: Float = 0
+                    for step in stride(from: 0, to: kPairs, by: 16) {
+                        var (even, odd): (Float, Float) = (0, 0)
+                        for p in step..<(step + 16) {
+                            let (x, w) = p < kPairs ? (a[r * kPairs + p], b[p * 64 + j]) : (0, 0)
+                            even = Self.flushed(even + Self.bf16(x & 0xFFFF) * Self.bf16(w & 0xFFFF))
+                            odd = Self.flushed(odd + Self.bf16(x >> 16) * Self.bf16(w >> 16))
+                        }
+                        acc = Self.flushed(acc + Self.flushed(even + odd))
+                    }
+                    XCTAssertEqual(c[r * 64 + j].bitPattern, acc.bitPattern, "rows \(rows) kPairs \(kPairs) at (\(r), \(j))")
+                }
+            }
+        }
+    }
+
+    // MARK: - The Linear path on tiles
+
+    /// INT8 Linear layers on (emulated) tiles give the vector kernel's floats bit for bit: the
+    /// same Int32 sums through the same epilogue. Whole calls, column blocks and row blocks.
+    func testInt8LinearOnTilesIsBitIdenticalToTheVectorKernel() {
+        var random = TestRandom(seed: 21)
+        for (m, k, n) in shapes {
+            let x = random.floats(m * k, scale: 2), w = random.floats(n * k, scale: 0.1), bias = random.floats(n, scale: 1)
+            let weights = PackedInt8Matrix(weights: w, n: n, k: k)
+            let vector = Int8Activations(tiles: nil), tiles = Int8Activations(tiles: .emulator)
+            vector.quantize(x, m: m, k: k)
+            tiles.quantize(x, m: m, k: k)
+            var expected = [Float](repeating: .nan, count: m * n), y = expected
+            weights.multiply(vector, bias: bias, into: &expected, columns: 0..<n)
+            weights.multiply(tiles, bias: bias, into: &y, columns: 0..<n)
+            XCTAssertEqual(y.map(\.bitPattern), expected.map(\.bitPattern), "m \(m) k \(k) n \(n)")
+            assertBlocksMatchTheWhole(m: m, n: n, whole: y) { y, rows, columns in
+                weights.multiply(tiles, bias: bias, into: y, rows: rows, columns: columns)
+            }
+        }
+    }
+
+    /// BF16 Linear layers on (emulated) tiles against Σ bf16(x)·bf16(w) in Double: within the
+    /// summation error of k + 1 float additions (the bound BF16GEMMTests holds the vector
+    /// kernels to; the tiles add in another order), then column and row blocks bit for bit.
+    func testBF16LinearOnTilesMatchesTheReference() {
+        var random = TestRandom(seed: 22)
+        for (m, k, n) in shapes {
+            let x = random.floats(m * k, scale: 2), w = random.floats(n * k, scale: 0.1), bias = random.floats(n, scale: 1)
+            let packed = PackedBF16Matrix(w, n: n, k: k)
+            let activations = BF16Activations(tiles: .emulator)
+            activations.round(x, m: m, k: k)
+            var y = [Float](repeating: .nan, count: m * n)
+            packed.multiply(activations, bias: bias, into: &y, columns: 0..<n)
+            let bx = x.map(BFloat16.rounded), bw = w.map(BFloat16.rounded)
+            for r in 0..<m {
+                for c in 0..<n {
+                    var sum = Double(bias[c]), magnitude = abs(Double(bias[c]))
+                    for i in 0..<k {
+                        let product = Double(bx[r * k + i]) * Double(bw[c * k + i])
+                        sum += product
+                        magnitude += abs(product)
+                    }
+                    XCTAssertEqual(Double(y[r * n + c]), sum, accuracy: magnitude * Double(k + 1) * 1.2e-7,
+                                   "m \(m) k \(k) n \(n) at (\(r), \(c))")
+                }
+            }
+            assertBlocksMatchTheWhole(m: m, n: n, whole: y) { y, rows, columns in
+                packed.multiply(activations, bias: bias, into: y, rows: rows, columns: columns)
+            }
+        }
+    }
+
+    // MARK: - The hardware
+
+    /// On a CPU with AMX: the tiles and the emulator on the same blocks. INT8 bit for bit. BF16
+    /// is checked within the FP32 reordering bound and the bit-identical share is printed: the
+    /// emulator follows the SDM's order, which no AMX machine of the session that wrote it could
+    /// confirm (docs/amx.md).
+    func testTilesAgreeWithTheirEmulator() throws {
+        try XCTSkipUnless(TileBackend.hardwareAvailable,
+                          "no AMX here (or the kernel did not grant tile data): the tiles cannot run, the emulator tests above ran instead")
+        var random = SplitMix(seed: 9)
+        var identical = 0, total = 0
+        for (rows, lanes) in [(1, 1), (16, 16), (17, 23), (32, 48), (32, 192), (5, 384)] {
+            let a8 = (0..<(rows * lanes * 4)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let b8 = (0..<(lanes * 256)).map { _ in Int8.random(in: -128...127, using: &random) }
+            var hardware = [Int32](repeating: 0, count: 32 * 64), emulated = hardware
+            swiftbert_amx_int8_block(a8, lanes * 4, Int32(rows), b8, Int32(lanes), &hardware)
+            swiftbert_emulated_int8_block(a8, lanes * 4, Int32(rows), b8, Int32(lanes), &emulated)
+            XCTAssertEqual(Array(hardware[0..<(rows * 64)]), Array(emulated[0..<(rows * 64)]), "int8 rows \(rows) quads \(lanes)")
+
+            let a = (0..<(rows * lanes)).map { _ in BFloat16.pair(Float.random(in: -2...2, using: &random), Float.random(in: -2...2, using: &random)) }
+            let b = (0..<(lanes * 64)).map { _ in BFloat16.pair(Float.random(in: -1...1, using: &random), Float.random(in: -1...1, using: &random)) }
+            var tiles = [Float](repeating: .nan, count: 32 * 64), emulator = tiles
+            swiftbert_amx_bf16_block(a, lanes * 4, Int32(rows), b, Int32(lanes), &tiles)
+            swiftbert_emulated_bf16_block(a, lanes * 4, Int32(rows), b, Int32(lanes), &emulator)
+            for r in 0..<rows {
+                for j in 0..<64 {
+                    var magnitude: Float = 0
+                    for p in 0..<lanes {
+                        let (x, w) = (a[r * lanes + p], b[p * 64 + j])
+                        magnitude += abs(BFloat16.float(low: x) * BFloat16.float(low: w)) + abs(BFloat16.float(high: x) * BFloat16.float(high: w))
+                    }
+                    let (t, e) = (tiles[r * 64 + j], emulator[r * 64 + j])
+                    XCTAssertEqual(t, e, accuracy: magnitude * Float(2 * lanes + 2) * 1.2e-7, "bf16 rows \(rows) pairs \(lanes) at (\(r), \(j))")
+                    identical += t.bitPattern == e.bitPattern ? 1 : 0
+                    total += 1
+                }
+            }
+        }
+        print("tiles | bf16 bit-identical to the emulator: \(identical) of \(total)")
+    }
+
+    /// What detection says agrees with /proc/cpuinfo: no AMX flag, no tiles.
+    func testDetectionAgreesWithTheCPU() throws {
+        let cpuinfo = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+        let listed = ["amx_tile", "amx_bf16", "amx_int8"].allSatisfy { cpuinfo.contains(" \($0)") }
+        if !listed { XCTAssertFalse(TileBackend.hardwareAvailable, "tiles detected on a CPU whose flags do not list AMX") }
+        let expected: TileBackend? = switch ProcessInfo.processInfo.environment["SWIFTBERT_ISA"] {
+        case "amx-emulator": .emulator
+        case "avx512", "vector": nil
+        default: TileBackend.hardwareAvailable ? .hardware : nil
+        }
+        XCTAssertEqual(TileBackend.preferred, expected)
+        XCTAssertTrue(KernelReport.current.matrixUnit.hasPrefix(TileBackend.preferred == nil ? "vector units" : "AMX tiles"))
+        print("tiles | this machine: \(KernelReport.current.matrixUnit)")
+    }
+
+    // MARK: - Support
+
+    /// Column blocks on panel edges and off them, and row blocks across a 32-row block, each
+    /// written alone into a fresh output: together they give `whole` bit for bit.
+    private func assertBlocksMatchTheWhole(m: Int, n: Int, whole: [Float], file: StaticString = #filePath, line: UInt = #line,
+                                           _ multiply: (UnsafeMutablePointer<Float>, Range<Int>, Range<Int>) -> Void) {
+        let columnCut = min(n, n > 64 ? 64 : n / 2), rowCut = min(m, m > 32 ? 33 : m / 2)
+        var y = [Float](repeating: .nan, count: m * n)
+        for rows in [0..<rowCut, rowCut..<m] where !rows.isEmpty {
+            for columns in [0..<columnCut, columnCut..<n] where !columns.isEmpty {
+                y.withUnsafeMutableBufferPointer { multiply($0.baseAddress!, rows, columns) }
+            }
+        }
+        XCTAssertEqual(y.map(\.bitPattern), whole.map(\.bitPattern), "blocks of m \(m) n \(n)", file: file, line: line)
+    }
+
+    private static func bf16(_ half: UInt32) -> Float {
+        let bits = half << 16
+        return bits & 0x7F80_0000 == 0 ? Float(bitPattern: bits & 0x8000_0000) : Float(bitPattern: bits)
+    }
+
+    private static func flushed(_ x: Float) -> Float { x.isSubnormal ? Float(sign: x.sign, exponent: 0, significand: 0) : x }
+}
+
+/// A seeded generator for `random(in:using:)`.
+private struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49EB_311C_EBBB
+        return z ^ (z >> 31)
+    }
+}
