@@ -130,7 +130,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "SwiftBERTBenchmarks",
-            dependencies: ["SwiftBERT", "SwiftBERTKernels", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTVNNI"],
+            dependencies: ["SwiftBERT", "SwiftBERTKernels", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTVNNI", "SwiftBERTAMX"],
             path: "Benchmarks",
             swiftSettings: hostFeatures
         ),

@@ -2,12 +2,16 @@ import Foundation
 import SwiftBERT
 import SwiftBERTKernels
 import SwiftBERTVNNI
+import SwiftBERTAMX
 
 /// `SwiftBERTBenchmarks roofline [--model all-MiniLM-L6-v2] [--seq 128] [--seconds 10] [--precision fp32,bf16,int8,int8-attention,int8-static]`
 ///
 /// 1. This core's peaks, from register-only loops on one thread: FP32 FMA (vfmadd, 16 multiply-
 ///    adds per instruction), INT8 VNNI (vpdpbusd, 64) and BF16 (vdpbf16ps, 32), each with 16
 ///    independent accumulators so latency is hidden. The best of 5 rounds (thread CPU time).
+///    Where AMX runs (TileBackend), also the tiles' peaks: tdpbusd and tdpbf16ps on resident
+///    tiles, four accumulators (swiftbert_amx_peak_loop); the BF16 and INT8 Linear stages then
+///    count against them.
 /// 2. One sequence of `--seq` tokens through the model at one thread, the precisions taking
 ///    turns each round, with a `StageProfile`: per stage the median time, the FLOPs it does (a
 ///    multiply-add is 2; INT8 counts integer operations the same way) and the rate achieved
@@ -69,15 +73,18 @@ func runRooflineBenchmark(arguments: [String]) throws {
         .feedForwardIn: 2 * t * h * ffn * layers,
         .feedForwardOut: 2 * t * ffn * h * layers,
     ]
-    let bf16OnDotInstruction = KernelReport.current.bf16Linear.contains("vdpbf16ps")
+    let bf16OnDotInstruction = BF16Product.preferred.rawValue.contains("vdpbf16ps")
+    let (bf16OnTiles, int8OnTiles) = (TileBackend.preferred == .hardware, TileBackend.preferred == .hardware)
     print("\nBF16 kernels: \(KernelReport.current.bf16Linear)")
     func peak(for stage: StageProfile.Stage, _ precision: Precision) -> Peak? {
         guard flops[stage] != nil else { return nil }
         switch (stage, precision) {
-        case (_, .bf16): return peaks.first { $0.kind == (bf16OnDotInstruction ? .bf16 : .fp32) }  // Linear layers and attention
+        case (.attention, .bf16): return peaks.first { $0.kind == (bf16OnDotInstruction ? .bf16 : .fp32) }
+        case (_, .bf16) where bf16OnTiles: return peaks.first { $0.kind == .tileBF16 }
+        case (_, .bf16): return peaks.first { $0.kind == (bf16OnDotInstruction ? .bf16 : .fp32) }  // Linear layers
         case (.attention, .int8Attention), (.attention, .int8Static): return peaks.first { $0.kind == .int8 }
         case (.attention, _): return peaks.first { $0.kind == .fp32 }
-        case (_, .int8), (_, .int8Attention), (_, .int8Static): return peaks.first { $0.kind == .int8 }
+        case (_, .int8), (_, .int8Attention), (_, .int8Static): return peaks.first { $0.kind == (int8OnTiles ? .tileInt8 : .int8) }
         default: return peaks.first { $0.kind == .fp32 }  // FP32 Linear, INT8 weight-only
         }
     }
@@ -111,14 +118,16 @@ func runRooflineBenchmark(arguments: [String]) throws {
 }
 
 private struct Peak {
-    enum Kind { case fp32, int8, bf16 }
+    enum Kind { case fp32, int8, bf16, tileInt8, tileBF16 }
     let kind: Kind
     let name: String
     let short: String
     let unit: String
     let gigaOps: Double
     /// Operations (a multiply-add is 2) per instruction.
-    var perInstruction: Double { switch kind { case .fp32: 32; case .int8: 128; case .bf16: 64 } }
+    var perInstruction: Double {
+        switch kind { case .fp32: 32; case .int8: 128; case .bf16: 64; case .tileInt8: 2 * 16 * 16 * 64; case .tileBF16: 2 * 16 * 16 * 32 }
+    }
 }
 
 // The loops: 16 independent accumulators (latency × throughput needs about 12), operands in
@@ -212,6 +221,21 @@ private func measurePeaks() -> [Peak] {
     }
     peaks.append(Peak(kind: .bf16, name: "BF16 (vdpbf16ps zmm)", short: "BF16", unit: "FLOP", gigaOps: bf16))
     #endif
+    if TileBackend.hardwareAvailable {
+        // Tiles resident, four accumulators: the ceiling of a tile kernel (issue 47).
+        func tiles(_ int8: Bool) -> Double {
+            let iterations = 1_000_000, perInstruction = 2.0 * 16 * 16 * (int8 ? 64 : 32)
+            var bestRate = 0.0
+            for _ in 0..<5 {
+                let t0 = BenchmarkClock.cpu.milliseconds()
+                swiftbert_amx_peak_loop(int8 ? 1 : 0, iterations)
+                bestRate = max(bestRate, 4 * Double(iterations) * perInstruction / ((BenchmarkClock.cpu.milliseconds() - t0) * 1e6))
+            }
+            return bestRate
+        }
+        peaks.append(Peak(kind: .tileInt8, name: "INT8 tiles (tdpbusd)", short: "AMX", unit: "OP", gigaOps: tiles(true)))
+        peaks.append(Peak(kind: .tileBF16, name: "BF16 tiles (tdpbf16ps)", short: "AMX", unit: "FLOP", gigaOps: tiles(false)))
+    }
     return peaks
 }
 

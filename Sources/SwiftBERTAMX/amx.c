@@ -103,3 +103,21 @@ AMX_TARGET static void configure(int rows0, int rows1) {
 
 TILE_BLOCK(swiftbert_amx_bf16_block, uint32_t, uint32_t, float, _tile_dpbf16ps)
 TILE_BLOCK(swiftbert_amx_int8_block, uint8_t, int8_t, int32_t, _tile_dpbusd)
+
+// The roofline's tile peak (Benchmarks/RooflineBenchmark.swift): `iterations` × 4 products on
+// resident tiles (zeros), four independent accumulators, no loads.
+AMX_TARGET void swiftbert_amx_peak_loop(int int8, long iterations) {
+    configure(16, 16);
+    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+    _tile_zero(4); _tile_zero(5); _tile_zero(6); _tile_zero(7);
+    if (int8) {
+        for (long i = 0; i < iterations; i++) {
+            _tile_dpbusd(0, 4, 6); _tile_dpbusd(1, 4, 7); _tile_dpbusd(2, 5, 6); _tile_dpbusd(3, 5, 7);
+        }
+    } else {
+        for (long i = 0; i < iterations; i++) {
+            _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+    _tile_release();
+}

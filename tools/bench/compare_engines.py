@@ -75,7 +75,13 @@ SWIFT_ENGINES = [
     ("swift-int8w", "SwiftBERT INT8 weight-only", "int8", "int8-weights", False),
     ("swift-int8s", "SwiftBERT INT8 static (calibrated) + INT8 attention", "int8", "int8-static", False),
     ("swift-int8-auto", "SwiftBERT INT8 (W8A8), OpenBLAS auto", "int8", "int8", True),
+    # Issue 47: the same binary with AMX off (SWIFTBERT_ISA=avx512), beside the tile rows, on a
+    # CPU with AMX; pass them with --engines (on a CPU without AMX they equal swift-bf16/int8).
+    ("swift-bf16-vector", "SwiftBERT BF16, AMX off", "bf16", "bf16", False),
+    ("swift-int8-vector", "SwiftBERT INT8 (W8A8), AMX off", "int8", "int8", False),
 ]
+# The environment a SwiftBERT row adds to the machine's.
+SWIFT_ENVIRONMENT = {"swift-bf16-vector": {"SWIFTBERT_ISA": "avx512"}, "swift-int8-vector": {"SWIFTBERT_ISA": "avx512"}}
 SWIFT_DEFAULT = ["swift-fp32", "swift-fp32-auto", "swift-bf16", "swift-int8", "swift-int8a", "swift-int8w", "swift-int8s"]
 PEER_ENGINES = {  # id: (label, family, precision class)
     "torch-fp32": ("PyTorch FP32", "torch", "fp32"),
@@ -685,6 +691,7 @@ def start_worker(engine_id, model, peer_folder, input_path, swift_binary, logs, 
         if openblas_auto:
             env.pop("OPENBLAS_CORETYPE", None)
             env.pop("OPENBLAS_L2_SIZE", None)
+        env.update(SWIFT_ENVIRONMENT.get(engine_id, {}))
         command = [str(swift_binary), "peer", "--model", str(ROOT / "weights" / model), "--input", str(input_path),
                    "--precision", swift_precision, "--threads", "1,2", "--serve"]
     else:
@@ -1501,7 +1508,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions: a few minutes, noisier")
     parser.add_argument("--models", default="minilm,bert-base", help="minilm,bert-base")
-    parser.add_argument("--engines", default=",".join(e for e in ENGINES if e != "swift-int8-auto"),
+    has_amx = " amx_tile" in pathlib.Path("/proc/cpuinfo").read_text()
+    parser.add_argument("--engines", default=",".join(e for e in ENGINES if e != "swift-int8-auto"
+                                                      and (has_amx or not e.endswith("-vector"))),
                         help="comma-separated engine ids: " + ", ".join(ENGINES))
     parser.add_argument("--cells", default="", help="only these cells, e.g. b1x128:1,sentences")
     parser.add_argument("--venv", default=str(DEFAULT_VENV), help="virtual environment for the peers (made if missing)")

@@ -34,6 +34,10 @@ void swiftbert_emulated_bf16_block(const uint32_t *a, size_t a_stride, int rows,
 /// bytes per quad.
 void swiftbert_amx_int8_block(const uint8_t *a, size_t a_stride, int rows,
                               const int8_t *b, int k_quads, int32_t *c);
+/// For the roofline: `iterations` × 4 tile products (tdpbusd when `int8`, else tdpbf16ps) on
+/// resident tiles. Only after swiftbert_amx_enable() said yes.
+void swiftbert_amx_peak_loop(int int8, long iterations);
+
 /// The same in plain C.
 void swiftbert_emulated_int8_block(const uint8_t *a, size_t a_stride, int rows,
                                    const int8_t *b, int k_quads, int32_t *c);
