@@ -109,7 +109,7 @@ extension PackedInt8Matrix {
             shiftCorrections.withUnsafeBufferPointer { corrections in
                 // Calibrated activations carry their own zero point's corrections.
                 let offsets = activations.staticInput.map { UnsafePointer($0.corrections) } ?? corrections.baseAddress!
-                let epilogue = { (row: Int, first: Int, inPanel: Range<Int>) in
+                @inline(__always) func epilogue(_ row: Int, _ first: Int, _ inPanel: Range<Int>) -> TileEpilogue {
                     TileEpilogue(y: y + row * n + first, ldy: n,
                                  scale: .perTokenAndChannel(token: activations.rowScales + row,
                                                             channel: channelScales.baseAddress! + first,
