@@ -74,7 +74,6 @@ enum ErrorShape {
 /// syntax is 400, a wrong shape 422.
 func decodeBody<T: Decodable>(_ type: T.Type, from data: [UInt8]) throws -> T {
     guard !data.isEmpty else { throw APIError.invalid("the request body is empty; send a JSON object", status: 400) }
-    try RequestDeadline.check()
     do {
         return try JSONDecoder().decode(T.self, from: Data(data))
     } catch let error as DecodingError {

@@ -23,8 +23,9 @@ struct Endpoints: Sendable {
     private static let nextQueue = RoundRobin()
 
     /// Runs `body` on one of the `work` queues and returns its result. The request's deadline
-    /// goes with it: decoding (`decodeBody`) and tokenising (`encode`) check it, so that a request
-    /// that waited for a queue, or whose texts take long to tokenise, ends at its deadline.
+    /// goes with it: tokenising (`encode`, /tokenize) checks it before each text, so that a
+    /// request that waited for a queue, or whose texts take long to decode and tokenise, ends at
+    /// its deadline. (Counts and sizes are checked first: a 413 says more than a 503.)
     func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let queue = Self.work[Self.nextQueue.next() % Self.work.count]
         let deadline = RequestDeadline.current
@@ -70,6 +71,13 @@ struct Endpoints: Sendable {
         }
     }
 
+    /// 413 before tokenising when the sequences could never fit the model's queue: waiting never
+    /// helps, so this answer comes before the deadline's 503 (which says retrying is safe).
+    func checkFitsTheQueue(_ count: Int, model: ServedModel) throws {
+        guard count > configuration.queueCapacity else { return }
+        throw mapFailure(Batcher.Failure.largerThanQueue(sequences: count, capacity: configuration.queueCapacity), model: model)
+    }
+
     /// The most bytes a Float takes in JSON ("-1.17549435e-38") and its comma.
     static let floatJSONBytes = 16
 
@@ -89,6 +97,7 @@ struct Endpoints: Sendable {
     func encode(_ texts: [(text: String, pair: String?)], model: ServedModel, truncate: Bool, fromLeft: Bool = false,
                         prompt: String? = nil, param: String = "inputs") throws -> [Encoding] {
         try checkCount(texts.count, param: param)
+        try checkFitsTheQueue(texts.count, model: model)
         let limit = model.maxLength
         return try texts.enumerated().map { index, item in
             try RequestDeadline.check()
@@ -102,6 +111,7 @@ struct Endpoints: Sendable {
     /// Token-id lists as given: this model's ids, checked against its vocabulary.
     func checkedIds(_ lists: [[Int]], model: ServedModel, truncate: Bool, fromLeft: Bool, param: String) throws -> [[Int32]] {
         try checkCount(lists.count, param: param)
+        try checkFitsTheQueue(lists.count, model: model)
         let vocabulary = model.tokenizer.vocabularySize, limit = model.maxLength
         return try lists.enumerated().map { index, ids in
             guard !ids.isEmpty else { throw APIError.invalid("input \(index) is an empty list of token ids", param: param) }
@@ -156,7 +166,7 @@ struct Endpoints: Sendable {
             metrics.rejected(model: model.name)
             return APIError.overloaded("the queue of \(model.name) is full (\(capacity) sequences waiting); the request was not processed; retry after a moment")
         case let Batcher.Failure.largerThanQueue(sequences, capacity):
-            return APIError.invalid("the request is \(sequences) sequences (its inputs, counted after chunking), more than the \(capacity) the queue of \(model.name) can ever hold (--queue-capacity); send at most \(capacity) per request", status: 413)
+            return APIError.invalid("the request has \(sequences) inputs (sequences, counted after chunking), more than the \(capacity) the queue of \(model.name) can ever hold (--queue-capacity); send at most \(capacity) per request", status: 413)
         case Batcher.Failure.stopped:
             return APIError.overloaded("the server is shutting down; the request was not processed")
         case is RequestTimeout:
