@@ -165,6 +165,26 @@ extension ServerTests {
         XCTAssertTrue(server.standardError.contains("cut 1 request still in flight"), server.standardError)
     }
 
+    /// --max-connections: connections past the limit wait, unanswered, in the listen backlog
+    /// until one closes; then they are served (nothing bounded connections before).
+    func testMaxConnectionsHoldsFurtherConnectionsUntilOneCloses() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--max-connections", "2"])
+        let idle = try (0..<2).map { _ in try connectLoopback(port: server.port, timeout: 1) }
+        Thread.sleep(forTimeInterval: 0.3)  // both accepted
+        let third = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var status = 0
+        Thread {
+            status = (try? httpRequest(port: server.port, method: "GET", path: "/health", timeout: 20))?.status ?? -1
+            third.signal()
+        }.start()
+        XCTAssertEqual(third.wait(timeout: .now() + 1.5), .timedOut, "a third connection was served while two were open")
+        close(idle[0])
+        XCTAssertEqual(third.wait(timeout: .now() + 10), .success, "the third connection was not served after one closed")
+        XCTAssertEqual(status, 200)
+        close(idle[1])
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
     // MARK: - Bounded answers, bounded time
 
     /// /tokenize and /embed_all refuse an answer over --max-response-bytes with 413 before
