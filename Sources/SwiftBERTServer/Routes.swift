@@ -149,6 +149,15 @@ func openAPIDocument(version: String) -> [UInt8] {
         json.key("security"); json.array { json.object { json.key("apiKey"); json.array {} } }
     }
     let noKey = { (json: JSONWriter) in json.key("security"); json.array {} }
+    // Every GET route answers HEAD: the GET's status and headers, no body.
+    let head = { (json: JSONWriter, security: (JSONWriter) -> Void) in
+        json.key("head")
+        json.object {
+            json.key("summary"); json.string("As GET, without the body.")
+            security(json)
+            json.key("responses"); json.object { json.key("200"); json.object { json.key("description"); json.string("The GET's status and headers, no body.") } }
+        }
+    }
     json.object {
         json.key("openapi"); json.string("3.1.0")
         json.key("info")
@@ -160,10 +169,9 @@ func openAPIDocument(version: String) -> [UInt8] {
                 json.key(path)
                 json.object {
                     for route in Route.all where route.path == path {
-                      for method in route.method == .get ? ["get", "head"] : [route.method.rawValue.lowercased()] {
-                        json.key(method)
+                        json.key(route.method.rawValue.lowercased())
                         json.object {
-                            json.key("summary"); json.string(method == "head" ? "As GET, without the body." : route.summary)
+                            json.key("summary"); json.string(route.summary)
                             keyed(json)
                             if let request = route.request {
                                 json.key("requestBody")
@@ -184,17 +192,17 @@ func openAPIDocument(version: String) -> [UInt8] {
                                 }
                             }
                         }
-                      }
+                        if route.method == .get { head(json, keyed) }
                     }
                     for route in Route.plain where route.path == path {
-                        for method in ["get", "head"] {
-                            json.key(method)
-                            json.object {
-                                json.key("summary"); json.string(method == "head" ? "As GET, without the body." : route.summary)
-                                if route.path == "/metrics" { keyed(json) } else { noKey(json) }
-                                json.key("responses"); json.object { json.key("200"); json.object { json.key("description"); json.string("OK") } }
-                            }
+                        let security = route.path == "/metrics" ? keyed : noKey
+                        json.key(route.method.lowercased())
+                        json.object {
+                            json.key("summary"); json.string(route.summary)
+                            security(json)
+                            json.key("responses"); json.object { json.key("200"); json.object { json.key("description"); json.string("OK") } }
                         }
+                        head(json, security)
                     }
                 }
             }
