@@ -10,6 +10,8 @@ struct APIError: Error {
     var type: String
     var code, param: String?
     var retryAfter: Int?
+    /// The answer ends the connection (`Connection: close`): the request was not read to its end.
+    var closesConnection = false
 
     static func invalid(_ message: String, param: String? = nil, status: Int = 422) -> APIError {
         APIError(status: status, message: message, type: "invalid_request_error", code: nil, param: param)
@@ -22,6 +24,11 @@ struct APIError: Error {
 
     static func overloaded(_ message: String) -> APIError {
         APIError(status: 503, message: message, type: "server_overloaded", code: "overloaded", retryAfter: 1)
+    }
+
+    /// The request was not answered within --request-timeout of its body's arrival.
+    static func timedOut(_ timeout: Duration) -> APIError {
+        overloaded("the request was not answered within \(timeout.seconds) s (--request-timeout, counted from its body's arrival: decoding, tokenising and waiting for the model) and was not processed; retrying is safe")
     }
 }
 
@@ -70,10 +77,53 @@ func decodeBody<T: Decodable>(_ type: T.Type, from data: [UInt8]) throws -> T {
     do {
         return try JSONDecoder().decode(T.self, from: Data(data))
     } catch let error as DecodingError {
-        throw describe(error)
+        throw describe(error, body: data, schema: (T.self as? any Documented.Type)?.schema)
     } catch let error as APIError {
         throw error
     }
+}
+
+/// The first field where `value` holds a number that `schema` says is an integer but is not a
+/// whole number within Int's range ("dimensions", "documents[2]"); nil when there is none.
+func fieldWithNonInteger(_ value: Any, schema: Schema, path: String = "") -> (field: String, value: String)? {
+    switch schema {
+    case .integer:
+        guard let number = value as? NSNumber else { return nil }
+        let double = number.doubleValue
+        let whole = double.rounded() == double && double >= -9.2e18 && double <= 9.2e18
+        return whole ? nil : (path, number.stringValue)
+    case let .array(items):
+        guard let list = value as? [Any] else { return nil }
+        for (index, item) in list.enumerated() {
+            if let found = fieldWithNonInteger(item, schema: items, path: "\(path)[\(index)]") { return found }
+        }
+        return nil
+    case let .object(properties):
+        guard let object = value as? [String: Any] else { return nil }
+        for (name, property, _) in properties {
+            if let item = object[name], let found = fieldWithNonInteger(item, schema: property, path: path.isEmpty ? name : "\(path).\(name)") {
+                return found
+            }
+        }
+        return nil
+    case .string, .number, .boolean, .oneOf, .ref, .nullable:
+        // A oneOf (texts or token ids) reports its own shape error; the rest hold no integer.
+        return nil
+    }
+}
+
+private func describe(_ error: DecodingError, body: [UInt8], schema: Schema?) -> APIError {
+    // Foundation's JSONDecoder reports a number that does not fit the field's type (4.5 or 1e30
+    // for an Int) as invalid JSON at the root, naming no field: parse the body again to tell
+    // the two apart, and find the field from the request's schema.
+    if case let .dataCorrupted(context) = error, context.codingPath.isEmpty,
+       let value = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) {
+        if let schema, let (field, number) = fieldWithNonInteger(value, schema: schema) {
+            return .invalid("`\(field)` must be a whole number (an integer); got \(number)", param: field)
+        }
+        return .invalid("a number in the body does not fit its field (a fraction or an out-of-range value where a whole number is needed)")
+    }
+    return describe(error)
 }
 
 private func describe(_ error: DecodingError) -> APIError {
@@ -284,6 +334,14 @@ struct CohereRerankRequest: Decodable, Sendable {
     var model: String?
 }
 
+/// Cohere's v2 rerank: documents are strings; `model` is required by Cohere, optional here.
+struct CohereV2RerankRequest: Decodable, Sendable {
+    var query: String
+    var documents: [String]
+    var top_n, max_tokens_per_doc: Int?
+    var model: String?
+}
+
 struct DecodeRequest: Decodable, Sendable {
     var ids: TokenIdLists
     var skip_special_tokens: Bool?
@@ -355,6 +413,10 @@ extension RerankRequest: Documented {
 extension CohereRerankRequest: Documented {
     static let schema = Schema.object([("query", .string, true), ("documents", .array(.oneOf([.string, .object([("text", .string, true)])])), true),
                                        ("top_n", .integer, false), ("return_documents", .boolean, false), ("model", .string, false)])
+}
+extension CohereV2RerankRequest: Documented {
+    static let schema = Schema.object([("query", .string, true), ("documents", .array(.string), true), ("top_n", .integer, false),
+                                       ("max_tokens_per_doc", .integer, false), ("model", .string, false)])
 }
 extension DecodeRequest: Documented {
     static let schema = Schema.object([("ids", .oneOf([.array(.integer), .array(.array(.integer))]), true),

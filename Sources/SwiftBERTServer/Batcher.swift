@@ -264,13 +264,12 @@ final class HeadRequest<H: Head>: BatchedRequest, @unchecked Sendable {
 func afterTimeout<Owner: AnyObject & Sendable>(_ timeout: Duration, of owner: Owner,
                                               _ expire: @escaping @Sendable (Owner, RequestTimeout) -> Void) {
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak owner] in
-        if let owner { expire(owner, RequestTimeout(seconds: timeout.seconds)) }
+        if let owner { expire(owner, RequestTimeout()) }
     }
 }
 
-struct RequestTimeout: Error {
-    let seconds: Double
-}
+/// The request's deadline (--request-timeout) passed before it was answered.
+struct RequestTimeout: Error {}
 
 extension Duration {
     var seconds: Double {

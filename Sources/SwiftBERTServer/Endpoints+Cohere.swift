@@ -32,6 +32,49 @@ extension Endpoints {
         return json.bytes
     }
 
+    /// POST /v2/rerank (Cohere's v2 API, `cohere.ClientV2(...).rerank()`): documents are strings,
+    /// each cut to its first `max_tokens_per_doc` tokens when given; the answer is
+    /// {"id", "results": [{"index", "relevance_score"}], "meta"}, scored as /v1/rerank.
+    func cohereV2Rerank(_ body: [UInt8]) async throws -> [UInt8] {
+        let request = try await offload { try decodeBody(CohereV2RerankRequest.self, from: body) }
+        let model = try self.model(request.model)
+        if let topN = request.top_n, topN < 1 { throw APIError.invalid("top_n must be at least 1; got \(topN)", param: "top_n") }
+        var documents = request.documents
+        if let maxTokens = request.max_tokens_per_doc {
+            guard maxTokens >= 1 else { throw APIError.invalid("max_tokens_per_doc must be at least 1; got \(maxTokens)", param: "max_tokens_per_doc") }
+            let given = documents
+            documents = try await offload { [self] in given.map { firstTokens($0, maxTokens, tokenizer: model.tokenizer) } }
+        }
+        let (scores, tokens) = try await rerankScores(query: request.query, documents: documents, model: model, truncate: true,
+                                                      fromLeft: false, raw: false, param: "documents")
+        let json = JSONWriter()
+        json.object {
+            json.key("id"); json.string(UUID().uuidString.lowercased())
+            json.key("results")
+            json.array {
+                for index in rankedIndices(scores).prefix(request.top_n ?? scores.count) {
+                    json.object {
+                        json.key("index"); json.number(index)
+                        json.key("relevance_score"); json.number(scores[index])
+                    }
+                }
+            }
+            json.key("meta")
+            json.object {
+                json.key("api_version"); json.object { json.key("version"); json.string("2") }
+                json.key("tokens"); json.object { json.key("input_tokens"); json.number(tokens); json.key("output_tokens"); json.number(0) }
+            }
+        }
+        return json.bytes
+    }
+
+    /// `text` up to the end of its `count`-th token (special tokens not counted); all of it when shorter.
+    func firstTokens(_ text: String, _ count: Int, tokenizer: Tokenizer) -> String {
+        let encoding = tokenizer.encode(text, addSpecialTokens: false)
+        guard encoding.count > count, let end = encoding.offsets.prefix(count).last(where: { !$0.isEmpty })?.upperBound else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.prefix(end)))
+    }
+
     /// Indices by score, best first; ties keep input order.
     func rankedIndices(_ scores: [Float]) -> [Int] {
         scores.indices.sorted { scores[$0] > scores[$1] || (scores[$0] == scores[$1] && $0 < $1) }

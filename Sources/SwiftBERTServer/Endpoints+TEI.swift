@@ -48,7 +48,13 @@ extension Endpoints {
             do {
                 let chunker = try TextChunker(tokenizer: model.tokenizer, maxTokens: size, overlap: request.overlap ?? 0, prompt: prompt,
                                               modelLimit: model.maxLength)
-                return (model, try chunker.chunks(of: texts), self.promptLength(prompt, model: model), pooling, texts.count)
+                let chunks = try chunker.chunks(of: texts)
+                // Every chunk is a sequence of its own: --max-inputs bounds them, not the texts
+                // (one long text with a small chunk would be thousands).
+                guard chunks.count <= configuration.maxInputs else {
+                    throw APIError.invalid("the request's \(texts.count) input\(texts.count == 1 ? " is" : "s are") \(chunks.count) chunks after chunking; at most \(configuration.maxInputs) sequences, counted after chunking, are allowed in one request (--max-inputs); send fewer or shorter texts, or a larger \"chunk\"", param: "chunk", status: 413)
+                }
+                return (model, chunks, self.promptLength(prompt, model: model), pooling, texts.count)
             } catch let SwiftBERTError.invalidInput(reason) {
                 throw APIError.invalid(reason, param: "chunk")
             }
@@ -158,6 +164,10 @@ extension Endpoints {
     /// POST /embed_all (TEI): [[[Float]]], every token's last hidden state.
     func embedAll(_ body: [UInt8]) async throws -> [UInt8] {
         let (model, sequences) = try await tokenRequest(body)
+        // Sized before the forward pass: every token's vector, each number at its longest.
+        let tokens = sequences.reduce(0) { $0 + $1.count }
+        try checkResponseSize(tokens * (model.config.hiddenSize * Self.floatJSONBytes + 3) + sequences.count * 3 + 2,
+                              route: "/embed_all", of: "\(tokens) tokens × \(model.config.hiddenSize) numbers")
         let states = try await run(sequences, head: TokenEmbeddingsHead(), on: model)
         return try await offload {
             let json = JSONWriter(capacity: sequences.reduce(0) { $0 + $1.count } * model.config.hiddenSize * 13 + 16)
@@ -255,11 +265,24 @@ extension Endpoints {
         let model = try self.model(request.model)
         let prompt = try prompt(request.prompt_name, model: model) ?? ""
         try checkCount(request.inputs.texts.count)
-        let json = JSONWriter()
+        let encodings = try request.inputs.texts.map { text in
+            try RequestDeadline.check()
+            return model.tokenizer.encode(prompt + text, addSpecialTokens: request.add_special_tokens ?? true)
+        }
+        // The answer is some 20 times the text (an object per token): sized before it is built.
+        var size = 2
+        for encoding in encodings {
+            size += 3
+            for i in 0..<encoding.count {
+                size += 64 + jsonEscapedLength(encoding.tokens[i]) + decimalLength(Int(encoding.ids[i]))
+                    + (encoding.offsets[i].isEmpty ? 8 : decimalLength(encoding.offsets[i].lowerBound) + decimalLength(encoding.offsets[i].upperBound))
+            }
+        }
+        try checkResponseSize(size, route: "/tokenize", of: "\(encodings.reduce(0) { $0 + $1.count }) tokens")
+        let specials: Set<Int32> = [model.tokenizer.clsId, model.tokenizer.sepId, model.tokenizer.padId, model.tokenizer.maskId]
+        let json = JSONWriter(capacity: size)
         json.array {
-            for text in request.inputs.texts {
-                let encoding = model.tokenizer.encode(prompt + text, addSpecialTokens: request.add_special_tokens ?? true)
-                let specials: Set<Int32> = [model.tokenizer.clsId, model.tokenizer.sepId, model.tokenizer.padId, model.tokenizer.maskId]
+            for encoding in encodings {
                 json.array {
                     for i in 0..<encoding.count {
                         json.object {

@@ -22,11 +22,19 @@ struct Endpoints: Sendable {
     }
     private static let nextQueue = RoundRobin()
 
-    /// Runs `body` on one of the `work` queues and returns its result.
+    /// Runs `body` on one of the `work` queues and returns its result. The request's deadline
+    /// goes with it: tokenising (`encode`, /tokenize) checks it before each text, so that a
+    /// request that waited for a queue, or whose texts take long to decode and tokenise, ends at
+    /// its deadline. (Counts and sizes are checked first: a 413 says more than a 503.)
     func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let queue = Self.work[Self.nextQueue.next() % Self.work.count]
+        let deadline = RequestDeadline.current
         return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body() }) }
+            queue.async {
+                RequestDeadline.onThisThread = deadline
+                continuation.resume(with: Result { try body() })
+                RequestDeadline.onThisThread = nil
+            }
         }
     }
 
@@ -59,8 +67,25 @@ struct Endpoints: Sendable {
     func checkCount(_ count: Int, param: String = "inputs") throws {
         guard count > 0 else { throw APIError.invalid("the input is empty; send at least one text", param: param) }
         guard count <= configuration.maxInputs else {
-            throw APIError.invalid("\(count) inputs in one request; at most \(configuration.maxInputs) are allowed (--max-inputs)", param: param, status: 413)
+            throw APIError.invalid("\(count) inputs in one request; at most \(configuration.maxInputs) sequences, counted after chunking, are allowed (--max-inputs)", param: param, status: 413)
         }
+    }
+
+    /// 413 before tokenising when the sequences could never fit the model's queue: waiting never
+    /// helps, so this answer comes before the deadline's 503 (which says retrying is safe).
+    func checkFitsTheQueue(_ count: Int, model: ServedModel) throws {
+        guard count > configuration.queueCapacity else { return }
+        throw mapFailure(Batcher.Failure.largerThanQueue(sequences: count, capacity: configuration.queueCapacity), model: model)
+    }
+
+    /// The most bytes a Float takes in JSON ("-1.17549435e-38") and its comma.
+    static let floatJSONBytes = 16
+
+    /// 413 when an answer of `size` bytes (an upper bound, computed before it is built) is over
+    /// --max-response-bytes: building it would hold that much memory per request.
+    func checkResponseSize(_ size: Int, route: String, of what: String) throws {
+        guard size > configuration.maxResponseBytes else { return }
+        throw APIError.invalid("the answer of \(route) would be up to \(size) bytes (\(what)), over the limit of \(configuration.maxResponseBytes) bytes (--max-response-bytes); send fewer or shorter texts per request", status: 413)
     }
 
     func tooLong(_ index: Int, _ count: Int, _ limit: Int, param: String) -> APIError {
@@ -72,8 +97,10 @@ struct Endpoints: Sendable {
     func encode(_ texts: [(text: String, pair: String?)], model: ServedModel, truncate: Bool, fromLeft: Bool = false,
                         prompt: String? = nil, param: String = "inputs") throws -> [Encoding] {
         try checkCount(texts.count, param: param)
+        try checkFitsTheQueue(texts.count, model: model)
         let limit = model.maxLength
         return try texts.enumerated().map { index, item in
+            try RequestDeadline.check()
             let encoding = model.tokenizer.encode((prompt ?? "") + item.text, pair: item.pair, maxLength: truncate ? limit : nil,
                                                   truncatesLeft: fromLeft)
             guard encoding.count <= limit else { throw tooLong(index, encoding.count, limit, param: param) }
@@ -84,6 +111,7 @@ struct Endpoints: Sendable {
     /// Token-id lists as given: this model's ids, checked against its vocabulary.
     func checkedIds(_ lists: [[Int]], model: ServedModel, truncate: Bool, fromLeft: Bool, param: String) throws -> [[Int32]] {
         try checkCount(lists.count, param: param)
+        try checkFitsTheQueue(lists.count, model: model)
         let vocabulary = model.tokenizer.vocabularySize, limit = model.maxLength
         return try lists.enumerated().map { index, ids in
             guard !ids.isEmpty else { throw APIError.invalid("input \(index) is an empty list of token ids", param: param) }
@@ -121,9 +149,12 @@ struct Endpoints: Sendable {
     func run<H: Head>(_ sequences: [[Int32]], typeIds: [[Int32]]? = nil, head: H, promptLength: Int = 0,
                               on model: ServedModel) async throws -> [H.Output] {
         do {
+            // What is left of the request's deadline, after decoding and tokenising.
+            let timeout = RequestDeadline.current.map { ContinuousClock.now.duration(to: $0) } ?? configuration.requestTimeout
+            guard timeout > .zero else { throw RequestTimeout() }
             return try await model.batcher.run(sequences, typeIds: typeIds, head: head,
                                                batch: HeadBatch(threads: model.loaded.encoder.threads, promptLength: promptLength),
-                                               timeout: configuration.requestTimeout)
+                                               timeout: timeout)
         } catch {
             throw mapFailure(error, model: model)
         }
@@ -135,11 +166,11 @@ struct Endpoints: Sendable {
             metrics.rejected(model: model.name)
             return APIError.overloaded("the queue of \(model.name) is full (\(capacity) sequences waiting); the request was not processed; retry after a moment")
         case let Batcher.Failure.largerThanQueue(sequences, capacity):
-            return APIError.invalid("the request has \(sequences) inputs, more than the \(capacity) the queue of \(model.name) can ever hold (--queue-capacity); send at most \(capacity) per request", status: 413)
+            return APIError.invalid("the request has \(sequences) inputs (sequences, counted after chunking), more than the \(capacity) the queue of \(model.name) can ever hold (--queue-capacity); send at most \(capacity) per request", status: 413)
         case Batcher.Failure.stopped:
             return APIError.overloaded("the server is shutting down; the request was not processed")
-        case let timeout as RequestTimeout:
-            return APIError.overloaded("the request waited \(timeout.seconds) s for the model and was not processed (--request-timeout); retrying is safe")
+        case is RequestTimeout:
+            return APIError.timedOut(configuration.requestTimeout)
         case let SwiftBERTError.invalidInput(reason):
             return APIError.invalid(reason)
         default:
@@ -213,11 +244,44 @@ struct Endpoints: Sendable {
     }
 }
 
+/// When a request must be answered: --request-timeout after its body arrived. It covers
+/// decoding, tokenising and the wait for the model, not only the queue.
+enum RequestDeadline {
+    /// The deadline of the request this task answers (Handler.respond sets it).
+    @TaskLocal static var current: ContinuousClock.Instant?
+
+    /// The deadline of the request whose CPU work this thread runs (`offload` sets it).
+    static var onThisThread: ContinuousClock.Instant? {
+        get { Thread.current.threadDictionary[key] as? ContinuousClock.Instant }
+        set { Thread.current.threadDictionary[key] = newValue }
+    }
+    private static let key = "swiftbert.request-deadline"
+
+    /// Throws RequestTimeout once this thread's request is past its deadline.
+    static func check() throws {
+        if let deadline = onThisThread, ContinuousClock.now >= deadline { throw RequestTimeout() }
+    }
+}
+
 /// A counter any thread may bump: which request queue takes the next request.
 final class RoundRobin: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
     func next() -> Int { lock.withLock { value &+= 1; return value & Int.max } }
+}
+
+/// Bytes of `text` as a JSON string's content (escapes counted at their longest, \\u00XX).
+func jsonEscapedLength(_ text: String) -> Int {
+    var length = 0
+    for byte in text.utf8 { length += byte < 0x20 ? 6 : (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") ? 2 : 1) }
+    return length
+}
+
+/// Characters of `value` in decimal, its sign included.
+func decimalLength(_ value: Int) -> Int {
+    var length = value < 0 ? 2 : 1, rest = value.magnitude
+    while rest >= 10 { rest /= 10; length += 1 }
+    return length
 }
 
 /// Rows of floats as a JSON array of arrays.

@@ -27,12 +27,21 @@ struct Route: Sendable {
         Route(method: .post, path: "/v1/rerank", summary: "Cohere/Jina rerank: documents by relevance to the query (a cross-encoder).",
               shape: .openAI, request: CohereRerankRequest.self,
               response: .object([("model", .string, true), ("results", .array(.object([("index", .integer, true), ("relevance_score", .number, true), ("document", .object([("text", .string, true)]), false)])), true), ("usage", .object([("total_tokens", .integer, true)]), true)])) { try await $0.cohereRerank($1) },
+        Route(method: .post, path: "/v2/rerank", summary: "Cohere v2 rerank (cohere.ClientV2): documents by relevance to the query (a cross-encoder).",
+              shape: .openAI, request: CohereV2RerankRequest.self,
+              response: .object([("id", .string, true), ("results", .array(.object([("index", .integer, true), ("relevance_score", .number, true)])), true),
+                                 ("meta", .object([("api_version", .object([("version", .string, true)]), false),
+                                                   ("tokens", .object([("input_tokens", .integer, false), ("output_tokens", .integer, false)]), false)]), false)])) { try await $0.cohereV2Rerank($1) },
         Route(method: .get, path: "/v1/models", summary: "OpenAI: the models this server serves.", shape: .openAI, request: nil,
               response: .object([("object", .string, true), ("data", .array(.object([("id", .string, true), ("object", .string, true), ("created", .integer, true), ("owned_by", .string, true)])), true)])) { endpoints, _ in try endpoints.openAIModels() },
         Route(method: .post, path: "/", summary: "TEI's root: /predict (or /rerank with a query) for a classifier, /embed for any other model.",
               shape: .tei, request: TEIEmbedRequest.self, response: .oneOf([.ref("/embed"), .ref("/predict"), .ref("/rerank")])) { try await $0.root($1) },
         Route(method: .post, path: "/embed", summary: "TEI: sentence vectors, one per input (text or this model's token ids).",
-              shape: .tei, request: TEIEmbedRequest.self, response: .array(.array(.number))) { try await $0.teiEmbed($1) },
+              shape: .tei, request: TEIEmbedRequest.self,
+              // With "chunk" (and chunk_pooling "none"): per input, a record per chunk.
+              response: .oneOf([.array(.array(.number)),
+                                .array(.array(.object([("start", .integer, true), ("end", .integer, true), ("tokens", .integer, true),
+                                                       ("embedding", .array(.number), true)])))])) { try await $0.teiEmbed($1) },
         Route(method: .post, path: "/embed_sparse", summary: "TEI: lexical weights over the vocabulary (SPLADE, or BGE-M3's sparse head), one sparse vector per input.",
               shape: .tei, request: TEITokenRequest.self, response: .array(sparseVector)) { try await $0.embedSparse($1) },
         Route(method: .post, path: "/embed_multi_vector", summary: "BGE-M3's ColBERT vectors: one L2-normalised vector per token after [CLS], per input.",
@@ -51,7 +60,7 @@ struct Route: Sendable {
               shape: .tei, request: RerankRequest.self,
               response: .array(.object([("index", .integer, true), ("score", .number, true), ("text", .string, false)]))) { try await $0.rerank($1) },
         Route(method: .post, path: "/tokenize", summary: "TEI: tokens with ids and code-point offsets.", shape: .tei, request: TokenizeRequest.self,
-              response: .array(.array(.object([("id", .integer, true), ("text", .string, true), ("special", .boolean, true), ("start", .integer, false), ("stop", .integer, false)])))) { try await $0.tokenize($1) },
+              response: .array(.array(.object([("id", .integer, true), ("text", .string, true), ("special", .boolean, true), ("start", .nullable(.integer), true), ("stop", .nullable(.integer), true)])))) { try await $0.tokenize($1) },
         Route(method: .post, path: "/decode", summary: "TEI: the text of token ids.", shape: .tei, request: DecodeRequest.self,
               response: .array(.string)) { try await $0.decode($1) },
         Route(method: .post, path: "/fill", summary: "Masked-word prediction: the top-k tokens for each mask token.", shape: .tei, request: FillRequest.self,
@@ -63,21 +72,21 @@ struct Route: Sendable {
     /// A sparse vector's JSON: its non-zero entries, ids ascending.
     static let sparseVector = Schema.array(.object([("index", .integer, true), ("value", .number, true)]))
 
-    /// Paths served outside the table (no API key, no request body): probes, metrics, the documents.
+    /// Paths served outside the table (no request body): probes, metrics, the documents. Only
+    /// /metrics needs the API key.
     static let plain: [(method: String, path: String, summary: String)] = [
-        ("GET", "/health", "200 once the models are loaded, 503 while loading or after a load failure; HEAD too."),
+        ("GET", "/health", "200 once the models are loaded, 503 while loading or after a load failure."),
         ("GET", "/metrics", "Prometheus text."),
         ("GET", "/openapi.json", "This document."),
         ("GET", "/docs", "An HTML page that renders this document."),
     ]
 
-    /// The methods each path answers, for 405's Allow header.
+    /// The methods each path answers, for 405's Allow header: every GET route answers HEAD too.
     static let methodsByPath: [String: [String]] = {
         var methods: [String: [String]] = [:]
-        for route in all { methods[route.path, default: []].append(route.method.rawValue) }
-        for route in plain {
-            methods[route.path, default: []].append(route.method)
-            if route.path == "/health" { methods[route.path, default: []].append("HEAD") }
+        for (method, path) in all.map({ ($0.method.rawValue, $0.path) }) + plain.map({ ($0.method, $0.path) }) {
+            methods[path, default: []].append(method)
+            if method == "GET" { methods[path, default: []].append("HEAD") }
         }
         return methods
     }()
@@ -92,6 +101,8 @@ indirect enum Schema: Sendable {
     case oneOf([Schema])
     /// The 200 response of another route.
     case ref(String)
+    /// The schema, or null.
+    case nullable(Schema)
 
     func write(_ json: JSONWriter) {
         json.object {
@@ -109,6 +120,8 @@ indirect enum Schema: Sendable {
                 if !required.isEmpty { json.key("required"); json.array { for name in required { json.string(name) } } }
             case let .oneOf(schemas): json.key("oneOf"); json.array { for schema in schemas { schema.write(json) } }
             case let .ref(path): json.key("$ref"); json.string("#/components/schemas/" + Self.componentName(path))
+            case let .nullable(schema):
+                json.key("oneOf"); json.array { schema.write(json); json.object { json.key("type"); json.string("null") } }
             }
         }
     }
@@ -129,7 +142,22 @@ protocol Documented: Decodable, Sendable {
 func openAPIDocument(version: String) -> [UInt8] {
     let json = JSONWriter()
     let errorTEI = Schema.object([("error", .string, true), ("error_type", .string, true)])
-    let errorOpenAI = Schema.object([("error", .object([("message", .string, true), ("type", .string, true), ("param", .string, false), ("code", .string, false)]), true)])
+    let errorOpenAI = Schema.object([("error", .object([("message", .string, true), ("type", .string, true), ("param", .nullable(.string), true),
+                                                        ("code", .nullable(.string), true)]), true)])
+    // The API key, when --api-key sets one: every route of the table and /metrics.
+    let keyed = { (json: JSONWriter) in
+        json.key("security"); json.array { json.object { json.key("apiKey"); json.array {} } }
+    }
+    let noKey = { (json: JSONWriter) in json.key("security"); json.array {} }
+    // Every GET route answers HEAD: the GET's status and headers, no body.
+    let head = { (json: JSONWriter, security: (JSONWriter) -> Void) in
+        json.key("head")
+        json.object {
+            json.key("summary"); json.string("As GET, without the body.")
+            security(json)
+            json.key("responses"); json.object { json.key("200"); json.object { json.key("description"); json.string("The GET's status and headers, no body.") } }
+        }
+    }
     json.object {
         json.key("openapi"); json.string("3.1.0")
         json.key("info")
@@ -144,6 +172,7 @@ func openAPIDocument(version: String) -> [UInt8] {
                         json.key(route.method.rawValue.lowercased())
                         json.object {
                             json.key("summary"); json.string(route.summary)
+                            keyed(json)
                             if let request = route.request {
                                 json.key("requestBody")
                                 json.object {
@@ -163,19 +192,31 @@ func openAPIDocument(version: String) -> [UInt8] {
                                 }
                             }
                         }
+                        if route.method == .get { head(json, keyed) }
                     }
                     for route in Route.plain where route.path == path {
+                        let security = route.path == "/metrics" ? keyed : noKey
                         json.key(route.method.lowercased())
                         json.object {
                             json.key("summary"); json.string(route.summary)
+                            security(json)
                             json.key("responses"); json.object { json.key("200"); json.object { json.key("description"); json.string("OK") } }
                         }
+                        head(json, security)
                     }
                 }
             }
         }
         json.key("components")
         json.object {
+            json.key("securitySchemes")
+            json.object {
+                json.key("apiKey")
+                json.object {
+                    json.key("type"); json.string("http"); json.key("scheme"); json.string("bearer")
+                    json.key("description"); json.string("`Authorization: Bearer KEY` (the scheme in any case), when the server runs with --api-key or $SWIFTBERT_API_KEY; otherwise no key is needed.")
+                }
+            }
             json.key("schemas")
             json.object {
                 for route in Route.all where route.method == .post || route.path == "/v1/models" {

@@ -20,6 +20,14 @@ public struct ServerConfiguration: Sendable {
     public var maxInputs: Int
     public var bodyLimit: Int
     public var requestTimeout: Duration
+    /// How long a request's body may take to arrive, from its head; slower gets 408.
+    public var readTimeout: Duration
+    /// After SIGTERM or SIGINT, how long requests in flight may take before the server cuts them and returns.
+    public var shutdownGrace: Duration
+    /// Open connections, at most; more wait in the listen backlog.
+    public var maxConnections: Int
+    /// The largest answer /tokenize and /embed_all build; a larger one gets 413 before it is built.
+    public var maxResponseBytes: Int
     /// nil: no authentication.
     public var apiKey: String?
     /// Token ids on the OpenAI route are this model's ids (the client tokenised with it). Off by
@@ -33,11 +41,14 @@ public struct ServerConfiguration: Sendable {
     public init(models: [String] = [ModelLocator.defaultEmbeddingModel], host: String = "127.0.0.1", port: Int = 8080,
                 precision: Precision = .fp32, threads: Int? = nil, maxBatchTokens: Int = 1024,
                 maxWait: Duration = .milliseconds(5), queueCapacity: Int = 8192, maxInputs: Int = 2048,
-                bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), apiKey: String? = nil,
-                acceptsTokenIds: Bool = false, corsOrigin: String? = nil, servedModelName: String? = nil) {
+                bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), readTimeout: Duration = .seconds(30),
+                shutdownGrace: Duration = .seconds(25), maxConnections: Int = 128, maxResponseBytes: Int = 32 << 20,
+                apiKey: String? = nil, acceptsTokenIds: Bool = false, corsOrigin: String? = nil, servedModelName: String? = nil) {
         self.models = models; self.host = host; self.port = port; self.precision = precision; self.threads = threads
         self.maxBatchTokens = maxBatchTokens; self.maxWait = maxWait; self.queueCapacity = queueCapacity
-        self.maxInputs = maxInputs; self.bodyLimit = bodyLimit; self.requestTimeout = requestTimeout; self.apiKey = apiKey
+        self.maxInputs = maxInputs; self.bodyLimit = bodyLimit; self.requestTimeout = requestTimeout
+        self.readTimeout = readTimeout; self.shutdownGrace = shutdownGrace; self.maxConnections = maxConnections
+        self.maxResponseBytes = maxResponseBytes; self.apiKey = apiKey
         self.acceptsTokenIds = acceptsTokenIds; self.corsOrigin = corsOrigin; self.servedModelName = servedModelName
     }
 }
@@ -45,7 +56,8 @@ public struct ServerConfiguration: Sendable {
 /// One loaded model (`loadModel`): its encoder and tokenizer, the batcher every route shares,
 /// and the heads its checkpoint has weights for.
 final class ServedModel: Sendable {
-    /// The name requests use in `model`: as given on the command line.
+    /// The name responses and /v1/models give: as given on the command line, or for a path its
+    /// folder's name (an absolute path would tell every client the server's file layout).
     let name: String
     /// Other names accepted in `model`: the folder's name, --served-model-name.
     let aliases: [String]
@@ -59,11 +71,13 @@ final class ServedModel: Sendable {
     var multiVector: MultiVectorHead? { embedder.multiVector }
     let classifier: TextClassifier?
 
-    init(name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
+    /// `given` as --model names it (a name or a path); `name` what answers give (`publicNames`).
+    init(given: String, name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
         // A Hugging Face folder is converted on first use, as every command does.
-        let folder = try ModelLocator.converted(ModelLocator.resolve(name))
+        let folder = try ModelLocator.converted(ModelLocator.resolve(given))
         self.name = name
-        aliases = [folder.lastPathComponent, alias].compactMap { $0 }.filter { $0 != name }
+        // The path as given still names the model in requests.
+        aliases = [given, folder.lastPathComponent, alias].compactMap { $0 }.filter { $0 != name }
         loaded = try loadModel(folder: folder, threads: configuration.threads, precision: configuration.precision)
         embedder = try SentenceEmbedder(loaded)
         let heads = loaded.heads
@@ -73,6 +87,19 @@ final class ServedModel: Sendable {
             maxBatchTokens: configuration.maxBatchTokens, maxWait: configuration.maxWait,
             queueCapacity: configuration.queueCapacity), metrics: metrics)
         batcher.start()
+    }
+
+    /// The names answers give for the models of --model, in order: a name as given, a path as
+    /// its last component; a name taken before gets "-2", "-3", … ("/a/model,/b/model" are
+    /// "model" and "model-2").
+    static func publicNames(_ given: [String]) -> [String] {
+        var taken = Set<String>()
+        return given.map { item in
+            let base = item.contains("/") ? URL(fileURLWithPath: item).standardizedFileURL.lastPathComponent : item
+            var name = base, next = 2
+            while !taken.insert(name).inserted { name = "\(base)-\(next)"; next += 1 }
+            return name
+        }
     }
 
     var tokenizer: Tokenizer { loaded.tokenizer }

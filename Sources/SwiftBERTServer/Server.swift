@@ -1,8 +1,11 @@
 #if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
+import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTPTypes
 import ServiceLifecycle
 import SwiftBERT
 
@@ -18,7 +21,8 @@ public enum BertServer {
         let metrics = ServerMetrics.bootstrap()
         let registry = ModelRegistry()
         let endpoints = Endpoints(registry: registry, configuration: configuration, metrics: metrics)
-        let router = makeRouter(endpoints, configuration: configuration, metrics: metrics, registry: registry)
+        let handler = Handler(configuration: configuration, metrics: metrics)
+        let router = makeRouter(endpoints, handler: handler, configuration: configuration, metrics: metrics, registry: registry)
 
         var logger = Logger(label: "bert-serve")
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
@@ -29,8 +33,9 @@ public enum BertServer {
         let loader = Thread {
             do {
                 let started = Date()
-                let models = try configuration.models.enumerated().map { index, name in
-                    try ServedModel(name: name, alias: index == 0 ? configuration.servedModelName : nil,
+                let publicNames = ServedModel.publicNames(configuration.models)
+                let models = try configuration.models.enumerated().map { index, given in
+                    try ServedModel(given: given, name: publicNames[index], alias: index == 0 ? configuration.servedModelName : nil,
                                     configuration: configuration, metrics: metrics)
                 }
                 registry.set(.ready(models))
@@ -45,10 +50,16 @@ public enum BertServer {
         }
         loader.start()
 
+        // At most --max-connections open at once; more wait in the listen backlog (not refused) until
+        // one closes. A response that says `Connection: close` (408) closes its connection once written.
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(max(1, configuration.requestTimeout.seconds * 2))))),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "SwiftBERT"),
+            // The idle timeout closes silent connections; a silent body gets its 408 first.
+            server: .http1(configuration: .init(additionalChannelHandlers: [CloseAfterResponse()],
+                                                idleTimeout: .seconds(Int64(max(1, configuration.requestTimeout.seconds * 2,
+                                                                                configuration.readTimeout.seconds + 5))))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "SwiftBERT",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 report("listening on http://\(configuration.host):\(port)")
@@ -57,7 +68,11 @@ public enum BertServer {
         // Graceful shutdown on SIGTERM and SIGINT, as Hummingbird's runService, and on a model that
         // cannot load: nothing could be served, so the port closes and the caller gets the error
         // (a supervisor restarts, or the user fixes --model). A library never calls exit.
-        let services = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        // ServiceGroup shuts its services down last to first: the watch hears of the shutdown
+        // first, and starts the --shutdown-grace clock.
+        let (shutdownStarted, shutdown) = AsyncStream.makeStream(of: Void.self)
+        let services = ServiceGroup(configuration: .init(services: [app, ShutdownWatch(started: shutdown)],
+                                                         gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         let loadFailure = Task { () -> (any Error)? in
             for await case let error? in loadOutcome {
                 await services.triggerGracefulShutdown()
@@ -65,21 +80,54 @@ public enum BertServer {
             }
             return nil
         }
-        try await services.run()
-        loadFailure.cancel()
-        if let error = await loadFailure.value { throw error }
+        let serving = Task { try await services.run() }
+        let grace = configuration.shutdownGrace
+        let graceOver = Task { () -> Bool in
+            for await _ in shutdownStarted {
+                try? await Task.sleep(for: grace)
+                return !Task.isCancelled
+            }
+            return false
+        }
+        // Whichever comes first: every accepted request answered, or the grace over. A request
+        // that outlives the grace (a client trickling its body, a long tokenisation) cannot hold
+        // the process: it is cut, and the caller's process ends.
+        let ending = await first(serving, graceOver)
+        graceOver.cancel()
         for model in registry.models ?? [] { model.batcher.stop() }
-        report("stopped after answering every accepted request")
+        switch ending {
+        case let .finished(result):
+            try result.get()
+            loadFailure.cancel()
+            if let error = await loadFailure.value { throw error }
+            report("stopped after answering every accepted request")
+        case .graceOver:
+            serving.cancel()
+            loadFailure.cancel()
+            let cut = handler.inFlight.count
+            report("stopped after --shutdown-grace \(grace.seconds) s: cut \(cut) request\(cut == 1 ? "" : "s") still in flight")
+        }
     }
 
-    static func makeRouter(_ endpoints: Endpoints, configuration: ServerConfiguration, metrics: ServerMetrics,
+    enum Ending { case finished(Result<Void, any Error>), graceOver }
+
+    /// The first of: `serving` returning, or `graceOver` returning true.
+    static func first(_ serving: Task<Void, any Error>, _ graceOver: Task<Bool, Never>) async -> Ending {
+        let once = ResumeOnce<Ending>()
+        return await withCheckedContinuation { continuation in
+            once.set(continuation)
+            Task { once.resume(.finished(await serving.result)) }
+            Task { if await graceOver.value { once.resume(.graceOver) } }
+        }
+    }
+
+    static func makeRouter(_ endpoints: Endpoints, handler: Handler, configuration: ServerConfiguration, metrics: ServerMetrics,
                            registry: ModelRegistry) -> Router<BasicRequestContext> {
         let router = Router()
         if let origin = configuration.corsOrigin {
             router.add(middleware: CORSMiddleware(allowOrigin: origin == "*" ? .all : .custom(origin)))
         }
         router.add(middleware: UnroutedRequests())
-        let handler = Handler(configuration: configuration, metrics: metrics)
         for route in Route.all {
             let respond: @Sendable (Request, BasicRequestContext) async -> Response = { request, _ in
                 await handler.respond(request, route: route.path, shape: route.shape, readsBody: route.method == .post) {
@@ -87,12 +135,19 @@ public enum BertServer {
                 }
             }
             switch route.method {
-            case .get: router.get(RouterPath(route.path), use: respond)
+            case .get:
+                router.get(RouterPath(route.path), use: respond)
+                router.head(RouterPath(route.path)) { withoutBody(await respond($0, $1)) }
             case .post: router.post(RouterPath(route.path), use: respond)
             }
         }
         // Probes, scrapers and the documents: no API key, no request metrics of their own.
-        let health: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
+        // Each answers HEAD as GET without the body.
+        func get(_ path: String, _ respond: @escaping @Sendable (Request, BasicRequestContext) async -> Response) {
+            router.get(RouterPath(path), use: respond)
+            router.head(RouterPath(path)) { withoutBody(await respond($0, $1)) }
+        }
+        get("/health") { _, _ in
             switch registry.current {
             case .ready: return jsonResponse(200, Array(#"{"status":"ok"}"#.utf8))
             case .loading: return jsonResponse(503, Array(#"{"status":"loading"}"#.utf8))
@@ -102,19 +157,14 @@ public enum BertServer {
                 return jsonResponse(503, json.bytes)
             }
         }
-        router.get("/health", use: health)
-        router.head("/health") { request, context in
-            let response = await health(request, context)
-            return Response(status: response.status, headers: response.headers)
-        }
-        router.get("/metrics") { request, _ in
+        get("/metrics") { request, _ in
             if let refusal = handler.refusal(request, shape: .tei) { return refusal }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
         }
         let document = openAPIDocument(version: Endpoints.version)
-        router.get("/openapi.json") { _, _ in jsonResponse(200, document) }
-        router.get("/docs") { _, _ in
+        get("/openapi.json") { _, _ in jsonResponse(200, document) }
+        get("/docs") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(string: apiDocsPage)))
         }
@@ -147,19 +197,27 @@ struct UnroutedRequests: RouterMiddleware {
 struct Handler: Sendable {
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
+    /// API requests being answered: those --shutdown-grace cuts when it runs out.
+    let inFlight = AtomicCount()
 
     func respond(_ request: Request, route: String, shape: ErrorShape, readsBody: Bool = true,
                  _ endpoint: @Sendable ([UInt8]) async throws -> [UInt8]) async -> Response {
         let started = ContinuousClock.now
+        inFlight.add(1)
+        defer { inFlight.add(-1) }
         let response: Response
         if let refusal = refusal(request, shape: shape) {
             response = refusal
         } else {
             do {
                 let body = readsBody ? try await readBody(request) : []
-                response = jsonResponse(200, try await endpoint(body))
+                // --request-timeout runs from here: decoding, tokenising, the model's queue.
+                let deadline = ContinuousClock.now + configuration.requestTimeout
+                response = jsonResponse(200, try await RequestDeadline.$current.withValue(deadline) { try await endpoint(body) })
             } catch let error as APIError {
                 response = Self.errorResponse(error, shape: shape)
+            } catch is RequestTimeout {
+                response = Self.errorResponse(.timedOut(configuration.requestTimeout), shape: shape)
             } catch {
                 response = Self.errorResponse(APIError(status: 500, message: "internal error: \(error)", type: "server_error"), shape: shape)
             }
@@ -168,17 +226,32 @@ struct Handler: Sendable {
         return response
     }
 
-    /// The whole body, as valid UTF-8. Whatever goes wrong reading it is the client's doing:
-    /// too large (413), cut short of its Content-Length or a broken stream (400), not UTF-8 (400).
+    /// The whole body, as valid UTF-8, within --read-timeout of the request's head. Whatever goes
+    /// wrong reading it is the client's doing: too large (413), too slow (408: a body that
+    /// trickles or stalls would hold a connection, and the shutdown, for as long as the client
+    /// likes), cut short of its Content-Length or a broken stream (400), not UTF-8 (400).
     private func readBody(_ request: Request) async throws -> [UInt8] {
         let limit = configuration.bodyLimit
         let declared = request.headers[.contentLength].flatMap { Int($0) }
         if let declared, declared > limit { throw tooLarge(declared) }
+        let received = AtomicCount()
         var buffer: ByteBuffer
         do {
-            buffer = try await request.body.collect(upTo: limit)
+            buffer = try await withDeadline(configuration.readTimeout) {
+                var buffer = ByteBuffer()
+                for try await part in request.body {
+                    guard buffer.readableBytes + part.readableBytes <= limit else { throw NIOTooManyBytesError(maxBytes: limit) }
+                    buffer.writeImmutableBuffer(part)
+                    received.add(part.readableBytes)
+                }
+                return buffer
+            }
         } catch is NIOTooManyBytesError {
             throw tooLarge(nil)
+        } catch is DeadlinePassed {
+            var error = APIError(status: 408, message: "the request body did not arrive within \(configuration.readTimeout.seconds) s (--read-timeout): \(received.count) bytes came\(declared.map { " of its Content-Length of \($0)" } ?? ""); send the whole body without pausing", type: "invalid_request_error", code: "request_timeout")
+            error.closesConnection = true  // the rest of the body is not read
+            throw error
         } catch {
             throw APIError.invalid("the request body could not be read to its end\(declared.map { " (Content-Length \($0) bytes)" } ?? ""): the client closed or cut the stream (\(error)); send the whole body", status: 400)
         }
@@ -200,20 +273,124 @@ struct Handler: Sendable {
     /// 401 when an API key is set and the request does not carry it as `Authorization: Bearer KEY`.
     func refusal(_ request: Request, shape: ErrorShape) -> Response? {
         guard let key = configuration.apiKey else { return nil }
-        let header = request.headers[.authorization] ?? ""
-        let prefix = "Bearer "
-        let given = header.hasPrefix(prefix) ? String(header.dropFirst(prefix.count)) : ""
-        if constantTimeEqual(Array(given.utf8), Array(key.utf8)) { return nil }
+        if constantTimeEqual(Array(Self.bearerToken(request.headers[.authorization] ?? "").utf8), Array(key.utf8)) { return nil }
         var response = Self.errorResponse(APIError(status: 401, message: "missing or wrong API key; send the header `Authorization: Bearer KEY`",
                                               type: "invalid_request_error", code: "invalid_api_key"), shape: shape)
         response.headers[.wwwAuthenticate] = "Bearer"
         return response
     }
 
+    /// The credentials of `Authorization: Bearer TOKEN`; "" for any other scheme. The scheme's
+    /// name is case-insensitive (RFC 9110 11.1): "bearer" and "BEARER" are Bearer too.
+    static func bearerToken(_ header: String) -> String {
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return "" }
+        return String(parts[1].drop { $0 == " " })
+    }
+
     static func errorResponse(_ error: APIError, shape: ErrorShape) -> Response {
         var response = jsonResponse(error.status, shape.body(error))
         if let seconds = error.retryAfter { response.headers[.retryAfter] = String(seconds) }
+        if error.closesConnection { response.headers[.connection] = "close" }
         return response
+    }
+}
+
+/// The GET response of a HEAD request: its status and headers, no body.
+func withoutBody(_ response: Response) -> Response {
+    Response(status: response.status, headers: response.headers)
+}
+
+/// A count any thread may change.
+final class AtomicCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func add(_ delta: Int) { lock.withLock { value += delta } }
+    var count: Int { lock.withLock { value } }
+}
+
+/// Resumes a continuation once, with the first value given; later values are dropped.
+final class ResumeOnce<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, Never>?
+    private var early: T?
+    private var done = false
+
+    func set(_ continuation: CheckedContinuation<T, Never>) {
+        lock.lock()
+        if let early { lock.unlock(); continuation.resume(returning: early); return }
+        self.continuation = continuation
+        lock.unlock()
+    }
+
+    func resume(_ value: T) {
+        lock.lock()
+        guard !done else { lock.unlock(); return }
+        done = true
+        guard let continuation else { early = value; lock.unlock(); return }
+        self.continuation = nil
+        lock.unlock()
+        continuation.resume(returning: value)
+    }
+}
+
+struct DeadlinePassed: Error {}
+
+/// `body`'s result, or DeadlinePassed once `limit` has passed, whichever comes first; `body` is
+/// then cancelled, and not waited for (a task that ignores cancellation cannot hold the caller).
+func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    let once = ResumeOnce<Result<T, any Error>>()
+    let work = Task { () -> Void in
+        do { once.resume(.success(try await body())) } catch { once.resume(.failure(error)) }
+    }
+    let timer = Task {
+        try? await Task.sleep(for: limit)
+        if !Task.isCancelled { once.resume(.failure(DeadlinePassed())) }
+    }
+    let result = await withCheckedContinuation { once.set($0) }
+    timer.cancel()
+    if case .failure(is DeadlinePassed) = result { work.cancel() }
+    return try result.get()
+}
+
+/// Watches for the start of a graceful shutdown (SIGTERM, SIGINT, a model that cannot load), so
+/// that --shutdown-grace runs from then.
+struct ShutdownWatch: Service {
+    let started: AsyncStream<Void>.Continuation
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        started.yield()
+        started.finish()
+    }
+}
+
+/// After a response whose head says `Connection: close` (a 408 for a body that did not arrive),
+/// closes the connection: the request's body is not read to its end, and Hummingbird would
+/// otherwise wait for it before the next request. The output closes first and the input a
+/// second later, so that the client reads the answer before the connection is reset.
+final class CloseAfterResponse: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    private var closing = false
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case let .head(head):
+            closing = head.headerFields[.connection]?.lowercased() == "close"
+            context.write(data, promise: promise)
+        case .end where closing:
+            closing = false
+            let channel = context.channel
+            let written = context.writeAndFlush(data)
+            written.cascade(to: promise)
+            written.whenComplete { _ in
+                channel.close(mode: .output, promise: nil)
+                channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+            }
+        default:
+            context.write(data, promise: promise)
+        }
     }
 }
 

@@ -10,12 +10,13 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "HTTP server for embeddings and fill-mask: OpenAI- and TEI-compatible routes, dynamic batching.",
         discussion: """
-            Routes: the OpenAI API (/v1/embeddings, /v1/rerank, /v1/models) and TEI's (/, /embed, \
+            Routes: the OpenAI API (/v1/embeddings, /v1/rerank, /v1/models), Cohere's v2 rerank (/v2/rerank) and TEI's (/, /embed, \
             /embed_sparse, /embed_all, /predict, /rerank, /similarity, /tokenize, /decode, /info), \
             POST /fill (top-k for each [MASK]), GET /health, GET /metrics (Prometheus), \
             GET /openapi.json and GET /docs. Every model serves every head its checkpoint has. \
             Requests pick a model with "model" (default: the first). \
-            SIGTERM or SIGINT stops accepting, answers every accepted request, and exits 0. \
+            SIGTERM or SIGINT stops accepting, answers every accepted request (for at most \
+            --shutdown-grace seconds), and exits 0. \
             Reference: docs/server.md.
 
             Examples:
@@ -51,8 +52,20 @@ struct Serve: ParsableCommand {
     @Option(help: "Request body size in bytes, at most; larger gets 413.")
     var bodyLimit = 2 << 20
 
-    @Option(help: "Seconds a request may wait for the model before it gets 503.")
+    @Option(help: "Seconds a request may take, from its body's arrival: decoding, tokenising and waiting for the model; longer gets 503.")
     var requestTimeout = 30.0
+
+    @Option(help: "Seconds a request's body may take to arrive after its head; a body that trickles or stalls gets 408 and the connection closes.")
+    var readTimeout = 30.0
+
+    @Option(help: "Seconds requests in flight get after SIGTERM or SIGINT; then the server cuts them, says how many, and exits 0.")
+    var shutdownGrace = 25.0
+
+    @Option(help: "Open connections, at most; more wait in the listen backlog until one closes.")
+    var maxConnections = 128
+
+    @Option(help: "Bytes of one /tokenize or /embed_all answer, at most; a larger one gets 413 before it is built.")
+    var maxResponseBytes = 32 << 20
 
     @Option(help: "Require `Authorization: Bearer KEY` on every route but /health, /openapi.json and /docs (default: $SWIFTBERT_API_KEY; none when unset).")
     var apiKey: String?
@@ -74,6 +87,10 @@ struct Serve: ParsableCommand {
         if maxInputs < 1 { throw ValidationError("--max-inputs must be at least 1") }
         if bodyLimit < 1 { throw ValidationError("--body-limit must be at least 1") }
         if !(requestTimeout > 0) { throw ValidationError("--request-timeout must be more than 0") }
+        if !(readTimeout > 0) { throw ValidationError("--read-timeout must be more than 0") }
+        if !(shutdownGrace >= 0) { throw ValidationError("--shutdown-grace must be 0 or more") }
+        if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
+        if maxResponseBytes < 1 { throw ValidationError("--max-response-bytes must be at least 1") }
         if models.isEmpty { throw ValidationError("--model needs at least one name") }
     }
 
@@ -87,7 +104,9 @@ struct Serve: ParsableCommand {
         let configuration = ServerConfiguration(
             models: models, host: host, port: port, precision: engine.precision, threads: engine.threads,
             maxBatchTokens: maxBatchTokens, maxWait: .milliseconds(maxWaitMs), queueCapacity: queueCapacity,
-            maxInputs: maxInputs, bodyLimit: bodyLimit, requestTimeout: .milliseconds(Int(requestTimeout * 1000)), apiKey: key,
+            maxInputs: maxInputs, bodyLimit: bodyLimit, requestTimeout: .milliseconds(Int(requestTimeout * 1000)),
+            readTimeout: .milliseconds(Int(readTimeout * 1000)), shutdownGrace: .milliseconds(Int(shutdownGrace * 1000)),
+            maxConnections: maxConnections, maxResponseBytes: maxResponseBytes, apiKey: key,
             acceptsTokenIds: acceptTokenIds, corsOrigin: corsOrigin, servedModelName: servedModelName)
         let outcome = ServeOutcome()
         let done = DispatchSemaphore(value: 0)

@@ -265,9 +265,14 @@ final class ServerTests: CLITestCase {
     func testModelThatCannotLoadEndsTheServerWithItsError() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("truncated-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try FileManager.default.copyItem(at: convertedModel("all-MiniLM-L6-v2"), to: folder)
+        // A copy of the real files: weights/ may hold symlinks, and copyItem copies a symlink as
+        // a symlink, so writing into the copy truncated the shared model.safetensors (and SIGBUS'd
+        // every process that had it mapped).
+        try FileManager.default.copyItem(at: convertedModel("all-MiniLM-L6-v2").resolvingSymlinksInPath(), to: folder)
         let weights = folder.appendingPathComponent("model.safetensors")
-        try Data(try Data(contentsOf: weights).prefix(5000)).write(to: weights)
+        let head = Data(try Data(contentsOf: weights).prefix(5000))
+        try FileManager.default.removeItem(at: weights)  // a new file, never the original's inode
+        try head.write(to: weights)
         try? FileManager.default.removeItem(at: folder.appendingPathComponent("model.int8.safetensors"))
         let result = try runProcess(bertPath, ["serve", "--port", "0", "--model", folder.path])
         XCTAssertEqual(result.status, 65, result.stderr)

@@ -1,0 +1,247 @@
+import Foundation
+import XCTest
+@testable import SwiftBERT
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The server half of issue 44 (hostile clients): each test failed before its change.
+extension ServerTests {
+    // MARK: - Small faults
+
+    /// The scheme of `Authorization` is case-insensitive (RFC 9110): "bearer KEY" got 401.
+    func testBearerSchemeIsCaseInsensitive() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: [], environment: ["SWIFTBERT_API_KEY": "s3cret-key"])
+        for header in ["bearer s3cret-key", "BEARER s3cret-key", "Bearer  s3cret-key"] {
+            XCTAssertEqual(try server.post("/v1/embeddings", ["input": "x"], headers: ["Authorization": header]).status, 200, header)
+        }
+        for header in ["Basic s3cret-key", "bearers3cret-key", "bearer s3cret-kez", "s3cret-key"] {
+            openAIError(try server.post("/v1/embeddings", ["input": "x"], headers: ["Authorization": header]), status: 401, mentions: ["Bearer"])
+        }
+        XCTAssertEqual(try server.get("/metrics", headers: ["Authorization": "bearer s3cret-key"]).status, 200)
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// HEAD on every GET route answers as GET without a body (HEAD /docs and /openapi.json got 405).
+    func testHeadAnswersEveryGetRoute() throws {
+        let server = try sharedServer()
+        for path in ["/health", "/docs", "/openapi.json", "/info", "/v1/models", "/metrics"] {
+            let get = try server.get(path)
+            let head = try httpRequest(port: server.port, method: "HEAD", path: path)
+            XCTAssertEqual(head.status, get.status, path)
+            XCTAssertEqual(get.status, 200, path)
+            XCTAssertTrue(head.body.isEmpty, "HEAD \(path) has a body")
+            XCTAssertEqual(head.headers["content-type"], get.headers["content-type"], path)
+        }
+        // 405's Allow names HEAD beside GET.
+        let wrong = try server.post("/info", ["x": 1])
+        teiError(wrong, status: 405, mentions: ["GET"])
+        XCTAssertEqual(wrong.headers["allow"], "GET, HEAD")
+    }
+
+    /// A number of the wrong kind in an integer field is 422 naming the field; it was 400 "the
+    /// request body is not valid JSON".
+    func testWrongNumericTypesGet422NamingTheField() throws {
+        let server = try sharedServer()
+        func raw(_ path: String, _ body: String) throws -> HTTPReply {
+            try httpRequest(port: server.port, method: "POST", path: path, body: Data(body.utf8))
+        }
+        let fraction = try raw("/v1/embeddings", #"{"input": "x", "dimensions": 4.5}"#)
+        openAIError(fraction, status: 422, mentions: ["`dimensions`", "whole number", "4.5"])
+        XCTAssertEqual((((try? fraction.json()) as? [String: Any])?["error"] as? [String: Any])?["param"] as? String, "dimensions")
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "dimensions": 1e30}"#), status: 422, mentions: ["`dimensions`"])
+        teiError(try raw("/embed", #"{"inputs": "x", "chunk": 12.5}"#), status: 422, mentions: ["`chunk`", "whole number"])
+        teiError(try raw("/fill", #"{"inputs": "a [MASK].", "top_k": 2.5}"#), status: 422, mentions: ["`top_k`"])
+        // Whole numbers written as 4.0 are integers; broken JSON is still 400.
+        XCTAssertEqual(try raw("/v1/embeddings", #"{"input": "x", "dimensions": 4.0}"#).status, 200)
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "dimensions": 4.5"#), status: 400, mentions: ["not valid JSON"])
+    }
+
+    /// --max-inputs counts sequences after chunking: one long text with a small chunk was
+    /// thousands of sequences under a limit of 2048 inputs.
+    func testMaxInputsCountsChunks() throws {
+        let server = try sharedServer()
+        let text = (0..<3000).map { "word\($0 % 50)" }.joined(separator: " ")
+        let started = Date()
+        let reply = try server.post("/embed", ["inputs": text, "chunk": 3])
+        teiError(reply, status: 413, mentions: ["1 input is", "chunks after chunking", "2048", "--max-inputs"])
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "refused before the forward passes")
+        // Fewer chunks than the limit still pass.
+        let short = try server.post("/embed", ["inputs": (0..<60).map { "word\($0)" }.joined(separator: " "), "chunk": 8])
+        XCTAssertEqual(short.status, 200, short.text)
+        // Without chunks the message says what is counted, too.
+        openAIError(try server.post("/v1/embeddings", ["input": Array(repeating: "a", count: 2049)]), status: 413,
+                    mentions: ["2049 inputs", "counted after chunking", "--max-inputs"])
+    }
+
+    /// Models served by path are named by their folder in every answer (/v1/models, `model`
+    /// fields, /info), never by the server's absolute path; the path still selects the model.
+    /// /v2/rerank answers in Cohere's v2 shape with the scores of `bert rerank`.
+    func testModelNamesNotPathsAndCohereV2Rerank() throws {
+        let embedder = try convertedModel("all-MiniLM-L6-v2")
+        let crossEncoder = try HeadFixtureTests.converted("bert-cross-encoder")
+        let server = try ServerProcess(bert: bertPath, arguments: ["--model", "\(embedder.path),\(crossEncoder.path)"])
+        let names = [embedder.lastPathComponent, crossEncoder.lastPathComponent]
+        let models = try XCTUnwrap(server.get("/v1/models").json() as? [String: Any])
+        XCTAssertEqual((models["data"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, names)
+        let embeddings = try XCTUnwrap(server.post("/v1/embeddings", ["input": "a cat", "model": embedder.path]).json() as? [String: Any])
+        XCTAssertEqual(embeddings["model"] as? String, names[0])
+        let info = try server.get("/info")
+        XCTAssertFalse(info.text.contains(embedder.path) || info.text.contains(crossEncoder.path), info.text)
+
+        let query = "who may copy the software"
+        let documents = ["Anyone may copy and share it.", "The weather is mild in May.", "Copies need the author's leave.", "Blue."]
+        let v1 = try XCTUnwrap(server.post("/v1/rerank", ["model": crossEncoder.path, "query": query, "documents": documents]).json() as? [String: Any])
+        XCTAssertEqual(v1["model"] as? String, names[1])
+
+        let ranked = try Reranker(folder: crossEncoder, threads: 2).rerank(query: query, documents: documents)
+        let reply = try server.post("/v2/rerank", ["model": names[1], "query": query, "documents": documents, "top_n": 3])
+        XCTAssertEqual(reply.status, 200, reply.text)
+        let v2 = try XCTUnwrap(reply.json() as? [String: Any])
+        XCTAssertFalse((v2["id"] as? String ?? "").isEmpty)
+        XCTAssertNil(v2["model"])
+        XCTAssertEqual(((v2["meta"] as? [String: Any])?["api_version"] as? [String: Any])?["version"] as? String, "2")
+        let results = try XCTUnwrap(v2["results"] as? [[String: Any]])
+        XCTAssertEqual(results.map { $0["index"] as? Int }, ranked.prefix(3).map(\.index))
+        XCTAssertEqual(results.first.map { Set($0.keys) }, ["index", "relevance_score"])
+        for (found, want) in zip(results, ranked) {
+            XCTAssertEqual((found["relevance_score"] as? NSNumber)?.floatValue ?? .nan, want.score, accuracy: 1e-5)
+        }
+        // max_tokens_per_doc cuts each document to its first tokens before scoring.
+        let tokenizer = try Tokenizer.load(folder: crossEncoder)
+        let cut = documents.map { document -> String in
+            let encoding = tokenizer.encode(document, addSpecialTokens: false)
+            guard encoding.count > 2 else { return document }
+            return String(String.UnicodeScalarView(document.unicodeScalars.prefix(encoding.offsets[1].upperBound)))
+        }
+        let cutRanked = try Reranker(folder: crossEncoder, threads: 2).rerank(query: query, documents: cut)
+        let short = try XCTUnwrap(server.post("/v2/rerank", ["query": query, "documents": documents, "max_tokens_per_doc": 2, "model": names[1]])
+            .json() as? [String: Any])
+        let shortResults = try XCTUnwrap(short["results"] as? [[String: Any]])
+        XCTAssertEqual(shortResults.map { $0["index"] as? Int }, cutRanked.map(\.index))
+        for (found, want) in zip(shortResults, cutRanked) {
+            XCTAssertEqual((found["relevance_score"] as? NSNumber)?.floatValue ?? .nan, want.score, accuracy: 1e-5)
+        }
+        openAIError(try server.post("/v2/rerank", ["query": query, "documents": documents, "max_tokens_per_doc": 0, "model": names[1]]),
+                    status: 422, mentions: ["max_tokens_per_doc"])
+        openAIError(try server.get("/v2/rerank"), status: 405, mentions: ["POST"])
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    // MARK: - Slow clients and the shutdown
+
+    /// A body that trickles, or stalls, is cut with 408 at --read-timeout, and its connection is
+    /// closed; it was held for as long as the client kept sending (and 60 s of silence).
+    func testReadTimeoutCutsATricklingOrStalledBodyWith408() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--read-timeout", "1"])
+        let head = "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+        for trickles in [true, false] {
+            let started = Date()
+            let reply = try slowExchange(port: server.port, head: head, body: Data(#"{"inputs": "a"#.utf8), trickle: trickles, for: 5)
+            let elapsed = Date().timeIntervalSince(started)
+            XCTAssertTrue(reply.text.hasPrefix("HTTP/1.1 408"), "trickle \(trickles): \(reply.text)")
+            XCTAssertTrue(reply.text.contains("--read-timeout"), reply.text)
+            XCTAssertTrue(reply.closed, "the connection stays open after the 408 (trickle \(trickles))")
+            XCTAssertGreaterThanOrEqual(elapsed, 0.9)
+            XCTAssertLessThan(elapsed, 3, "trickle \(trickles)")
+        }
+        XCTAssertEqual(try server.post("/embed", ["inputs": "still here"]).status, 200)
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// SIGTERM while a client trickles its body: the server ends within --shutdown-grace + 1 s,
+    /// exits 0, and says how many requests it cut (it waited for the client for 150 s before).
+    func testSIGTERMWithATricklingClientEndsWithinTheGrace() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--shutdown-grace", "2", "--read-timeout", "60"])
+        let head = "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+        let client = Thread { _ = try? slowExchange(port: server.port, head: head, body: Data(#"{"inputs": "a"#.utf8), trickle: true, for: 30) }
+        client.start()
+        Thread.sleep(forTimeInterval: 1)  // the head is in, the body trickles
+        let started = Date()
+        let status = server.terminate(timeout: 30)
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertEqual(status, 0, server.standardError)
+        XCTAssertLessThanOrEqual(elapsed, 3, "the server took \(elapsed) s after SIGTERM with --shutdown-grace 2")
+        XCTAssertTrue(server.standardError.contains("cut 1 request still in flight"), server.standardError)
+    }
+
+    /// --max-connections: connections past the limit wait, unanswered, in the listen backlog
+    /// until one closes; then they are served (nothing bounded connections before).
+    func testMaxConnectionsHoldsFurtherConnectionsUntilOneCloses() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--max-connections", "2"])
+        let idle = try (0..<2).map { _ in try connectLoopback(port: server.port, timeout: 1) }
+        Thread.sleep(forTimeInterval: 0.3)  // both accepted
+        let third = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var status = 0
+        Thread {
+            status = (try? httpRequest(port: server.port, method: "GET", path: "/health", timeout: 20))?.status ?? -1
+            third.signal()
+        }.start()
+        XCTAssertEqual(third.wait(timeout: .now() + 1.5), .timedOut, "a third connection was served while two were open")
+        close(idle[0])
+        XCTAssertEqual(third.wait(timeout: .now() + 10), .success, "the third connection was not served after one closed")
+        XCTAssertEqual(status, 200)
+        close(idle[1])
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    // MARK: - Bounded answers, bounded time
+
+    /// /tokenize and /embed_all refuse an answer over --max-response-bytes with 413 before
+    /// building it (a 2 MB /tokenize body gave a 70 MB answer).
+    func testMaxResponseBytesRefusesLargeAnswers() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--max-response-bytes", "100000"])
+        let long = (0..<5000).map { "word\($0 % 40)" }.joined(separator: " ")
+        teiError(try server.post("/tokenize", ["inputs": long]), status: 413, mentions: ["/tokenize", "100000", "--max-response-bytes"])
+        let small = try server.post("/tokenize", ["inputs": "a cat sat"])
+        XCTAssertEqual(small.status, 200, small.text)
+        let texts = Array(Self.sentences.prefix(12))
+        teiError(try server.post("/embed_all", ["inputs": texts]), status: 413, mentions: ["/embed_all", "100000", "--max-response-bytes"])
+        let one = try server.post("/embed_all", ["inputs": "hi"])
+        XCTAssertEqual(one.status, 200)
+        XCTAssertLessThanOrEqual(one.body.count, 100_000)
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// --request-timeout covers decoding and tokenising: a request whose texts take longer to
+    /// tokenise than its timeout gets 503 at its deadline (/tokenize had no deadline at all).
+    func testRequestDeadlineCoversTokenising() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--request-timeout", "0.5", "--body-limit", "40000000",
+                                                                  "--max-response-bytes", "4000000000", "--max-inputs", "100000"])
+        let text = String(repeating: "Tokenisation of many long texts takes a while. ", count: 40)
+        let body = jsonBody(["inputs": Array(repeating: text, count: 8000)])
+        let started = Date()
+        let reply = try httpRequest(port: server.port, method: "POST", path: "/tokenize", body: body)
+        let elapsed = Date().timeIntervalSince(started)
+        teiError(reply, status: 503, mentions: ["--request-timeout", "tokenising", "not processed"])
+        XCTAssertLessThan(elapsed, 2.5, "the 503 came after \(elapsed) s")
+        XCTAssertEqual(server.terminate(), 0)
+    }
+}
+
+/// What a slow client got back: the bytes of the reply, and whether the server closed the connection.
+struct SlowReply {
+    let text: String
+    let closed: Bool
+}
+
+/// Sends `head` and the start of a body, then (`trickle`) one more byte every 0.2 s or
+/// (otherwise) nothing, for up to `seconds`, reading whatever the server answers.
+func slowExchange(port: Int, head: String, body: Data, trickle: Bool, for seconds: Double) throws -> SlowReply {
+    let fd = try connectLoopback(port: port, timeout: 1)
+    defer { close(fd) }
+    var wait = timeval(tv_sec: 0, tv_usec: 200_000)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+    let start = Data(head.utf8) + body
+    _ = start.withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+    var reply = Data(), buffer = [UInt8](repeating: 0, count: 65536)
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        let n = recv(fd, &buffer, buffer.count, 0)  // waits up to 0.2 s (SO_RCVTIMEO)
+        if n == 0 { return SlowReply(text: String(decoding: reply, as: UTF8.self), closed: true) }
+        if n > 0 { reply.append(buffer, count: n); continue }
+        if errno != EAGAIN && errno != EWOULDBLOCK { return SlowReply(text: String(decoding: reply, as: UTF8.self), closed: true) }
+        if trickle { _ = send(fd, " ", 1, Int32(MSG_NOSIGNAL)) }
+    }
+    return SlowReply(text: String(decoding: reply, as: UTF8.self), closed: false)
+}
