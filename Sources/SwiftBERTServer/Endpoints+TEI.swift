@@ -356,6 +356,15 @@ extension Endpoints {
             json.key("max_queue_sequences"); json.number(configuration.queueCapacity)
             json.key("max_wait_ms"); json.number(Int(configuration.maxWait.seconds * 1000))
             json.key("version"); json.string(Self.version)
+            // What runs the Linear layers on this CPU: AMX tiles or the vector units (docs/amx.md).
+            let kernels = KernelReport.current
+            json.key("kernels")
+            json.object {
+                json.key("fp32_linear"); json.string(kernels.fp32Linear)
+                json.key("int8_linear"); json.string(kernels.int8Linear)
+                json.key("bf16_linear"); json.string(kernels.bf16Linear)
+                json.key("matrix_unit"); json.string(kernels.matrixUnit)
+            }
             json.key("models")
             json.array { for model in models { json.object { describe(model) } } }
         }

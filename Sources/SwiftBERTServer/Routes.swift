@@ -66,7 +66,9 @@ struct Route: Sendable {
         Route(method: .post, path: "/fill", summary: "Masked-word prediction: the top-k tokens for each mask token.", shape: .tei, request: FillRequest.self,
               response: .object([("model", .string, true), ("predictions", .array(.object([("position", .integer, true), ("candidates", .array(.object([("token", .string, true), ("id", .integer, true), ("probability", .number, true)])), true)])), true)])) { try await $0.fill($1) },
         Route(method: .get, path: "/info", summary: "TEI: the model, its heads and the server's limits.", shape: .tei, request: nil,
-              response: .object([("model_id", .string, true), ("model_type", .object([]), true), ("max_input_length", .integer, true), ("models", .array(.object([])), true)])) { endpoints, _ in try endpoints.info() },
+              response: .object([("model_id", .string, true), ("model_type", .object([]), true), ("max_input_length", .integer, true), ("models", .array(.object([])), true),
+                                  ("kernels", .object([("fp32_linear", .string, true), ("int8_linear", .string, true), ("bf16_linear", .string, true),
+                                                       ("matrix_unit", .string, true)]), true)])) { endpoints, _ in try endpoints.info() },
     ]
 
     /// A sparse vector's JSON: its non-zero entries, ids ascending.

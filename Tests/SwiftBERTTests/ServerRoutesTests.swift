@@ -73,6 +73,10 @@ extension ServerTests {
         let info = try XCTUnwrap(server.get("/info").json() as? [String: Any])
         let types = (info["models"] as? [[String: Any]])?.compactMap { ($0["model_type"] as? [String: Any])?.keys.first }
         XCTAssertEqual(types, ["classifier", "reranker"])
+        // And what runs the Linear layers: the same kernel report as `bert info` (AMX or not).
+        let kernels = try XCTUnwrap(info["kernels"] as? [String: Any])
+        XCTAssertEqual(kernels["matrix_unit"] as? String, KernelReport.current.matrixUnit)
+        XCTAssertEqual(kernels["bf16_linear"] as? String, KernelReport.current.bf16Linear)
         XCTAssertEqual(server.terminate(), 0)
     }
 
