@@ -15,18 +15,7 @@ extension Endpoints {
         let json = JSONWriter()
         json.object {
             json.key("model"); json.string(model.name)
-            json.key("results")
-            json.array {
-                for index in rankedIndices(scores).prefix(request.top_n ?? scores.count) {
-                    json.object {
-                        json.key("index"); json.number(index)
-                        json.key("relevance_score"); json.number(scores[index])
-                        if request.return_documents ?? false {
-                            json.key("document"); json.object { json.key("text"); json.string(documents[index]) }
-                        }
-                    }
-                }
-            }
+            writeResults(json, scores: scores, topN: request.top_n, documents: request.return_documents ?? false ? documents : nil)
             json.key("usage"); json.object { json.key("total_tokens"); json.number(tokens) }
         }
         return json.bytes
@@ -50,15 +39,7 @@ extension Endpoints {
         let json = JSONWriter()
         json.object {
             json.key("id"); json.string(UUID().uuidString.lowercased())
-            json.key("results")
-            json.array {
-                for index in rankedIndices(scores).prefix(request.top_n ?? scores.count) {
-                    json.object {
-                        json.key("index"); json.number(index)
-                        json.key("relevance_score"); json.number(scores[index])
-                    }
-                }
-            }
+            writeResults(json, scores: scores, topN: request.top_n, documents: nil)
             json.key("meta")
             json.object {
                 json.key("api_version"); json.object { json.key("version"); json.string("2") }
@@ -73,6 +54,21 @@ extension Endpoints {
         let encoding = tokenizer.encode(text, addSpecialTokens: false)
         guard encoding.count > count, let end = encoding.offsets.prefix(count).last(where: { !$0.isEmpty })?.upperBound else { return text }
         return String(String.UnicodeScalarView(text.unicodeScalars.prefix(end)))
+    }
+
+    /// Cohere's "results" (v1 and v2): the top `topN` by score, each {"index", "relevance_score"},
+    /// with {"document": {"text"}} when `documents` is given (v1's return_documents).
+    private func writeResults(_ json: JSONWriter, scores: [Float], topN: Int?, documents: [String]?) {
+        json.key("results")
+        json.array {
+            for index in rankedIndices(scores).prefix(topN ?? scores.count) {
+                json.object {
+                    json.key("index"); json.number(index)
+                    json.key("relevance_score"); json.number(scores[index])
+                    if let documents { json.key("document"); json.object { json.key("text"); json.string(documents[index]) } }
+                }
+            }
+        }
     }
 
     /// Indices by score, best first; ties keep input order.

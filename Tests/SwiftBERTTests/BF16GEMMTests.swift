@@ -60,7 +60,7 @@ final class BF16GEMMTests: XCTestCase {
             var y = [Float](repeating: .nan, count: m * n)
             activations.round(x, m: m, k: k)
             packed.multiply(activations, bias: bias, into: &y, columns: 0..<n)
-            assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "m \(m) k \(k) n \(n)")
+            Self.assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "m \(m) k \(k) n \(n)")
         }
     }
 
@@ -78,7 +78,7 @@ final class BF16GEMMTests: XCTestCase {
                 activations.round(x, m: m, k: k)
                 var y = [Float](repeating: .nan, count: m * n)
                 packed.multiply(activations, bias: bias, into: &y, columns: 0..<n)
-                assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "\(product) m \(m) k \(k) n \(n)")
+                Self.assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "\(product) m \(m) k \(k) n \(n)")
                 results.append(y)
             }
             for y in results.dropFirst() { XCTAssertEqual(y.map(\.bitPattern), results[0].map(\.bitPattern), "m \(m) k \(k) n \(n)") }
@@ -104,7 +104,7 @@ final class BF16GEMMTests: XCTestCase {
     func testLinearOnThreadsEqualsOneBF16GEMM() {
         let (m, k, n) = (9, 71, 300)
         let (x, w, bias, packed, _, single) = randomProduct(seed: 13, m: m, k: k, n: n)
-        assertMatchesReference(single, x: x, m: m, w: w, n: n, k: k, bias: bias, "single call")
+        Self.assertMatchesReference(single, x: x, m: m, w: w, n: n, k: k, bias: bias, "single call")
         for threads in [1, 2, 3, 8] {
             XCTAssertEqual(linear(x, m: m, weight: packed, bias: bias, threads: threads, quantizesActivations: false),
                            single, "\(threads) threads")
@@ -119,7 +119,7 @@ final class BF16GEMMTests: XCTestCase {
         let layer = try LinearLayer(weights: w, bias: bias, n: n, k: k, precision: .bf16)
         var y = [Float](repeating: .nan, count: m * n)
         layer(x, m: m, into: &y, threads: 2)
-        assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "LinearLayer")
+        Self.assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "LinearLayer")
     }
 
     // MARK: - Reference
@@ -140,7 +140,8 @@ final class BF16GEMMTests: XCTestCase {
 
     /// Σ bf16(x)·bf16(w) in Double plus the bias; the kernel's FP32 sums may differ by the
     /// summation error of k + 1 float additions, bounded by Σ|terms| · (k + 1) · 2⁻²³.
-    private func assertMatchesReference(_ y: [Float], x: [Float], m: Int, w: [Float], n: Int, k: Int, bias: [Float],
+    /// Also TileKernelTests' check of the Linear layers on tiles (another order of the same sums).
+    static func assertMatchesReference(_ y: [Float], x: [Float], m: Int, w: [Float], n: Int, k: Int, bias: [Float],
                                         _ message: String, file: StaticString = #filePath, line: UInt = #line) {
         let bx = x.map(BFloat16.rounded), bw = w.map(BFloat16.rounded)
         for r in 0..<m {

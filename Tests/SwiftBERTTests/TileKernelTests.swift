@@ -19,7 +19,7 @@ final class TileKernelTests: XCTestCase {
 
     /// tdpbusd: Σ u8 · s8 in Int32, every quad of every step, rows across both tiles.
     func testEmulatedInt8BlockGivesTheExactSums() {
-        var random = SplitMix(seed: 3)
+        var random = TokenizerTestRandom(seed: 3)
         for (rows, kQuads) in [(1, 1), (16, 16), (17, 17), (32, 33), (9, 40)] {
             let aStride = kQuads * 4 + 8  // a row stride wider than the row, as a caller's may be
             let a = (0..<(rows * aStride)).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -43,7 +43,7 @@ final class TileKernelTests: XCTestCase {
     /// then to the accumulator; denormal inputs read as zero, denormal results flushed. Bit for
     /// bit, on random values, with denormals, signed zeros, and an odd number of pairs.
     func testEmulatedBF16BlockFollowsTheSDMArithmetic() {
-        var random = SplitMix(seed: 5)
+        var random = TokenizerTestRandom(seed: 5)
         for (rows, kPairs) in [(1, 1), (16, 16), (17, 23), (32, 48), (3, 5)] {
             var a = (0..<(rows * kPairs)).map { _ in UInt32.random(in: 0...UInt32.max, using: &random) & 0xBFFF_BFFF }
             var b = (0..<(kPairs * 64)).map { _ in UInt32.random(in: 0...UInt32.max, using: &random) & 0xBFFF_BFFF }
@@ -103,19 +103,7 @@ final class TileKernelTests: XCTestCase {
             activations.round(x, m: m, k: k)
             var y = [Float](repeating: .nan, count: m * n)
             packed.multiply(activations, bias: bias, into: &y, columns: 0..<n)
-            let bx = x.map(BFloat16.rounded), bw = w.map(BFloat16.rounded)
-            for r in 0..<m {
-                for c in 0..<n {
-                    var sum = Double(bias[c]), magnitude = abs(Double(bias[c]))
-                    for i in 0..<k {
-                        let product = Double(bx[r * k + i]) * Double(bw[c * k + i])
-                        sum += product
-                        magnitude += abs(product)
-                    }
-                    XCTAssertEqual(Double(y[r * n + c]), sum, accuracy: magnitude * Double(k + 1) * 1.2e-7,
-                                   "m \(m) k \(k) n \(n) at (\(r), \(c))")
-                }
-            }
+            BF16GEMMTests.assertMatchesReference(y, x: x, m: m, w: w, n: n, k: k, bias: bias, "tiles, m \(m) k \(k) n \(n)")
             assertBlocksMatchTheWhole(m: m, n: n, whole: y) { y, rows, columns in
                 packed.multiply(activations, bias: bias, into: y, rows: rows, columns: columns)
             }
@@ -131,7 +119,7 @@ final class TileKernelTests: XCTestCase {
     func testTilesAgreeWithTheirEmulator() throws {
         try XCTSkipUnless(TileBackend.hardwareAvailable,
                           "no AMX here (or the kernel did not grant tile data): the tiles cannot run, the emulator tests above ran instead")
-        var random = SplitMix(seed: 9)
+        var random = TokenizerTestRandom(seed: 9)
         var identical = 0, total = 0
         for (rows, lanes) in [(1, 1), (16, 16), (17, 23), (32, 48), (32, 192), (5, 384)] {
             let a8 = (0..<(rows * lanes * 4)).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -200,17 +188,4 @@ final class TileKernelTests: XCTestCase {
     }
 
     private static func flushed(_ x: Float) -> Float { x.isSubnormal ? Float(sign: x.sign, exponent: 0, significand: 0) : x }
-}
-
-/// A seeded generator for `random(in:using:)`.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49EB_311C_EBBB
-        return z ^ (z >> 31)
-    }
 }
