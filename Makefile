@@ -11,7 +11,7 @@ NATIVE := $(shell cat tools/native-flags)
 # engine's speed as it was (docs/builds.md).
 SERVER := $(shell cat tools/build-flags)
 
-.PHONY: setup demo test bench bert dist
+.PHONY: setup demo test build-tests bench bert dist
 
 setup:
 	@tools/setup.sh
@@ -30,12 +30,16 @@ demo: setup
 	@echo; echo "bert fill (splade-tiny): the likeliest words for [MASK]"
 	@$(BERT) fill "The capital of France is [MASK]."
 
+# The set-up, then the release build of everything, the tests included: what `make test` runs
+# before the suite (.ci/run builds it beside its other builds, then runs `make test` alone).
+build-tests: setup
+	swift build -c release $(NATIVE) $(SERVER) --build-tests
+
 # Release mode: the SIMD and INT8 kernels are 50x slower unoptimised. The suite is XCTest only: without Swift Testing's empty run after
 # it, XCTest's "Executed N tests" is the last summary line. FILTER=Name runs the matching tests.
 # The tests are built by `swift build`, as `bert` is (`swift test` would build everything again
 # with parameters of its own), then run without building.
-test: setup
-	swift build -c release $(NATIVE) $(SERVER) --build-tests
+test: build-tests
 	swift test -c release $(NATIVE) $(SERVER) --disable-swift-testing --skip-build $(if $(FILTER),--filter '$(FILTER)')
 
 bench: setup

