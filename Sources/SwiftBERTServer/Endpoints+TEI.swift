@@ -93,6 +93,10 @@ extension Endpoints {
     func embedSparse(_ body: [UInt8]) async throws -> [UInt8] {
         let (model, sequences) = try await tokenRequest(body)
         let vectors = try await run(sequences, head: try sparseHead(model), on: model)
+        // Sized once the weights are known (a SPLADE vector can hold any share of the
+        // vocabulary) and before the JSON, which is about 5 times their size, is built.
+        try checkResponseSize(Self.sparseJSONBytes(vectors) + 2, route: "/embed_sparse",
+                              of: "\(vectors.reduce(0) { $0 + $1.indices.count }) weights")
         return try await offload {
             let json = JSONWriter(capacity: vectors.reduce(0) { $0 + $1.indices.count * 32 } + 16)
             json.array { for vector in vectors { json.sparse(vector) } }
@@ -103,7 +107,10 @@ extension Endpoints {
     /// POST /embed_multi_vector: [[[Float]]], BGE-M3's ColBERT vectors, one per token after [CLS].
     func embedMultiVector(_ body: [UInt8]) async throws -> [UInt8] {
         let (model, sequences) = try await tokenRequest(body)
-        let vectors = try await run(sequences, head: try multiVectorHead(model), on: model)
+        let head = try multiVectorHead(model)
+        try checkResponseSize(Self.multiVectorJSONBytes(sequences, dimension: head.dimension) + 2, route: "/embed_multi_vector",
+                              of: "\(sequences.reduce(0) { $0 + $1.count }) tokens × \(head.dimension) numbers")
+        let vectors = try await run(sequences, head: head, on: model)
         return try await offload {
             let json = JSONWriter(capacity: vectors.reduce(0) { $0 + $1.count } * (model.multiVector?.dimension ?? 0) * 13 + 16)
             json.array { for text in vectors { json.array { for vector in text { json.floats(vector) } } } }
@@ -129,7 +136,19 @@ extension Endpoints {
         dense.normalize = request.normalize ?? dense.normalize
         let head = RetrievalHead(dense: dense, sparse: outputs.contains(.sparse) ? try sparseHead(model) : nil,
                                  multiVector: outputs.contains(.multiVector) ? try multiVectorHead(model) : nil, outputs: outputs)
+        // The dense and multi-vector parts are sized before the forward pass, the sparse part
+        // once its weights are known; all before the JSON is built.
+        let denseBytes = outputs.contains(.dense) ? sequences.count * (model.dimension * Self.floatJSONBytes + 12) : 0
+        let multiVectorBytes = outputs.contains(.multiVector) ? Self.multiVectorJSONBytes(sequences, dimension: model.multiVector?.dimension ?? 0) + sequences.count * 18 : 0
+        let fixedBytes = denseBytes + multiVectorBytes + sequences.count * 3 + 2
+        let what = "\(sequences.count) texts, \(sequences.reduce(0) { $0 + $1.count }) tokens"
+        try checkResponseSize(fixedBytes, route: "/embed_outputs", of: what)
         let results = try await run(sequences, head: head, promptLength: promptLength, on: model)
+        if outputs.contains(.sparse) {
+            let sparse = results.compactMap(\.sparse)
+            try checkResponseSize(fixedBytes + Self.sparseJSONBytes(sparse) + sparse.count * 10, route: "/embed_outputs",
+                                  of: "\(what), \(sparse.reduce(0) { $0 + $1.indices.count }) sparse weights")
+        }
         return try await offload {
             let json = JSONWriter(capacity: sequences.reduce(0) { $0 + $1.count } * (model.multiVector?.dimension ?? 0) * 13 + results.count * model.dimension * 13 + 16)
             json.array {

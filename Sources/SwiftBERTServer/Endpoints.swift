@@ -17,17 +17,24 @@ struct Endpoints: Sendable {
     /// which the HTTP handlers need free). Serial queues, because libdispatch gives them threads
     /// of their own (overcommit) even when every core is busy; a concurrent queue shares the
     /// cores' threads with the cooperative pool, and two long requests stalled /health.
-    private static let work = (0..<max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)).map {
-        DispatchQueue(label: "bert-serve-requests-\($0)")
-    }
-    private static let nextQueue = RoundRobin()
+    /// Two sets of lanes, by the request body's size: tokenising takes time linear in the bytes
+    /// (docs/robustness.md), so a small body never waits behind a large one's work, and clients
+    /// sending large bodies, however many, hold at most the large lanes.
+    private static let laneCount = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    private static let smallLanes = (0..<laneCount).map { DispatchQueue(label: "bert-serve-requests-small-\($0)") }
+    private static let largeLanes = (0..<laneCount).map { DispatchQueue(label: "bert-serve-requests-large-\($0)") }
+    private static let nextSmall = RoundRobin(), nextLarge = RoundRobin()
+    /// The largest body that takes a small lane: about a millisecond of tokenising at worst.
+    static let smallBodyBytes = 16 << 10
 
-    /// Runs `body` on one of the `work` queues and returns its result. The request's deadline
-    /// goes with it: tokenising (`encode`, /tokenize) checks it before each text, so that a
-    /// request that waited for a queue, or whose texts take long to decode and tokenise, ends at
-    /// its deadline. (Counts and sizes are checked first: a 413 says more than a 503.)
+    /// Runs `body` on one of the lanes (by the size of the request's body: `RequestBody.bytes`)
+    /// and returns its result. The request's deadline goes with it: tokenising (`encode`,
+    /// /tokenize) checks it before each text, so that a request that waited for a lane, or whose
+    /// texts take long to decode and tokenise, ends at its deadline. (Counts and sizes are
+    /// checked first: a 413 says more than a 503.)
     func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let queue = Self.work[Self.nextQueue.next() % Self.work.count]
+        let queue = RequestBody.bytes <= Self.smallBodyBytes ? Self.smallLanes[Self.nextSmall.next() % Self.laneCount]
+                                                              : Self.largeLanes[Self.nextLarge.next() % Self.laneCount]
         let deadline = RequestDeadline.current
         return try await withCheckedThrowingContinuation { continuation in
             queue.async {
@@ -80,6 +87,21 @@ struct Endpoints: Sendable {
 
     /// The most bytes a Float takes in JSON ("-1.17549435e-38") and its comma.
     static let floatJSONBytes = 16
+
+    /// The most bytes one sparse weight takes in JSON: `{"index":` (9), an Int32 (10 digits),
+    /// `,"value":` (9), a Float at its longest (15), `}` and a comma.
+    static let sparseEntryJSONBytes = 45
+
+    /// An upper bound on sparse vectors' JSON: their weights, and each vector's brackets and comma.
+    static func sparseJSONBytes(_ vectors: [SparseVector]) -> Int {
+        vectors.reduce(0) { $0 + $1.indices.count * sparseEntryJSONBytes + 3 }
+    }
+
+    /// An upper bound on ColBERT vectors' JSON: one vector of `dimension` numbers per token after
+    /// [CLS] (at most all of them), each with its brackets and comma, and each text's.
+    static func multiVectorJSONBytes(_ sequences: [[Int32]], dimension: Int) -> Int {
+        sequences.reduce(0) { $0 + $1.count * (dimension * floatJSONBytes + 3) + 3 }
+    }
 
     /// 413 when an answer of `size` bytes (an upper bound, computed before it is built) is over
     /// --max-response-bytes: building it would hold that much memory per request.
@@ -242,6 +264,12 @@ struct Endpoints: Sendable {
                                               fromLeft: fromLeft, param: param)
         return (rows.map { raw ? $0[0] : sigmoid($0[0]) }, tokens)
     }
+}
+
+/// The size of the body of the request this task answers (Handler.respond sets it): which
+/// lanes its CPU work takes (`Endpoints.offload`).
+enum RequestBody {
+    @TaskLocal static var bytes = 0
 }
 
 /// When a request must be answered: --request-timeout after its body arrived. It covers

@@ -22,11 +22,15 @@ public struct ServerConfiguration: Sendable {
     public var requestTimeout: Duration
     /// How long a request's body may take to arrive, from its head; slower gets 408.
     public var readTimeout: Duration
+    /// How long an answer may take to reach its client, from its first byte; a client that reads
+    /// slower (or not at all) has its connection closed, and the answer's memory freed.
+    public var writeTimeout: Duration
     /// After SIGTERM or SIGINT, how long requests in flight may take before the server cuts them and returns.
     public var shutdownGrace: Duration
     /// Open connections, at most; more wait in the listen backlog.
     public var maxConnections: Int
-    /// The largest answer /tokenize and /embed_all build; a larger one gets 413 before it is built.
+    /// The largest answer of the routes whose answers grow with the tokens (/tokenize, /embed_all,
+    /// /embed_sparse, /embed_multi_vector, /embed_outputs); a larger one gets 413 before it is built.
     public var maxResponseBytes: Int
     /// nil: no authentication.
     public var apiKey: String?
@@ -42,12 +46,12 @@ public struct ServerConfiguration: Sendable {
                 precision: Precision = .fp32, threads: Int? = nil, maxBatchTokens: Int = 1024,
                 maxWait: Duration = .milliseconds(5), queueCapacity: Int = 8192, maxInputs: Int = 2048,
                 bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), readTimeout: Duration = .seconds(30),
-                shutdownGrace: Duration = .seconds(25), maxConnections: Int = 128, maxResponseBytes: Int = 32 << 20,
+                writeTimeout: Duration = .seconds(30), shutdownGrace: Duration = .seconds(25), maxConnections: Int = 128, maxResponseBytes: Int = 32 << 20,
                 apiKey: String? = nil, acceptsTokenIds: Bool = false, corsOrigin: String? = nil, servedModelName: String? = nil) {
         self.models = models; self.host = host; self.port = port; self.precision = precision; self.threads = threads
         self.maxBatchTokens = maxBatchTokens; self.maxWait = maxWait; self.queueCapacity = queueCapacity
         self.maxInputs = maxInputs; self.bodyLimit = bodyLimit; self.requestTimeout = requestTimeout
-        self.readTimeout = readTimeout; self.shutdownGrace = shutdownGrace; self.maxConnections = maxConnections
+        self.readTimeout = readTimeout; self.writeTimeout = writeTimeout; self.shutdownGrace = shutdownGrace; self.maxConnections = maxConnections
         self.maxResponseBytes = maxResponseBytes; self.apiKey = apiKey
         self.acceptsTokenIds = acceptsTokenIds; self.corsOrigin = corsOrigin; self.servedModelName = servedModelName
     }

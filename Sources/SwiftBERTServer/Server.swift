@@ -55,7 +55,7 @@ public enum BertServer {
         let app = Application(
             router: router,
             // The idle timeout closes silent connections; a silent body gets its 408 first.
-            server: .http1(configuration: .init(additionalChannelHandlers: [CloseAfterResponse()],
+            server: .http1(configuration: .init(additionalChannelHandlers: [CloseAfterResponse(), WriteDeadline(configuration.writeTimeout)],
                                                 idleTimeout: .seconds(Int64(max(1, configuration.requestTimeout.seconds * 2,
                                                                                 configuration.readTimeout.seconds + 5))))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "SwiftBERT",
@@ -213,7 +213,9 @@ struct Handler: Sendable {
                 let body = readsBody ? try await readBody(request) : []
                 // --request-timeout runs from here: decoding, tokenising, the model's queue.
                 let deadline = ContinuousClock.now + configuration.requestTimeout
-                response = jsonResponse(200, try await RequestDeadline.$current.withValue(deadline) { try await endpoint(body) })
+                response = jsonResponse(200, try await RequestBody.$bytes.withValue(body.count) {
+                    try await RequestDeadline.$current.withValue(deadline) { try await endpoint(body) }
+                })
             } catch let error as APIError {
                 response = Self.errorResponse(error, shape: shape)
             } catch is RequestTimeout {
@@ -388,6 +390,45 @@ final class CloseAfterResponse: ChannelOutboundHandler, RemovableChannelHandler 
                 channel.close(mode: .output, promise: nil)
                 channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
             }
+        default:
+            context.write(data, promise: promise)
+        }
+    }
+}
+
+/// Closes a connection whose answer has not reached its client `timeout` after its head was
+/// written: a client that reads slowly or not at all would otherwise hold the answer's memory
+/// (up to --max-response-bytes) and its connection for as long as it likes. Closing fails the
+/// pending writes, which frees them, and ends the handler that waits on them.
+final class WriteDeadline: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    private let timeout: TimeAmount
+    /// The answer being written, counted so that a check of an earlier answer does nothing.
+    private var answer = 0
+    private var written = 0
+
+    init(_ timeout: Duration) {
+        let (seconds, attoseconds) = timeout.components
+        self.timeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head:
+            answer += 1
+            let this = answer, channel = context.channel
+            let loop = context.eventLoop.assumeIsolatedUnsafeUnchecked()
+            loop.scheduleTask(in: timeout) { [self] in
+                guard written < this else { return }
+                channel.close(promise: nil)
+            }
+            context.write(data, promise: promise)
+        case .end:
+            let this = answer
+            let done = promise ?? context.eventLoop.makePromise()
+            done.futureResult.assumeIsolatedUnsafeUnchecked().whenSuccess { [self] in written = max(written, this) }
+            context.write(data, promise: done)
         default:
             context.write(data, promise: promise)
         }

@@ -58,13 +58,16 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds a request's body may take to arrive after its head; a body that trickles or stalls gets 408 and the connection closes.")
     var readTimeout = 30.0
 
+    @Option(help: "Seconds an answer may take to reach its client, from its first byte; a client that reads slower, or not at all, has its connection closed.")
+    var writeTimeout = 30.0
+
     @Option(help: "Seconds requests in flight get after SIGTERM or SIGINT; then the server cuts them, says how many, and exits 0.")
     var shutdownGrace = 25.0
 
     @Option(help: "Open connections, at most; more wait in the listen backlog until one closes.")
     var maxConnections = 128
 
-    @Option(help: "Bytes of one /tokenize or /embed_all answer, at most; a larger one gets 413 before it is built.")
+    @Option(help: "Bytes of one answer of /tokenize, /embed_all, /embed_sparse, /embed_multi_vector or /embed_outputs, at most; a larger one gets 413 before it is built.")
     var maxResponseBytes = 32 << 20
 
     @Option(help: "Require `Authorization: Bearer KEY` on every route but /health, /openapi.json and /docs (default: $SWIFTBERT_API_KEY; none when unset).")
@@ -88,6 +91,7 @@ struct Serve: ParsableCommand {
         if bodyLimit < 1 { throw ValidationError("--body-limit must be at least 1") }
         if !(requestTimeout > 0) { throw ValidationError("--request-timeout must be more than 0") }
         if !(readTimeout > 0) { throw ValidationError("--read-timeout must be more than 0") }
+        if !(writeTimeout > 0) { throw ValidationError("--write-timeout must be more than 0") }
         if !(shutdownGrace >= 0) { throw ValidationError("--shutdown-grace must be 0 or more") }
         if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
         if maxResponseBytes < 1 { throw ValidationError("--max-response-bytes must be at least 1") }
@@ -105,7 +109,8 @@ struct Serve: ParsableCommand {
             models: models, host: host, port: port, precision: engine.precision, threads: engine.threads,
             maxBatchTokens: maxBatchTokens, maxWait: .milliseconds(maxWaitMs), queueCapacity: queueCapacity,
             maxInputs: maxInputs, bodyLimit: bodyLimit, requestTimeout: .milliseconds(Int(requestTimeout * 1000)),
-            readTimeout: .milliseconds(Int(readTimeout * 1000)), shutdownGrace: .milliseconds(Int(shutdownGrace * 1000)),
+            readTimeout: .milliseconds(Int(readTimeout * 1000)), writeTimeout: .milliseconds(Int(writeTimeout * 1000)),
+            shutdownGrace: .milliseconds(Int(shutdownGrace * 1000)),
             maxConnections: maxConnections, maxResponseBytes: maxResponseBytes, apiKey: key,
             acceptsTokenIds: acceptTokenIds, corsOrigin: corsOrigin, servedModelName: servedModelName)
         let outcome = ServeOutcome()

@@ -203,6 +203,126 @@ extension ServerTests {
         XCTAssertEqual(server.terminate(), 0)
     }
 
+    /// /embed_sparse and /embed_outputs size their answers too, once the weights are known and
+    /// before the JSON is built (they were built whatever their size).
+    func testSparseAndOutputsAnswersAreSized() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--model", "splade-tiny", "--max-response-bytes", "20000"])
+        let texts = Array(Self.sentences.prefix(12))
+        teiError(try server.post("/embed_sparse", ["inputs": texts]), status: 413, mentions: ["/embed_sparse", "20000", "--max-response-bytes", "weights"])
+        teiError(try server.post("/embed_outputs", ["inputs": texts, "outputs": ["sparse"]]), status: 413,
+                 mentions: ["/embed_outputs", "20000", "--max-response-bytes"])
+        let one = try server.post("/embed_sparse", ["inputs": "a cat sat"])
+        XCTAssertEqual(one.status, 200, one.text)
+        XCTAssertLessThanOrEqual(one.body.count, 20000)
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// --write-timeout: a client that does not read its answer has its connection closed, and
+    /// the rest of the answer dropped (the server held both for as long as the client liked).
+    func testWriteTimeoutClosesAConnectionThatDoesNotRead() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--write-timeout", "1", "--max-response-bytes", "100000000"])
+        // About 3,000 tokens: an answer of about 16 MB, more than the sockets' buffers hold.
+        let text = String(repeating: "word ", count: 250)
+        let body = jsonBody(["inputs": Array(repeating: text, count: 12), "truncate": true])
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        var small: Int32 = 4096  // before connect: the window the server may fill stays small
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        var wait = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(server.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        XCTAssertEqual(connected, 0)
+        let request = Data("POST /embed_all HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+        // The head first (the forward pass takes a while), then no reading for longer than
+        // --write-timeout, then the rest.
+        var received = Data(), buffer = [UInt8](repeating: 0, count: 1 << 12)
+        while received.range(of: Data("\r\n\r\n".utf8)) == nil {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            received.append(buffer, count: n)
+        }
+        Thread.sleep(forTimeInterval: 3)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }  // the end of what the server sent before it closed (or a reset)
+            received.append(buffer, count: n)
+        }
+        guard let split = received.range(of: Data("\r\n\r\n".utf8)) else {
+            return XCTFail("no answer head in \(received.count) bytes; \(server.standardError)")
+        }
+        let head = String(decoding: received[..<split.lowerBound], as: UTF8.self)
+        XCTAssertTrue(head.hasPrefix("HTTP/1.1 200"), head)
+        guard let lengthLine = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
+              let length = Int(lengthLine.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else {
+            return XCTFail("no Content-Length in \(head)")
+        }
+        let bodyBytes = received.count - split.upperBound
+        XCTAssertGreaterThan(length, 8_000_000, "the answer is too small to test this")
+        XCTAssertLessThan(bodyBytes, length, "the whole answer arrived: the connection was not cut")
+        XCTAssertEqual(try server.post("/embed", ["inputs": "still serving"]).status, 200)
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// The memory bound of docs/server.md holds under issue 44's attacks, at small limits:
+    /// peak RSS ≤ (RSS after a full forward pass) + W × k × B + C × (2 × B + R), with W the
+    /// large-body lanes, k = 45, B = --body-limit, C = --max-connections, R = --max-response-bytes.
+    func testPeakMemoryStaysUnderTheDocumentedBound() throws {
+        let body = 256 << 10, connections = 4, response = 4 << 20, writeTimeout = 2.0
+        let server = try ServerProcess(bert: bertPath, arguments: [
+            "--body-limit", "\(body)", "--max-connections", "\(connections)", "--max-response-bytes", "\(response)",
+            "--write-timeout", "\(writeTimeout)", "--max-inputs", "100000"])
+        func peakKiB() throws -> Int {
+            let status = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }!
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])!
+        }
+        // A forward pass at --max-batch-tokens (1024: four texts cut at 256), the F of the formula.
+        let long = String(repeating: "lorem ipsum dolor sit amet ", count: 80)
+        XCTAssertEqual(try server.post("/embed", ["inputs": Array(repeating: long, count: 4), "truncate": true]).status, 200)
+        let baseline = try peakKiB()
+        let lanes = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        let bound = baseline + (lanes * 45 * body + connections * (2 * body + response)) / 1024
+
+        func concurrently(_ count: Int, _ work: @escaping @Sendable () -> Void) {
+            let group = DispatchGroup()
+            for _ in 0..<count { group.enter(); Thread { work(); group.leave() }.start() }
+            group.wait()
+        }
+        // 8 clients at once: /tokenize of a body just under --body-limit, in short words.
+        let words = (0..<(body / 4)).map { "w\($0 % 97)" }.joined(separator: " ")
+        let tokenize = jsonBody(["inputs": String(words.prefix(body - 64))])
+        let port = server.port
+        concurrently(8) { _ = try? httpRequest(port: port, method: "POST", path: "/tokenize", body: tokenize, timeout: 30) }
+        // /embed_all of 256 texts: refused before its forward pass.
+        let texts = (0..<256).map { i in (0..<120).map { "w\(i)x\($0)" }.joined(separator: " ") }
+        XCTAssertEqual(try server.post("/embed_all", ["inputs": texts, "truncate": true]).status, 413)
+        // 8 clients post /embed_all with an answer just under --max-response-bytes and never read
+        // it: --write-timeout closes them, the other 4 wait their turn in the backlog.
+        let under = jsonBody(["inputs": Array(repeating: String(repeating: "a ", count: 200), count: 3), "truncate": true])
+        concurrently(8) {
+            guard let fd = try? connectLoopback(port: port, timeout: 1) else { return }
+            var small: Int32 = 4096
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+            let request = Data("POST /embed_all HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(under.count)\r\n\r\n".utf8) + under
+            _ = request.withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+            Thread.sleep(forTimeInterval: writeTimeout * 2 + 1)
+            close(fd)
+        }
+        let peak = try peakKiB()
+        print("bert serve peak RSS \(peak / 1024) MiB; after one full forward pass \(baseline / 1024) MiB; bound \(bound / 1024) MiB")
+        XCTAssertLessThanOrEqual(peak, bound, "peak RSS over the documented bound (docs/server.md)")
+        XCTAssertEqual(try server.post("/embed", ["inputs": "still serving"]).status, 200)
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
     /// --request-timeout covers decoding and tokenising: a request whose texts take longer to
     /// tokenise than its timeout gets 503 at its deadline (/tokenize had no deadline at all).
     func testRequestDeadlineCoversTokenising() throws {
