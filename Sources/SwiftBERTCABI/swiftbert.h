@@ -33,8 +33,9 @@ enum swiftbert_status {
     SWIFTBERT_INVALID_ARGUMENT = 1,  /* a null pointer, invalid UTF-8, an unknown precision, a bad count */
     SWIFTBERT_NOT_FOUND = 2,         /* no such model folder or name */
     SWIFTBERT_INVALID_MODEL = 3,     /* the folder's weights, config or tokenizer cannot be used */
-    SWIFTBERT_INVALID_INPUT = 4,     /* the engine refused a text (no mask to fill, too long without truncation, ...) */
-    SWIFTBERT_UNSUPPORTED = 5,       /* the checkpoint lacks the head asked for, or its architecture is not supported */
+    SWIFTBERT_INVALID_INPUT = 4,     /* the engine refused the request: no mask to fill, an unknown prompt name,
+                                        a head the checkpoint lacks (the message names the heads it has) */
+    SWIFTBERT_UNSUPPORTED = 5,       /* the checkpoint's architecture or format is not supported */
     SWIFTBERT_BUFFER_TOO_SMALL = 6,  /* `capacity` is less than the output needs */
     SWIFTBERT_CLOSED_HANDLE = 7,     /* the handle was freed, or never existed */
     SWIFTBERT_PULL_FAILED = 8,       /* `swiftbert_pull`: unknown model, offline, checksum, download */

@@ -25,13 +25,13 @@ class InvalidModelError(SwiftBERTError):
 
 
 class InvalidInputError(SwiftBERTError, ValueError):
-    """A text the engine refused (no [MASK] to fill, a prompt name the model lacks, ...)."""
+    """A request the engine refused: no [MASK] to fill, a prompt name the model lacks, a head
+    the checkpoint lacks (a classifier of an embedding model; the message names its heads)."""
     status = 4
 
 
 class UnsupportedError(SwiftBERTError):
-    """The checkpoint lacks the head asked for (a classifier of an embedding model), or its
-    architecture is not supported."""
+    """The checkpoint's architecture or format is not supported."""
     status = 5
 
 

@@ -26,16 +26,16 @@ CASES = {
         "ClosedHandleError", "closed"),
     "missing head: sparse of a dense model": (
         "swiftbert.SparseEncoder('all-MiniLM-L6-v2').encode('x')",
-        "UnsupportedError", ""),
+        "InvalidInputError", "head"),
     "missing head: classifier of an embedding model": (
         "swiftbert.Classifier('all-MiniLM-L6-v2').predict('x')",
-        "UnsupportedError", ""),
+        "InvalidInputError", "head"),
     "missing head: fill-mask of an embedding model": (
         "swiftbert.FillMask('all-MiniLM-L6-v2').predict('a [MASK] b')",
-        "UnsupportedError", ""),
+        "InvalidInputError", "head"),
     "missing head: multi-vector of a SPLADE model": (
         "swiftbert.MultiVectorEncoder('splade-tiny').encode('x')",
-        "UnsupportedError", ""),
+        "InvalidInputError", "head"),
     "fill-mask without a mask": (
         "swiftbert.FillMask('splade-tiny').predict('no mask here')",
         "InvalidInputError", "MASK"),
