@@ -8,7 +8,7 @@
 # found but those inside the wheel. The tests find the repository's converted models through
 # SWIFTBERT_HOME and compare against the wheel's own `bert`.
 #
-#   tools/python/test_wheel.sh [PYTEST ARGS...]
+#   tools/python/test_wheel.sh [PYTEST ARGS...]     e.g. -x, -k heads (the tests run from a copy of python/tests)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
