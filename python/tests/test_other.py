@@ -82,3 +82,12 @@ def test_no_toolchain_library_is_loaded():
     swift_libraries = {line.split()[-1] for line in maps.splitlines() if "swift" in line.lower() and ".so" in line}
     assert swift_libraries, "no Swift library mapped at all"
     assert not [path for path in swift_libraries if path.startswith("/opt/swift") or "/usr/lib/swift" in path], swift_libraries
+
+
+def test_pull_of_a_pulled_model_gives_its_folder_without_fetching():
+    """The repository's models were pulled by `bert pull` (their .pulled stamps): swiftbert.pull
+    finds them up to date in SWIFTBERT_HOME and fetches nothing (no network needed)."""
+    folder = swiftbert.pull("all-MiniLM-L6-v2", progress=False)
+    assert folder == os.path.join(os.environ["SWIFTBERT_HOME"], "weights", "all-MiniLM-L6-v2")
+    with swiftbert.SentenceEncoder(folder) as encoder:
+        assert encoder.encode("pulled").shape == (384,)
