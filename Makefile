@@ -11,7 +11,7 @@ NATIVE := $(shell cat tools/native-flags)
 # engine's speed as it was (docs/builds.md).
 SERVER := $(shell cat tools/build-flags)
 
-.PHONY: setup demo test build-tests bench bert dist
+.PHONY: setup demo test build-tests bench bert dist wheel
 
 setup:
 	@tools/setup.sh
@@ -51,3 +51,10 @@ bench: setup
 # tools/dist_test.sh checks the result.
 dist:
 	@tools/dist.sh
+
+# The Python wheel dist/swiftbert-VERSION-py3-none-manylinux_2_35_x86_64.whl (docs/python.md):
+# libswiftbert.so and `bert` from the release build `make test` makes (one build line, every
+# product), packed with hatchling, the Swift runtime and OpenBLAS vendored by auditwheel.
+# tools/python/test_wheel.sh installs it into a fresh venv and runs python/tests.
+wheel: build-tests
+	@tools/python/build_wheel.sh

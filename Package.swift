@@ -44,6 +44,9 @@ let package = Package(
         // The HTTP server as a library, for a Swift service of your own: depend on SwiftBERT with
         // `traits: ["Server"]` (docs/server.md).
         .library(name: "SwiftBERTServer", targets: ["SwiftBERTServer"]),
+        // libswiftbert.so: the C ABI of Sources/SwiftBERTCABI/swiftbert.h, for the Python
+        // package (python/, docs/python.md) and any other language with a C FFI.
+        .library(name: "swiftbert", type: .dynamic, targets: ["SwiftBERTCABI"]),
     ],
     traits: [.trait(name: server, description: "`bert serve` and the SwiftBERTServer library: Hummingbird, swift-metrics, swift-prometheus, swift-log, swift-service-lifecycle")],
     dependencies: [
@@ -140,6 +143,17 @@ let package = Package(
                            // The batcher in-process (BatcherTests); the rest of the server is tested over HTTP.
                            .target(name: "SwiftBERTServer", condition: .when(traits: [server]))],
             resources: [.copy("Fixtures")]
+        ),
+        // The C ABI (`@_cdecl` functions over the pipelines) of the `swiftbert` dynamic library.
+        // Its linker version script exports `swiftbert_*` alone, so the Swift runtime and the
+        // engine inside stay private to the library. The only unsafe flag of the package: it
+        // belongs to this target, which only the `swiftbert` product holds, so a package that
+        // depends on the SwiftBERT library by version never meets it.
+        .target(
+            name: "SwiftBERTCABI",
+            dependencies: ["SwiftBERT", "SwiftBERTCatalog"],
+            exclude: ["swiftbert.h", "swiftbert.map"],
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/SwiftBERTCABI/swiftbert.map"])]
         ),
         // The HTTP server: OpenAI and TEI routes, dynamic batching, Prometheus metrics. Its files
         // are `#if Server`: empty without the trait.

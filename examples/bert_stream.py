@@ -27,6 +27,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -46,6 +47,21 @@ class BertProcessError(RuntimeError):
     """
 
 
+def resolve_bert(bert: str) -> str:
+    """The binary to start, on the worker: `bert` itself when it is on PATH or a path; else the
+    one inside the swiftbert wheel when this interpreter has it installed (`pip install
+    swiftbert`; Spark's local workers and Ray's run the driver's interpreter, whose venv need not
+    be on PATH); else `bert`, whose start then fails saying what to do."""
+    if bert != "bert" or shutil.which(bert):
+        return bert
+    try:
+        from swiftbert.__main__ import bert_path
+    except ImportError:
+        return bert
+    path = bert_path()
+    return str(path) if path.exists() else bert
+
+
 @dataclass(frozen=True)
 class BertConfig:
     bert: str = "bert"              # the binary: a path, or a name looked up on PATH
@@ -61,7 +77,7 @@ class BertConfig:
             raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         if self.batch_size < 1:
             raise ValueError(f"--batch-size must be at least 1, not {self.batch_size}")
-        cmd = [self.bert, "embed", "--input-format", "jsonl", "--format", "jsonl",
+        cmd = [resolve_bert(self.bert), "embed", "--input-format", "jsonl", "--format", "jsonl",
                "--model", self.model, "--precision", self.precision,
                "--batch-size", str(self.batch_size), "--skip-invalid", "--quiet"]
         if self.threads:
@@ -390,7 +406,8 @@ def job_arguments(description: str):
     parser.add_argument("--model", default="all-MiniLM-L6-v2",
                         help="a model name under $SWIFTBERT_HOME/weights, or a converted model's folder")
     parser.add_argument("--precision", default="fp32", choices=PRECISIONS)
-    parser.add_argument("--bert", default="bert", help="the bert binary on the workers (default: bert on PATH)")
+    parser.add_argument("--bert", default="bert",
+                        help="the bert binary on the workers (default: bert on PATH, else the swiftbert wheel's)")
     parser.add_argument("--swiftbert-home", default=None,
                         help="SWIFTBERT_HOME for bert on the workers (models are looked up in its weights/)")
     parser.add_argument("--mode", default="overwrite", choices=("overwrite", "skip-existing"),

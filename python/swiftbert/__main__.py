@@ -1,0 +1,19 @@
+"""`python -m swiftbert ARGS`: the `bert` command shipped inside the wheel (`bert --help`)."""
+import os
+import sys
+from pathlib import Path
+
+
+def bert_path() -> Path:
+    return Path(__file__).resolve().parent / "_lib" / "bert"
+
+
+def main() -> None:
+    path = bert_path()
+    if not path.exists():
+        sys.exit(f"swiftbert: {path} not found; reinstall the swiftbert wheel")
+    os.execv(str(path), ["bert", *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    main()

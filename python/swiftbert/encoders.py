@@ -1,0 +1,342 @@
+"""The Python API: sentence-transformers' and fastembed's shapes over SwiftBERT's pipelines.
+
+Each class holds one loaded model (a handle of libswiftbert.so). The engine does the work; this
+module only shapes inputs and outputs.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _native
+
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_MASKED_LM_MODEL = "splade-tiny"
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _batch_size(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"batch_size must be a positive int, not {value!r}")
+    return value
+
+
+def _text_list(values: Any, what: str = "sentences") -> List[str]:
+    """A list of str from any iterable of str (a numpy array of str too); refuses non-str items."""
+    if isinstance(values, (bytes, bytearray)):
+        raise TypeError(f"{what} must be str or an iterable of str, not bytes")
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(f"{what} must be str or an iterable of str, not {type(values).__name__}") from None
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TypeError(f"{what}[{index}] must be str, not {type(item).__name__}")
+    return items
+
+
+def _progress(total: int, enabled: bool, description: str):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=description, unit="text")
+
+
+class _ModelUser:
+    """A class over one loaded model: loading, closing, `with`, the tokenizer."""
+
+    def __init__(self, model: PathLike, precision: str = "fp32", threads: Optional[int] = None):
+        self._model = _native.Model(model, precision=precision, threads=threads)
+
+    @property
+    def model_info(self) -> Dict[str, Any]:
+        """The model's name, folder, precision, dimension, max length, heads, labels and prompts."""
+        return dict(self._model.info)
+
+    def tokenize(self, text: str, max_length: Optional[int] = None) -> Dict[str, Any]:
+        """The model's tokens for `text`: ids, tokens, code-point offsets, whether it was cut."""
+        return self._model.tokenize(text, max_length or 0)
+
+    def close(self) -> None:
+        """Frees the model now; later calls raise ClosedHandleError."""
+        self._model.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class SentenceEncoder(_ModelUser):
+    """Dense sentence vectors: `SentenceTransformer(...).encode` and fastembed's `TextEmbedding.embed`.
+
+    `model` is a name (found as `bert` finds it: $SWIFTBERT_HOME/weights, ./weights, the XDG
+    cache where `swiftbert.pull` writes) or a converted model folder. `precision`: "fp32"
+    (exact), "bf16", "int8", "int8-attention", "int8-weights", "int8-static". `threads`: the
+    engine's worker threads per call (None: one per core).
+    """
+
+    def __init__(self, model: PathLike = DEFAULT_EMBEDDING_MODEL, precision: str = "fp32",
+                 threads: Optional[int] = None, truncate_dim: Optional[int] = None):
+        super().__init__(model, precision, threads)
+        self.truncate_dim = truncate_dim
+
+    @property
+    def dimension(self) -> int:
+        return self._model.dimension
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.truncate_dim or self._model.dimension
+
+    @property
+    def max_seq_length(self) -> int:
+        return self._model.info["max_length"]
+
+    @property
+    def prompts(self) -> Dict[str, str]:
+        return dict(self._model.info.get("prompts") or {})
+
+    def encode(self, sentences: Union[str, Iterable[str]], batch_size: int = 32,
+               normalize_embeddings: Optional[bool] = None, prompt_name: Optional[str] = None,
+               prompt: Optional[str] = None, show_progress_bar: bool = False, convert_to_numpy: bool = True,
+               truncate_dim: Optional[int] = None, **unsupported: Any):
+        """One float32 vector per sentence: a 1-D array for a str, a C-contiguous (n, dim) array
+        for a list (an empty list gives (0, dim)).
+
+        normalize_embeddings: True L2-normalises every vector; None or False leave them as the
+        model gives them (with its Normalize module, as sentence-transformers does).
+        truncate_dim keeps the first dimensions (Matryoshka), then normalises when asked.
+        Texts go to the engine batch_size at a time, in input order, as `bert embed` reads them,
+        so the vectors equal `bert embed`'s bit for bit.
+        """
+        if unsupported:
+            raise TypeError(f"encode() got unsupported arguments: {', '.join(sorted(unsupported))}")
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else _text_list(sentences)
+        batch_size = _batch_size(batch_size)
+        truncate_dim = truncate_dim if truncate_dim is not None else self.truncate_dim
+        if truncate_dim is not None and (not isinstance(truncate_dim, int) or truncate_dim < 1):
+            raise ValueError(f"truncate_dim must be a positive int, not {truncate_dim!r}")
+        # The engine normalises before any truncation; a truncated vector is normalised here.
+        engine_normalize = True if normalize_embeddings and truncate_dim is None else None
+        vectors = np.empty((len(texts), self._model.dimension), dtype=np.float32)
+        bar = _progress(len(texts), show_progress_bar, "encode")
+        for start in range(0, len(texts), batch_size):
+            chunk = texts[start:start + batch_size]
+            vectors[start:start + len(chunk)] = self._model.embed(
+                chunk, normalize=engine_normalize, batch_size=batch_size, prompt_name=prompt_name, prompt=prompt)
+            if bar is not None:
+                bar.update(len(chunk))
+        if bar is not None:
+            bar.close()
+        if truncate_dim is not None:
+            vectors = np.ascontiguousarray(vectors[:, :truncate_dim])
+            if normalize_embeddings:
+                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+                vectors = np.ascontiguousarray(vectors / np.maximum(norms, np.float32(1e-12)), dtype=np.float32)
+        if single:
+            return vectors[0] if convert_to_numpy else vectors[0].tolist()
+        return vectors if convert_to_numpy else list(vectors)
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Cosine similarity of every row of `a` with every row of `b`."""
+        a, b = np.atleast_2d(a).astype(np.float32), np.atleast_2d(b).astype(np.float32)
+        a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+        b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+        return a @ b.T
+
+    # fastembed's shape: generators of 1-D arrays.
+    def embed(self, documents: Union[str, Iterable[str]], batch_size: int = 256, **_: Any) -> Iterator[np.ndarray]:
+        texts = [documents] if isinstance(documents, str) else _text_list(documents, "documents")
+        for start in range(0, len(texts), _batch_size(batch_size)):
+            yield from self.encode(texts[start:start + batch_size], batch_size=batch_size)
+
+    def query_embed(self, query: Union[str, Iterable[str]], **kwargs: Any) -> Iterator[np.ndarray]:
+        """As `embed`, with the model's "query" prompt when it has one."""
+        yield from self._embed_with_prompt(query, ("query",), **kwargs)
+
+    def passage_embed(self, texts: Iterable[str], **kwargs: Any) -> Iterator[np.ndarray]:
+        """As `embed`, with the model's "passage" or "document" prompt when it has one."""
+        yield from self._embed_with_prompt(texts, ("passage", "document"), **kwargs)
+
+    def _embed_with_prompt(self, texts, names, batch_size: int = 256, **_: Any):
+        name = next((n for n in names if n in self.prompts), None)
+        texts = [texts] if isinstance(texts, str) else _text_list(texts, "texts")
+        for start in range(0, len(texts), _batch_size(batch_size)):
+            yield from self.encode(texts[start:start + batch_size], batch_size=batch_size, prompt_name=name)
+
+
+@dataclass
+class SparseEmbedding:
+    """A sparse lexical vector: vocabulary ids and their weights (fastembed's shape)."""
+    indices: np.ndarray
+    values: np.ndarray
+
+    def as_dict(self) -> Dict[int, float]:
+        return {int(i): float(v) for i, v in zip(self.indices, self.values)}
+
+
+class SparseEncoder(_ModelUser):
+    """SPLADE or BGE-M3 lexical weights: fastembed's `SparseTextEmbedding`."""
+
+    def __init__(self, model: PathLike = DEFAULT_MASKED_LM_MODEL, precision: str = "fp32", threads: Optional[int] = None):
+        super().__init__(model, precision, threads)
+
+    def encode(self, texts: Union[str, Iterable[str]], batch_size: int = 32) -> Union[SparseEmbedding, List[SparseEmbedding]]:
+        single = isinstance(texts, str)
+        items = [texts] if single else _text_list(texts, "texts")
+        out: List[SparseEmbedding] = []
+        for start in range(0, len(items), _batch_size(batch_size)):
+            result = self._model.sparse(items[start:start + batch_size], batch_size)
+            offset = 0
+            for count in result.json["counts"]:
+                out.append(SparseEmbedding(result.ints[offset:offset + count].copy(), result.floats[offset:offset + count].copy()))
+                offset += count
+        return out[0] if single else out
+
+    def embed(self, documents: Union[str, Iterable[str]], batch_size: int = 32, **_: Any) -> Iterator[SparseEmbedding]:
+        items = [documents] if isinstance(documents, str) else _text_list(documents, "documents")
+        for start in range(0, len(items), _batch_size(batch_size)):
+            yield from self.encode(items[start:start + batch_size], batch_size)
+
+    query_embed = embed
+    passage_embed = embed
+
+
+class MultiVectorEncoder(_ModelUser):
+    """ColBERT vectors (BGE-M3): fastembed's `LateInteractionTextEmbedding`; one (tokens, dim)
+    float32 array per text."""
+
+    def encode(self, texts: Union[str, Iterable[str]], batch_size: int = 32):
+        single = isinstance(texts, str)
+        items = [texts] if single else _text_list(texts, "texts")
+        out: List[np.ndarray] = []
+        for start in range(0, len(items), _batch_size(batch_size)):
+            result = self._model.multi_vector(items[start:start + batch_size], batch_size)
+            dimension, offset = result.json["dimension"], 0
+            for tokens in result.json["tokens"]:
+                size = tokens * dimension
+                out.append(result.floats[offset:offset + size].reshape(tokens, dimension).copy())
+                offset += size
+        return out[0] if single else out
+
+    def embed(self, documents: Union[str, Iterable[str]], batch_size: int = 32, **_: Any) -> Iterator[np.ndarray]:
+        items = [documents] if isinstance(documents, str) else _text_list(documents, "documents")
+        for start in range(0, len(items), _batch_size(batch_size)):
+            yield from self.encode(items[start:start + batch_size], batch_size)
+
+    query_embed = embed
+    passage_embed = embed
+
+
+class CrossEncoder(_ModelUser):
+    """A cross-encoder (a sequence classifier over text pairs): sentence-transformers' `CrossEncoder`."""
+
+    def predict(self, sentences: Sequence[Sequence[str]], batch_size: int = 32, show_progress_bar: bool = False,
+                apply_softmax: bool = False, convert_to_numpy: bool = True, **_: Any) -> np.ndarray:
+        """Scores of (a, b) pairs: the sigmoid of the logit for a one-label model (as `bert
+        rerank`), else the logits (softmax with apply_softmax). One pair gives a scalar row."""
+        single = len(sentences) == 2 and all(isinstance(s, str) for s in sentences)
+        pairs = [sentences] if single else list(sentences)
+        for index, pair in enumerate(pairs):
+            if isinstance(pair, str) or len(pair) != 2:
+                raise TypeError(f"sentences[{index}] must be a pair of str")
+        logits = self._model.logits([p[0] for p in pairs], [p[1] for p in pairs], _batch_size(batch_size))
+        if logits.shape[1] == 1:
+            scores = (1.0 / (1.0 + np.exp(-logits[:, 0]))).astype(np.float32)
+        elif apply_softmax:
+            shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+            scores = (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)
+        else:
+            scores = logits
+        return scores[0] if single else scores
+
+    def rerank(self, query: str, documents: Sequence[str], top_k: Optional[int] = None,
+               return_documents: bool = False, batch_size: int = 32, **_: Any) -> List[Dict[str, Any]]:
+        """Documents best first as [{"corpus_id", "score"(, "text")}], ties in input order."""
+        docs = _text_list(documents, "documents")
+        scores = self._model.rerank_scores(query, docs, _batch_size(batch_size))
+        order = sorted(range(len(docs)), key=lambda i: (-float(scores[i]), i))
+        ranked = []
+        for i in order[:top_k] if top_k is not None else order:
+            entry: Dict[str, Any] = {"corpus_id": i, "score": float(scores[i])}
+            if return_documents:
+                entry["text"] = docs[i]
+            ranked.append(entry)
+        return ranked
+
+
+class Classifier(_ModelUser):
+    """Text classification: labels with scores, best first."""
+
+    @property
+    def labels(self) -> List[str]:
+        return list(self._model.info.get("labels") or [])
+
+    def predict(self, texts: Union[str, Iterable[str]], top_k: Optional[int] = None, batch_size: int = 32):
+        single = isinstance(texts, str)
+        items = [texts] if single else _text_list(texts, "texts")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+            raise ValueError(f"top_k must be a positive int or None, not {top_k!r}")
+        result = self._model.classify(items, top_k or 0, _batch_size(batch_size)) if items else []
+        return result[0] if single else result
+
+
+class TokenClassifier(_ModelUser):
+    """Named entities and other token labels, with code-point offsets into each text."""
+
+    def predict(self, texts: Union[str, Iterable[str]], aggregation_strategy: str = "simple", batch_size: int = 32):
+        single = isinstance(texts, str)
+        items = [texts] if single else _text_list(texts, "texts")
+        result = self._model.token_classify(items, aggregation_strategy, _batch_size(batch_size)) if items else []
+        return result[0] if single else result
+
+
+class FillMask(_ModelUser):
+    """The likeliest tokens for each [MASK]: one list of {"token", "id", "probability"} per mask."""
+
+    def __init__(self, model: PathLike = DEFAULT_MASKED_LM_MODEL, precision: str = "fp32", threads: Optional[int] = None):
+        super().__init__(model, precision, threads)
+
+    def predict(self, text: str, top_k: int = 5):
+        if not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k must be a positive int, not {top_k!r}")
+        predictions = self._model.fill_mask(text, top_k)
+        masks = [p["candidates"] for p in predictions]
+        return masks[0] if len(masks) == 1 else masks
+
+    __call__ = predict
+
+
+def pull(name: str, force: bool = False, progress: Optional[bool] = None) -> str:
+    """`bert pull NAME`: fetches a catalogue model into $SWIFTBERT_HOME/weights or the XDG cache;
+    returns its folder. A tqdm bar when tqdm is installed (progress None: when on a terminal)."""
+    import sys
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = _progress(0, show, f"pull {name}") if show else None
+    callback = None
+    if bar is not None:
+        bar.unit, bar.unit_scale = "B", True
+
+        def callback(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+    try:
+        return _native.pull(name, force, callback)["folder"]
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def models() -> Dict[str, Any]:
+    """{"installed": [{"name", "folder"}], "catalogue": [{"name", "about", "bytes", "pulled"}]}."""
+    return _native.models()
