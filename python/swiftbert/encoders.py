@@ -174,6 +174,19 @@ class SentenceEncoder(_ModelUser):
             yield from self.encode(texts[start:start + batch_size], batch_size=batch_size, prompt_name=name)
 
 
+class _BatchedEmbeddings(_ModelUser):
+    """fastembed's generators over `encode`: one output per document, `batch_size` at a time;
+    queries and passages are embedded alike (these models have no prompts)."""
+
+    def embed(self, documents: Union[str, Iterable[str]], batch_size: int = 32, **_: Any) -> Iterator[Any]:
+        items = [documents] if isinstance(documents, str) else _text_list(documents, "documents")
+        for start in range(0, len(items), _batch_size(batch_size)):
+            yield from self.encode(items[start:start + batch_size], batch_size)
+
+    query_embed = embed
+    passage_embed = embed
+
+
 @dataclass
 class SparseEmbedding:
     """A sparse lexical vector: vocabulary ids and their weights (fastembed's shape)."""
@@ -184,7 +197,7 @@ class SparseEmbedding:
         return {int(i): float(v) for i, v in zip(self.indices, self.values)}
 
 
-class SparseEncoder(_ModelUser):
+class SparseEncoder(_BatchedEmbeddings):
     """SPLADE or BGE-M3 lexical weights: fastembed's `SparseTextEmbedding`."""
 
     def __init__(self, model: PathLike = DEFAULT_MASKED_LM_MODEL, precision: str = "fp32", threads: Optional[int] = None):
@@ -202,16 +215,8 @@ class SparseEncoder(_ModelUser):
                 offset += count
         return out[0] if single else out
 
-    def embed(self, documents: Union[str, Iterable[str]], batch_size: int = 32, **_: Any) -> Iterator[SparseEmbedding]:
-        items = [documents] if isinstance(documents, str) else _text_list(documents, "documents")
-        for start in range(0, len(items), _batch_size(batch_size)):
-            yield from self.encode(items[start:start + batch_size], batch_size)
 
-    query_embed = embed
-    passage_embed = embed
-
-
-class MultiVectorEncoder(_ModelUser):
+class MultiVectorEncoder(_BatchedEmbeddings):
     """ColBERT vectors (BGE-M3): fastembed's `LateInteractionTextEmbedding`; one (tokens, dim)
     float32 array per text."""
 
@@ -227,14 +232,6 @@ class MultiVectorEncoder(_ModelUser):
                 out.append(result.floats[offset:offset + size].reshape(tokens, dimension).copy())
                 offset += size
         return out[0] if single else out
-
-    def embed(self, documents: Union[str, Iterable[str]], batch_size: int = 32, **_: Any) -> Iterator[np.ndarray]:
-        items = [documents] if isinstance(documents, str) else _text_list(documents, "documents")
-        for start in range(0, len(items), _batch_size(batch_size)):
-            yield from self.encode(items[start:start + batch_size], batch_size)
-
-    query_embed = embed
-    passage_embed = embed
 
 
 class CrossEncoder(_ModelUser):
