@@ -108,22 +108,22 @@ private func addResidual(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Fl
 /// (the mean of squares summed in double here: at most half an ulp from PyTorch's pairwise sum).
 struct GemmaRMSNorm {
     /// 1 + weight, made once at load.
-    let scale: UnsafePointer<Float>
-    let size: Int
+    let scale: [Float]
     let eps: Float
 
     init(_ scope: WeightScope, size: Int, eps: Float) throws {
         let weight = try scope.file.floats(scope.name + ".weight", shape: [size])
-        let scale = UnsafeMutablePointer<Float>.allocate(capacity: size)  // lives as long as the model: loaded once
-        for i in 0..<size { scale[i] = 1 + weight[i] }
-        (self.scale, self.size, self.eps) = (scale, size, eps)
+        (scale, self.eps) = (weight.map { 1 + $0 }, eps)
     }
 
-    /// Normalises m rows of `size` in place, rows split across threads.
+    /// Normalises m rows in place, rows split across threads.
     func callAsFunction(_ x: UnsafeMutablePointer<Float>, m: Int, threads: Int) {
-        let (scale, size, eps) = (scale, size, eps)
-        parallelRows(m, columns: size, threads: threads) { rows in
-            for r in rows { Self.normalize(x + r * size, count: size, scale: scale, eps: eps) }
+        let eps = eps, size = scale.count
+        scale.withUnsafeBufferPointer { scale in
+            let scale = scale.baseAddress!
+            parallelRows(m, columns: size, threads: threads) { rows in
+                for r in rows { Self.normalize(x + r * size, count: size, scale: scale, eps: eps) }
+            }
         }
     }
 
@@ -164,9 +164,9 @@ struct GemmaLayer {
 struct GemmaSelfAttention {
     let qkv: Linear
     let output: Linear
-    let queryNormScale: UnsafePointer<Float>
-    let keyNormScale: UnsafePointer<Float>
-    let eps: Float
+    /// Q's and K's RMSNorms, over each head's d channels.
+    let queryNorm: GemmaRMSNorm
+    let keyNorm: GemmaRMSNorm
     let rotary: RotaryEmbedding
     let heads: Int
     let keyValueHeads: Int
@@ -190,9 +190,8 @@ struct GemmaSelfAttention {
         let attention = scope[names.selfAttention]
         qkv = try attention[names.qkv].linear(k: h, n: queries + 2 * gemma.keyValueHeads * d)
         output = try scope[names.output][names.dense].linear(k: queries, n: h)
-        queryNormScale = try GemmaRMSNorm(attention[names.queryNorm], size: d, eps: config.layerNormEps).scale
-        keyNormScale = try GemmaRMSNorm(attention[names.keyNorm], size: d, eps: config.layerNormEps).scale
-        eps = config.layerNormEps
+        queryNorm = try GemmaRMSNorm(attention[names.queryNorm], size: d, eps: config.layerNormEps)
+        keyNorm = try GemmaRMSNorm(attention[names.keyNorm], size: d, eps: config.layerNormEps)
         (self.rotary, self.window, heads, keyValueHeads, headDim) = (rotary, window, config.numAttentionHeads, gemma.keyValueHeads, d)
         queryRescale = Float((Double(d) / gemma.queryScalar).squareRoot())
     }
@@ -206,12 +205,19 @@ struct GemmaSelfAttention {
         let attended = expanded + m * 3 * queries       // [T × queries]
         context.measure(.qkv) {
             qkv(x, m: m, into: projections, context)
-            let (queryScale, keyScale, eps, heads, kvHeads, rescale) = (queryNormScale, keyNormScale, eps, heads, keyValueHeads, queryRescale)
-            parallelRows(m, columns: width, threads: context.threads) { rows in
-                for t in rows {
-                    let row = projections + t * width
-                    for head in 0..<heads { GemmaRMSNorm.normalize(row + head * d, count: d, scale: queryScale, eps: eps) }
-                    for head in 0..<kvHeads { GemmaRMSNorm.normalize(row + queries + head * d, count: d, scale: keyScale, eps: eps) }
+            let (heads, kvHeads, rescale) = (heads, keyValueHeads, queryRescale)
+            // Each head of Q, then of K, is one vector of d channels to its RMSNorm.
+            let (queryEps, keyEps) = (queryNorm.eps, keyNorm.eps)
+            queryNorm.scale.withUnsafeBufferPointer { queryScale in
+                keyNorm.scale.withUnsafeBufferPointer { keyScale in
+                    let (queryScale, keyScale) = (queryScale.baseAddress!, keyScale.baseAddress!)
+                    parallelRows(m, columns: width, threads: context.threads) { rows in
+                        for t in rows {
+                            let row = projections + t * width
+                            for head in 0..<heads { GemmaRMSNorm.normalize(row + head * d, count: d, scale: queryScale, eps: queryEps) }
+                            for head in 0..<kvHeads { GemmaRMSNorm.normalize(row + queries + head * d, count: d, scale: keyScale, eps: keyEps) }
+                        }
+                    }
                 }
             }
             // Q's and K's heads are adjacent in the row: one pass rotates both.
