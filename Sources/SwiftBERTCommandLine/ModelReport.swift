@@ -41,6 +41,7 @@ package struct ModelReport: Sendable {
         case .nomicBERT: "NomicBert"
         case .gte: "Gte"
         case .modernBERT: "ModernBert"
+        case .gemma3: "Gemma3Text"
         }
         let task = model.config.task.map { $0.kind == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
         architecture = "\(family)\(task ?? (model.config.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"

@@ -22,7 +22,7 @@ struct Pull: ParsableCommand {
             """)
 
     @Argument(help: "Model names (`bert models`).") var names: [String] = []
-    @Flag(help: "Pull every model of the catalogue.") var all = false
+    @Flag(help: "Pull every model of the catalogue but embeddinggemma-300m (1.2 GB, Gemma terms of use: pull it by name).") var all = false
     @Flag(help: "Fetch and convert again even when the model is there.") var force = false
     @Flag(help: "Keep the checkpoint as shipped in weights/.cache/hf/NAME (the repository's set-up does).") var keepSource = false
     @Flag(help: "No progress bar.") var quiet = false
@@ -33,7 +33,7 @@ struct Pull: ParsableCommand {
 
     func run() throws {
         let catalogue = try ModelCatalogue.standard()
-        let bundles = try all ? catalogue.bundles : names.map { try catalogue.bundle(named: $0) }
+        let bundles = try all ? catalogue.defaultBundles : names.map { try catalogue.bundle(named: $0) }
         let puller = ModelPuller(weights: ModelLocator.pullDestination(), index: PackageIndex(), keepSource: keepSource)
         for bundle in bundles {
             let bar = ProgressBar(unit: "MB", enabled: quiet ? false : nil)

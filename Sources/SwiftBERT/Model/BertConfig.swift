@@ -32,6 +32,8 @@ public enum Architecture: String, Codable, Sendable, CaseIterable {
     /// NomicBERT (SwiGLU, no biases), GTE (GeGLU) and ModernBERT (pre-LN, GeGLU, alternating
     /// global and sliding-window layers, no biases).
     case nomicBERT = "nomic_bert", gte, modernBERT = "modernbert"
+    /// Gemma 3 as an encoder (EmbeddingGemma: `GemmaEncoderModel`, described by `BertConfig.gemma`).
+    case gemma3 = "gemma3_text"
 
     /// The family's name as its authors write it.
     public var displayName: String {
@@ -45,6 +47,7 @@ public enum Architecture: String, Codable, Sendable, CaseIterable {
         case .nomicBERT: "NomicBERT"
         case .gte: "GTE"
         case .modernBERT: "ModernBERT"
+        case .gemma3: "Gemma 3"
         }
     }
 }
@@ -157,6 +160,8 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var relativeAttentionNumBuckets: Int? = nil
     /// The rotary-position encoders' own fields (nil for every other family).
     public var rotary: RotaryEncoderConfig? = nil
+    /// The Gemma 3 encoder's own fields (nil for every other family).
+    public var gemma: GemmaEncoderConfig? = nil
     /// BGE-M3's sparse head (`sparse_linear.pt` beside the checkpoint): token weights
     /// relu(sparse_linear(h)), pooled into lexical weights (`LexicalWeightsHead`). nil: none.
     public var hasLexicalWeights: Bool? = nil
@@ -182,7 +187,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case hasUntiedDecoder = "has_untied_decoder"
         case hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head
         case mobileBert = "mobilebert", relativeAttentionNumBuckets = "relative_attention_num_buckets"
-        case rotary, hasLexicalWeights = "has_sparse_linear", colbertDimension = "colbert_dim"
+        case rotary, gemma, hasLexicalWeights = "has_sparse_linear", colbertDimension = "colbert_dim"
     }
 
     // One flat config.json, as the converter has always written it: the encoder's fields, the
@@ -207,6 +212,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         mobileBert = try c.decodeIfPresent(MobileBertConfig.self, forKey: .mobileBert)
         relativeAttentionNumBuckets = try c.decodeIfPresent(Int.self, forKey: .relativeAttentionNumBuckets)
         rotary = try c.decodeIfPresent(RotaryEncoderConfig.self, forKey: .rotary)
+        gemma = try c.decodeIfPresent(GemmaEncoderConfig.self, forKey: .gemma)
         hasLexicalWeights = try c.decodeIfPresent(Bool.self, forKey: .hasLexicalWeights)
         colbertDimension = try c.decodeIfPresent(Int.self, forKey: .colbertDimension)
         sentence = try SentenceTransformersConfig(from: decoder)
@@ -233,6 +239,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(mobileBert, forKey: .mobileBert)
         try c.encodeIfPresent(relativeAttentionNumBuckets, forKey: .relativeAttentionNumBuckets)
         try c.encodeIfPresent(rotary, forKey: .rotary)
+        try c.encodeIfPresent(gemma, forKey: .gemma)
         try c.encodeIfPresent(hasLexicalWeights, forKey: .hasLexicalWeights)
         try c.encodeIfPresent(colbertDimension, forKey: .colbertDimension)
         try sentence.encode(to: encoder)
@@ -248,7 +255,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// pairs included. DistilBERT, MPNet and ModernBERT have none at all, and a rotary model
     /// with one type row takes only type 0.
     public var usesTokenTypes: Bool {
-        !isRoberta && architecture != .mpnet && architecture != .modernBERT && !(rotary != nil && typeVocabSize < 2)
+        !isRoberta && architecture != .mpnet && architecture != .modernBERT && gemma == nil && !(rotary != nil && typeVocabSize < 2)
     }
     /// Whether the checkpoint has no token-type table: the converter stores one all-zero row,
     /// which adds nothing, exactly (DistilBERT, MPNet).
@@ -257,7 +264,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// rows RoBERTa's positions skip (XLM-R: 514 - 2 = 512); with rotary positions,
     /// max_position_embeddings.
     public var positionLimit: Int {
-        rotary != nil ? maxPositionEmbeddings : maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0)
+        rotary != nil || gemma != nil ? maxPositionEmbeddings : maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0)
     }
 
     /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
@@ -287,11 +294,13 @@ public struct BertConfig: Codable, Sendable, Equatable {
             throw fail("hidden_size \(hiddenSize) is not divisible by num_attention_heads \(numAttentionHeads): \(fix)")
         }
         // MobileBERT is trained with ReLU (its own modules run either); NomicBERT's gate with SiLU.
-        guard hiddenAct == "gelu" || (mobileBert != nil && hiddenAct == "relu") || (rotary != nil && hiddenAct == "silu") else {
+        guard hiddenAct == "gelu" || (mobileBert != nil && hiddenAct == "relu") || (rotary != nil && hiddenAct == "silu")
+                || (gemma != nil && hiddenAct == "gelu_pytorch_tanh") else {
             throw fail("hidden_act '\(printable(hiddenAct))' is not supported; SwiftBERT implements BERT's exact erf GELU ('gelu'): use a checkpoint trained with it")
         }
         try mobileBert?.validate(self) { fail("\($0): \(fix)") }
         try rotary?.validate(self) { fail("\($0): \(fix)") }
+        try gemma?.validate(self) { fail("\($0): \(fix)") }
         if let buckets = relativeAttentionNumBuckets, buckets < 2 || buckets > 1024 {
             throw fail("relative_attention_num_buckets is \(buckets); MPNet uses 32 (2 to 1024 are accepted): \(fix)")
         }

@@ -81,6 +81,7 @@ enum TensorNames {
     static func modules(_ config: BertConfig) -> [Module] {
         if let mobile = config.mobileBert { return mobileBertModules(config, mobile) }
         if let rotary = config.rotary { return rotaryModules(config, rotary) }
+        if let gemma = config.gemma { return gemmaModules(config, gemma) }
         let h = config.hiddenSize, ffn = config.intermediateSize
         var modules: [Module] = [
             Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),

@@ -20,12 +20,20 @@ package protocol ModelFamily: Sendable {
     var precisions: [Precision] { get }
     /// The encoder of a converted folder of this family.
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel
+    /// Converts a checkpoint of this family itself, when its tensors do not fit the BERT-shaped
+    /// module table the converter walks (`TensorNames.modules`); nil leaves it to that table.
+    func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report?
+}
+
+extension ModelFamily {
+    func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report? { nil }
 }
 
 /// The families SwiftBERT runs, in the order they are asked.
 package enum ModelFamilies {
     package static let all: [any ModelFamily] = [
         RotaryFamily(),
+        GemmaFamily(),
         MobileBertFamily(),
         BertFamily(),  // last: it also claims a config.json whose only clue is a Bert* class name
     ]

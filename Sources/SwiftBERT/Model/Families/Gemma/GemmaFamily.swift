@@ -1,0 +1,29 @@
+import Foundation
+
+/// Gemma 3 as an encoder: EmbeddingGemma (transformers' Gemma3TextModel with bidirectional
+/// attention, `GemmaEncoderConfig`), run by `GemmaEncoderModel`. Its converter writes its own
+/// tensors (`Converter.convertGemma`): grouped-query projections and RMSNorms have no place in
+/// the BERT-shaped module table.
+struct GemmaFamily: ModelFamily {
+    var name: String { "Gemma 3" }
+    var variants: [Architecture] { [.gemma3] }
+    var precisions: [Precision] { Precision.allCases.filter { $0 != .int8Static } }  // int8-static calibrates BertModel only
+
+    func reads(modelType: String, architectures: [String]) -> Bool {
+        Converter.isGemma(modelType: modelType, architectures: architectures)
+    }
+
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+        try Converter.readGemmaConfig(json, architectures: architectures, path: path, folder: folder)
+    }
+
+    func describes(_ config: BertConfig) -> Bool { config.gemma != nil }
+
+    func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
+        try GemmaEncoderModel(folder: folder, threads: threads, precision: precision)
+    }
+
+    func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report? {
+        try Converter.convertGemma(source: source, config: config, to: destination)
+    }
+}
