@@ -169,15 +169,22 @@ public enum Converter {
         }
         out += try SentenceTransformersFolder.read(source, into: &finalConfig)
         out += try readRetrievalHeads(source, into: &finalConfig)
+        return try writeFolder(out, config: finalConfig, names: names, used: used, source: source, destination: destination)
+    }
 
+    /// The last step of every family's conversion: the converted tensors (one float32 file), the
+    /// config (validated against the checkpoint's), the tokenizer files. The checkpoint's tensors
+    /// that nothing read (`names` by converted name, less `used`) are reported as dropped.
+    static func writeFolder(_ tensors: [SafeTensorsWriter.Entry], config: BertConfig, names: [String: String], used: Set<String>,
+                            source: URL, destination: URL) throws -> Report {
         let dropped = names.keys.filter { !used.contains($0) }.sorted().map { names[$0]! }
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
-        try SafeTensorsWriter.write(out, metadata: ["format": "swiftbert", "format_version": formatVersion],
+        try SafeTensorsWriter.write(tensors, metadata: ["format": "swiftbert", "format_version": formatVersion],
                                     to: destination.appendingPathComponent(WeightFiles.fp32).path)
-        try finalConfig.validate(path: source.appendingPathComponent("config.json").path)
-        try finalConfig.write(to: destination.appendingPathComponent("config.json"))
+        try config.validate(path: source.appendingPathComponent("config.json").path)
+        try config.write(to: destination.appendingPathComponent("config.json"))
         try copyTokenizer(from: source, to: destination)
-        return Report(config: finalConfig, tensorCount: out.count, droppedTensors: dropped)
+        return Report(config: config, tensorCount: tensors.count, droppedTensors: dropped)
     }
 
     /// Hugging Face's config.json, checked to describe a BERT encoder.

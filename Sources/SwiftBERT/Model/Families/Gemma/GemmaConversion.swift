@@ -191,13 +191,6 @@ extension Converter {
         out.append(.init(name: TensorNames.finalNorm + ".weight", shape: [h], floats: try tensor("norm.weight", [h])))
         var finalConfig = config
         out += try SentenceTransformersFolder.read(source, into: &finalConfig)
-        let dropped = names.keys.filter { !used.contains($0) }.sorted().map { names[$0]! }
-        try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
-        try SafeTensorsWriter.write(out, metadata: ["format": "swiftbert", "format_version": formatVersion],
-                                    to: destination.appendingPathComponent(WeightFiles.fp32).path)
-        try finalConfig.validate(path: source.appendingPathComponent("config.json").path)
-        try finalConfig.write(to: destination.appendingPathComponent("config.json"))
-        try copyTokenizer(from: source, to: destination)
-        return Report(config: finalConfig, tensorCount: out.count, droppedTensors: dropped)
+        return try writeFolder(out, config: finalConfig, names: names, used: used, source: source, destination: destination)
     }
 }
