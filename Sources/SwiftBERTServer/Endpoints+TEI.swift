@@ -185,7 +185,7 @@ extension Endpoints {
         let (model, sequences) = try await tokenRequest(body)
         // Sized before the forward pass: every token's vector, each number at its longest.
         let tokens = sequences.reduce(0) { $0 + $1.count }
-        try checkResponseSize(tokens * (model.config.hiddenSize * Self.floatJSONBytes + 3) + sequences.count * 3 + 2,
+        try checkResponseSize(Self.multiVectorJSONBytes(sequences, dimension: model.config.hiddenSize) + 2,
                               route: "/embed_all", of: "\(tokens) tokens × \(model.config.hiddenSize) numbers")
         let states = try await run(sequences, head: TokenEmbeddingsHead(), on: model)
         return try await offload {

@@ -97,8 +97,9 @@ struct Endpoints: Sendable {
         vectors.reduce(0) { $0 + $1.indices.count * sparseEntryJSONBytes + 3 }
     }
 
-    /// An upper bound on ColBERT vectors' JSON: one vector of `dimension` numbers per token after
-    /// [CLS] (at most all of them), each with its brackets and comma, and each text's.
+    /// An upper bound on per-token vectors' JSON (/embed_all's, every token; ColBERT's, at most
+    /// every token): `dimension` numbers per token, each vector and each text with its brackets
+    /// and comma.
     static func multiVectorJSONBytes(_ sequences: [[Int32]], dimension: Int) -> Int {
         sequences.reduce(0) { $0 + $1.count * (dimension * floatJSONBytes + 3) + 3 }
     }
