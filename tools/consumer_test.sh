@@ -6,8 +6,10 @@
 # its embeddings of the reference sentences against sentence-transformers' (min cosine >=
 # 0.9999; tools/consumer/main.swift). No network: SwiftPM resolves the local clone.
 #
-#   tools/consumer_test.sh [--native] [--time ROUNDS] [--keep] [--server]
+#   tools/consumer_test.sh [--native] [--debug] [--time ROUNDS] [--keep] [--server]
 #
+# --debug   builds `swift build -c debug` instead: the same resolution, sources and checks at a
+#           third of the compile time (.ci/run's choice; the release build is `make dist`'s).
 # --native  builds with the README's one build line instead (-Xswiftc -target-cpu ... native).
 # --time N  then times one 128-token text from the consumer against the root build's
 #           `bert bench` FP32 1x128 (2 threads), interleaved N rounds, and prints the medians.
@@ -20,14 +22,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-native=0; rounds=0; keep=0; server=0
+native=0; debug=0; rounds=0; keep=0; server=0
 while [ $# -gt 0 ]; do
     case $1 in
         --native) native=1 ;;
+        --debug) debug=1 ;;
         --time) rounds=$2; shift ;;
         --keep) keep=1 ;;
         --server) server=1 ;;
-        *) echo "usage: $0 [--native] [--time ROUNDS] [--keep] [--server]" >&2; exit 64 ;;
+        *) echo "usage: $0 [--native] [--debug] [--time ROUNDS] [--keep] [--server]" >&2; exit 64 ;;
     esac
     shift
 done
@@ -62,6 +65,7 @@ let package = Package(
 EOF
 
 build=(swift build -c release)
+[ $debug = 1 ] && build=(swift build -c debug)
 if [ $native = 1 ]; then read -r -a flags < tools/native-flags; build+=("${flags[@]}"); fi
 echo "consumer: ${build[*]}" >&2
 started=$(date +%s)
