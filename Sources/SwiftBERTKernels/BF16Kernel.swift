@@ -252,7 +252,7 @@ extension TileRow where Scalar == Float {
 
 /// vdpbf16ps: one K-pair per load, one sub-step; 24 accumulators + 4 weights + 1 broadcast.
 private struct BF16DotKernel: PanelKernel {
-    static var tileRows: Int { 6 }
+    typealias MaximumRows = TileRows6
     static var subSteps: Int { 1 }
     let activations: UnsafePointer<UInt32>
     let lda: Int
@@ -288,7 +288,7 @@ extension TileRow where Scalar == Float {
 /// (24 accumulators, 12 broadcasts) it spilled accumulators to the stack every K-pair, and
 /// MiniLM's BF16 pass at 1x128 took 32.6 ms against 27.2.
 private struct WidenedBF16Kernel: PanelKernel {
-    static var tileRows: Int { 4 }
+    typealias MaximumRows = TileRows4
     static var subSteps: Int { 2 }
     /// Rounded activations, 2 · kPairs floats a row.
     let x: UnsafePointer<Float>

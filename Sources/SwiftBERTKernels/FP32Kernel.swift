@@ -95,7 +95,7 @@ extension TileRow where Scalar == Float {
 
 /// FP32: one k of the panel per load, one FMA per 16 products.
 private struct FP32Kernel: PanelKernel {
-    static var tileRows: Int { 6 }
+    typealias MaximumRows = TileRows6
     static var subSteps: Int { 1 }
     let x: UnsafePointer<Float>
     let ldx: Int

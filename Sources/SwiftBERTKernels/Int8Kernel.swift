@@ -64,10 +64,10 @@ extension TileRow where Scalar == Int32 {
 /// it four (one k at a time).
 private struct Int8Kernel: PanelKernel {
     #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
-    static var tileRows: Int { 6 }
+    typealias MaximumRows = TileRows6
     static var subSteps: Int { 1 }
     #else
-    static var tileRows: Int { 5 }
+    typealias MaximumRows = TileRows5
     static var subSteps: Int { 4 }
     #endif
     let activations: UnsafePointer<UInt8>

@@ -16,7 +16,7 @@ extension TileRow where Scalar == Float {
 /// One K-quad per load, fed one k at a time; x has exactly k columns, so a last partial
 /// quad is a tail of fewer sub-steps (never a read past x).
 private struct Int8WeightOnlyKernel: PanelKernel {
-    static var tileRows: Int { 5 }
+    typealias MaximumRows = TileRows5
     static var subSteps: Int { Int8PanelLayout.kGroup }
     let x: UnsafePointer<Float>
     let ldx: Int

@@ -20,29 +20,46 @@ import SwiftBERTVNNI
 /// A tile's row count as a type, so that each count gets its own specialised copy of a
 /// kernel: rows a tile does not have then cost nothing (a `rows` argument to an inlined
 /// function was instead merged back into one loop full of branches).
-protocol TileRowCount { static var rows: Int { get } }
-enum TileRows1: TileRowCount { static var rows: Int { 1 } }
-enum TileRows2: TileRowCount { static var rows: Int { 2 } }
-enum TileRows3: TileRowCount { static var rows: Int { 3 } }
-enum TileRows4: TileRowCount { static var rows: Int { 4 } }
-enum TileRows5: TileRowCount { static var rows: Int { 5 } }
-enum TileRows6: TileRowCount { static var rows: Int { 6 } }
+protocol TileRowCount {
+    static var rows: Int { get }
+    /// body(TileRowsN.self) for n = `count` clamped to 1...`rows`.
+    static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body)
+}
+enum TileRows1: TileRowCount {
+    static var rows: Int { 1 }
+    @inline(__always) static func upTo<Body: TileRowsBody>(_: Int, _ body: Body) { body(Self.self) }
+}
+enum TileRows2: TileRowCount {
+    static var rows: Int { 2 }
+    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows1.upTo(count, body) }
+}
+enum TileRows3: TileRowCount {
+    static var rows: Int { 3 }
+    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows2.upTo(count, body) }
+}
+enum TileRows4: TileRowCount {
+    static var rows: Int { 4 }
+    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows3.upTo(count, body) }
+}
+enum TileRows5: TileRowCount {
+    static var rows: Int { 5 }
+    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows4.upTo(count, body) }
+}
+enum TileRows6: TileRowCount {
+    static var rows: Int { 6 }
+    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows5.upTo(count, body) }
+}
 
 /// Code generic over a tile dimension, run by `withTileRows` with the count as a type.
 protocol TileRowsBody { func callAsFunction<Rows: TileRowCount>(_: Rows.Type) }
 
-/// body(TileRowsN.self) for n = `count` (1...6; below 1 as 1): the one dispatch from a
-/// count known at run time to the code specialised for it.
+/// body(TileRowsN.self) for n = `count` clamped to 1...`Maximum.rows`: the one dispatch from a
+/// count known at run time to the code specialised for it. The bound is a type, so only the
+/// counts a caller can reach are specialised (with a run-time bound, attention's vectors (at most
+/// 4) and the kernels of 4 or 5 rows got copies for 6 too: a quarter of the kernels' compile time).
 @inline(__always)
-func withTileRows<Body: TileRowsBody>(_ count: Int, _ body: Body) {
-    switch count {
-    case 6: body(TileRows6.self)
-    case 5: body(TileRows5.self)
-    case 4: body(TileRows4.self)
-    case 3: body(TileRows3.self)
-    case 2: body(TileRows2.self)
-    default: body(TileRows1.self)
-    }
+func withTileRows<Maximum: TileRowCount, Body: TileRowsBody>(_ count: Int, upTo _: Maximum.Type, _ body: Body) {
+    Maximum.upTo(count, body)
 }
 
 /// One row of a tile's accumulators: 64 lanes (four 16-lane vectors) of Float or Int32.
@@ -64,6 +81,10 @@ typealias Int32TileRow = TileRow<Int32>
 
 /// The inner product of one precision, for one tile: rows of its input (x, or x quantised)
 /// against one packed panel of weights. Values are made per tile and hold plain pointers.
+extension PanelKernel {
+    static var tileRows: Int { MaximumRows.rows }
+}
+
 protocol PanelKernel {
     associatedtype Accumulator: TileAccumulator
     /// What one load from the panel gives, shared by every row of the tile.
@@ -71,7 +92,7 @@ protocol PanelKernel {
     /// The weights of one sub-step of a load, in the form `accumulate` multiplies.
     associatedtype Operand
     /// The most rows a tile can have: accumulators, weights and a broadcast fill the 32 registers.
-    static var tileRows: Int { get }
+    associatedtype MaximumRows: TileRowCount
     /// Sub-steps per load (1 to 4): 4 when a load holds 4 k per channel fed one at a time.
     static var subSteps: Int { get }
     /// Where the kernel's panel starts (for prefetching the next one).
@@ -179,7 +200,7 @@ struct PrefetchingKernel<K: PanelKernel>: PanelKernel {
     let kernel: K
     let start: UnsafeRawPointer
     let stride: Int
-    static var tileRows: Int { K.tileRows }
+    typealias MaximumRows = K.MaximumRows
     static var subSteps: Int { K.subSteps }
     var panelStart: UnsafeRawPointer { kernel.panelStart }
     var fullLoads: Int { kernel.fullLoads }
@@ -247,7 +268,7 @@ private func panelTile<K: PanelKernel, Rows: TileRowCount>(_ kernel: K, _: Rows.
 /// Runs the tile specialised for `rows` (1...K.tileRows).
 @inline(__always)
 private func panelTile<K: PanelKernel>(_ kernel: K, rows: Int, _ epilogue: TileEpilogue) {
-    withTileRows(rows, PanelTile(kernel: kernel, epilogue: epilogue))
+    withTileRows(rows, upTo: K.MaximumRows.self, PanelTile(kernel: kernel, epilogue: epilogue))
 }
 
 /// `panelTile` for the row count `withTileRows` gives.

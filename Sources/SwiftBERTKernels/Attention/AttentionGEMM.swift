@@ -19,7 +19,7 @@ func attentionGEMM<A: AttentionProduct>(_: A.Type, a: UnsafePointer<A.Scalar>, l
             let vectors = min(4, (columns - column) / 16)
             let tile = AttentionTile<A>(a: a + row * lda, lda: lda, b: b + column, ldb: ldb, depth: depth,
                                         c: c + row * ldc + column, ldc: ldc, accumulate: accumulate)
-            withTileRows(tileRows, AttentionTileRows(tile: tile, vectors: vectors))
+            withTileRows(tileRows, upTo: TileRows6.self, AttentionTileRows(tile: tile, vectors: vectors))
             column += 16 * vectors
         }
         row += tileRows
@@ -31,7 +31,7 @@ struct AttentionTileRows<A: AttentionProduct>: TileRowsBody {
     let tile: AttentionTile<A>
     let vectors: Int
     @inline(__always)
-    func callAsFunction<Rows: TileRowCount>(_: Rows.Type) { withTileRows(vectors, AttentionTileVectors<A, Rows>(tile: tile)) }
+    func callAsFunction<Rows: TileRowCount>(_: Rows.Type) { withTileRows(vectors, upTo: TileRows4.self, AttentionTileVectors<A, Rows>(tile: tile)) }
 }
 
 struct AttentionTileVectors<A: AttentionProduct, Rows: TileRowCount>: TileRowsBody {
