@@ -22,32 +22,23 @@ import SwiftBERTVNNI
 /// function was instead merged back into one loop full of branches).
 protocol TileRowCount {
     static var rows: Int { get }
-    /// body(TileRowsN.self) for n = `count` clamped to 1...`rows`.
-    static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body)
+    /// The count one below (TileRows1's is itself), for `upTo`.
+    associatedtype Smaller: TileRowCount
 }
-enum TileRows1: TileRowCount {
-    static var rows: Int { 1 }
-    @inline(__always) static func upTo<Body: TileRowsBody>(_: Int, _ body: Body) { body(Self.self) }
-}
-enum TileRows2: TileRowCount {
-    static var rows: Int { 2 }
-    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows1.upTo(count, body) }
-}
-enum TileRows3: TileRowCount {
-    static var rows: Int { 3 }
-    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows2.upTo(count, body) }
-}
-enum TileRows4: TileRowCount {
-    static var rows: Int { 4 }
-    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows3.upTo(count, body) }
-}
-enum TileRows5: TileRowCount {
-    static var rows: Int { 5 }
-    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows4.upTo(count, body) }
-}
-enum TileRows6: TileRowCount {
-    static var rows: Int { 6 }
-    @inline(__always) static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) { count >= rows ? body(Self.self) : TileRows5.upTo(count, body) }
+enum TileRows1: TileRowCount { static var rows: Int { 1 }; typealias Smaller = TileRows1 }
+enum TileRows2: TileRowCount { static var rows: Int { 2 }; typealias Smaller = TileRows1 }
+enum TileRows3: TileRowCount { static var rows: Int { 3 }; typealias Smaller = TileRows2 }
+enum TileRows4: TileRowCount { static var rows: Int { 4 }; typealias Smaller = TileRows3 }
+enum TileRows5: TileRowCount { static var rows: Int { 5 }; typealias Smaller = TileRows4 }
+enum TileRows6: TileRowCount { static var rows: Int { 6 }; typealias Smaller = TileRows5 }
+
+extension TileRowCount {
+    /// body(TileRowsN.self) for n = `count` clamped to 1...`rows`: only this count and the
+    /// smaller ones are named, so only they are specialised.
+    @inline(__always)
+    static func upTo<Body: TileRowsBody>(_ count: Int, _ body: Body) {
+        if rows == 1 || count >= rows { body(Self.self) } else { Smaller.upTo(count, body) }
+    }
 }
 
 /// Code generic over a tile dimension, run by `withTileRows` with the count as a type.
