@@ -74,7 +74,7 @@ final class GemmaTests: XCTestCase {
             let got = tokenizer.encode(text).ids
             if got != expected { failures.append("\(describeLine(text)): \(got) != HF \(expected)") }
         }
-        XCTAssertTrue(failures.isEmpty, "\(failures.count) of \(groups.count) groups' pieces and \(lines.count) lines differ:\n" + failures.prefix(5).joined(separator: "\n"))
+        XCTAssertTrue(failures.isEmpty, "\(failures.count) differences over the pieces of \(groups.count) groups and \(lines.count) lines:\n" + failures.prefix(5).joined(separator: "\n"))
     }
 
     /// The ids sentence-transformers fed its model for every text of embeddings.json (prompt,

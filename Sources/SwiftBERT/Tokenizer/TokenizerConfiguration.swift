@@ -159,8 +159,14 @@ private struct TokenizerFile: Decodable {
 
         init?(intValue: Int) { nil }
 
+        private init(stringValue: String, token: String) {
+            self.stringValue = stringValue
+            self.token = token
+        }
+
+        private static let digits = Array("0123456789abcdef".utf8)
+
         static func hex(_ token: String) -> HexKey {
-            let digits = Array("0123456789abcdef".utf8)
             let text = String(unsafeUninitializedCapacity: token.utf8.count * 2) { buffer in
                 var i = 0
                 for byte in token.utf8 {
@@ -170,7 +176,7 @@ private struct TokenizerFile: Decodable {
                 }
                 return i
             }
-            return HexKey(stringValue: text)
+            return HexKey(stringValue: text, token: token)
         }
 
         private static func value(_ digit: UInt8) -> UInt8? {
