@@ -6,7 +6,7 @@ struct BPE: Sendable {
     /// (left id, right id) → (rank, merged id).
     private let merges: [UInt64: (rank: Int32, id: Int32)]
     private let characterIds: [UInt32: Int32]
-    private let vocabulary: [String: Int32]
+    private let vocabulary: [ExactString: Int32]
     private let unknownId: Int32?
     private let fuseUnknown: Bool
     private let byteIds: [Int32]?
@@ -14,15 +14,15 @@ struct BPE: Sendable {
 
     struct MergeError: Error { let reason: String }
 
-    init(vocabulary: [String: Int32], merges pairs: [(String, String)], unknownToken: String?,
+    init(vocabulary: [ExactString: Int32], merges pairs: [(String, String)], unknownToken: String?,
          fuseUnknown: Bool, byteFallback: Bool, ignoreMerges: Bool) throws {
         var merges: [UInt64: (rank: Int32, id: Int32)] = [:]
         merges.reserveCapacity(pairs.count)
         for (rank, (left, right)) in pairs.enumerated() {
-            guard let a = vocabulary[left], let b = vocabulary[right] else {
+            guard let a = vocabulary[ExactString(left)], let b = vocabulary[ExactString(right)] else {
                 throw MergeError(reason: "merge \(rank) (\(printable(left)) \(printable(right))) names a token that is not in the vocabulary")
             }
-            guard let merged = vocabulary[left + right] else {
+            guard let merged = vocabulary[ExactString(left + right)] else {
                 throw MergeError(reason: "merge \(rank) gives \(printable(left + right)), which is not in the vocabulary")
             }
             let key = Self.key(a, b)
@@ -31,16 +31,16 @@ struct BPE: Sendable {
         self.merges = merges
         var characters: [UInt32: Int32] = [:]
         for (token, id) in vocabulary {
-            let scalars = token.unicodeScalars
+            let scalars = token.string.unicodeScalars
             if scalars.count == 1, let scalar = scalars.first { characters[scalar.value] = id }
         }
         characterIds = characters
         self.vocabulary = vocabulary
-        unknownId = unknownToken.flatMap { vocabulary[$0] }
+        unknownId = unknownToken.flatMap { vocabulary[ExactString($0)] }
         self.fuseUnknown = fuseUnknown
         self.ignoreMerges = ignoreMerges
         if byteFallback {
-            let table = (0..<256).compactMap { vocabulary[String(format: "<0x%02X>", $0)] }
+            let table = (0..<256).compactMap { vocabulary[ExactString(String(format: "<0x%02X>", $0))] }
             byteIds = table.count == 256 ? table : nil
         } else {
             byteIds = nil
@@ -68,7 +68,7 @@ struct BPE: Sendable {
         func span(_ start: Int, _ end: Int) -> Range<Int> {
             text.spans[start].start..<text.spans[end - 1].end
         }
-        if ignoreMerges, let id = vocabulary[Self.string(text.scalars[word])] {
+        if ignoreMerges, let id = vocabulary[ExactString(Self.string(text.scalars[word]))] {
             sink.appendModelToken(id, span(word.lowerBound, word.upperBound))
             return
         }

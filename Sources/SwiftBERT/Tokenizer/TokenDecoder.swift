@@ -134,9 +134,9 @@ indirect enum TokenDecoder: Sendable {
             }
         case let .ctc(padToken, wordDelimiter, cleanup):
             var out: [String] = []
-            var previous: String?
-            for token in tokens where token != previous {
-                previous = token
+            var previous: ExactString?  // Rust's dedup compares bytes
+            for token in tokens where ExactString(token) != previous {
+                previous = ExactString(token)
                 var text = padToken.isEmpty ? token : token.replacingAll(padToken, with: "")
                 if cleanup {
                     text = WordPieceDecoder.cleanUp(text)

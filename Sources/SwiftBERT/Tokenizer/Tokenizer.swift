@@ -37,8 +37,8 @@ public final class Tokenizer: @unchecked Sendable {
     private let addedTokensById: [Int32: AddedToken]
     /// What decode writes for an added token: its normalized form if it is matched normalized.
     private let addedTokenDecodings: [Int32: String]
-    private let specialTokenContents: Set<String>
-    private let idsByToken: [String: Int32]
+    private let specialTokenContents: Set<ExactString>
+    private let idsByToken: [ExactString: Int32]
     /// Model vocabulary by id ("" where no token has that id).
     private let tokenStrings: [String]
     private let template: PostProcessingTemplate
@@ -82,7 +82,7 @@ public final class Tokenizer: @unchecked Sendable {
         guard !c.vocabulary.isEmpty else {
             throw fail("the vocabulary is empty; give the tokenizer.json or vocab.txt the model was trained with")
         }
-        let unknownId = c.vocabulary[c.unknownToken]
+        let unknownId = c.vocabulary[ExactString(c.unknownToken)]
         if case .wordPiece = c.model, unknownId == nil {
             throw fail("the unknown token \(printable(c.unknownToken)) is not in the vocabulary; give the tokenizer.json or vocab.txt the model was trained with")
         }
@@ -95,22 +95,22 @@ public final class Tokenizer: @unchecked Sendable {
             // Two tokens with one id: HF keeps either (hash order); keep the first in code-point
             // order, so decode is the same from run to run.
             let slot = Int(id)
-            if strings[slot].isEmpty || token.unicodeScalars.lexicographicallyPrecedes(strings[slot].unicodeScalars) {
-                strings[slot] = token
+            if strings[slot].isEmpty || token.string.unicodeScalars.lexicographicallyPrecedes(strings[slot].unicodeScalars) {
+                strings[slot] = token.string
             }
         }
         tokenStrings = strings
         vocabularySize = Int(maxId) + 1
 
         var ids = c.vocabulary
-        for token in c.addedTokens { ids[token.content] = token.id }
+        for token in c.addedTokens { ids[ExactString(token.content)] = token.id }
         idsByToken = ids
         addedTokensById = Dictionary(c.addedTokens.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
         addedTokenDecodings = addedTokensById.mapValues { token in
             guard token.normalized else { return token.content }
             return Self.string(Self.normalize(token.content, with: c.normalizer))
         }
-        specialTokenContents = Set(c.addedTokens.filter(\.special).map(\.content))
+        specialTokenContents = Set(c.addedTokens.filter(\.special).map { ExactString($0.content) })
 
         let tooLarge = fail("the vocabulary is too large (\(c.vocabulary.count) tokens); SwiftBERT reads vocabularies of up to about a million tokens")
         switch c.model {
@@ -147,7 +147,7 @@ public final class Tokenizer: @unchecked Sendable {
         sepId = ids["[SEP]"] ?? framing.last ?? ids["</s>"] ?? -1
         unkId = unknownId ?? ids["<unk>"] ?? -1
         maskId = ids["[MASK]"] ?? ids["<mask>"] ?? -1
-        padId = c.padId ?? ids[c.padToken ?? "[PAD]"] ?? ids["<pad>"] ?? 0
+        padId = c.padId ?? ids[ExactString(c.padToken ?? "[PAD]")] ?? ids["<pad>"] ?? 0
         padTypeId = c.padTypeId
         padToken = c.padToken ?? (padId >= 0 && Int(padId) < strings.count ? strings[Int(padId)] : "[PAD]")
         padsLeft = c.padsLeft
@@ -222,7 +222,7 @@ public final class Tokenizer: @unchecked Sendable {
         tokens(of: text).tokens
     }
 
-    public func id(of token: String) -> Int32? { idsByToken[token] }
+    public func id(of token: String) -> Int32? { idsByToken[ExactString(token)] }
 
     public func token(of id: Int32) -> String? {
         if let added = addedTokensById[id] { return added.content }
@@ -239,7 +239,7 @@ public final class Tokenizer: @unchecked Sendable {
 
     public func decode(_ ids: [Int32], skipSpecialTokens: Bool = true) -> String {
         let tokens = ids.compactMap { addedTokenDecodings[$0] ?? token(of: $0) }
-            .filter { !skipSpecialTokens || !specialTokenContents.contains($0) }
+            .filter { !skipSpecialTokens || !specialTokenContents.contains(ExactString($0)) }
         return decoder?.decode(tokens) ?? tokens.joined(separator: " ")
     }
 

@@ -3,7 +3,7 @@ import Foundation
 /// Everything a Tokenizer is built from, read from tokenizer.json or vocab.txt.
 struct TokenizerConfiguration {
     /// Token → id for every model (Unigram: piece → its index).
-    var vocabulary: [String: Int32] = [:]
+    var vocabulary: [ExactString: Int32] = [:]
     var model = ModelSection.wordPiece
     var unknownToken = "[UNK]"
     var continuationPrefix = "##"
@@ -37,7 +37,7 @@ enum ModelSection {
 private struct TokenizerFile: Decodable {
     struct Model: Decodable {
         var type: String?
-        var vocab: [String: Int]?
+        var vocab: Vocabulary?
         var unk_token: String?
         var continuing_subword_prefix: String?
         var max_input_chars_per_word: Int?
@@ -95,7 +95,7 @@ private struct TokenizerFile: Decodable {
             if type == nil, container.contains(.unk_id) { type = "Unigram" }
             switch type {
             case "WordPiece":
-                vocab = try container.decodeIfPresent([String: Int].self, forKey: .vocab)
+                vocab = try container.decodeIfPresent(Vocabulary.self, forKey: .vocab)
                 unk_token = try container.decodeIfPresent(String.self, forKey: .unk_token)
                 continuing_subword_prefix = try container.decodeIfPresent(String.self, forKey: .continuing_subword_prefix)
                 max_input_chars_per_word = try container.decodeIfPresent(Int.self, forKey: .max_input_chars_per_word)
@@ -104,7 +104,7 @@ private struct TokenizerFile: Decodable {
                 unk_id = try container.decodeIfPresent(Int.self, forKey: .unk_id)
                 byte_fallback = try container.decodeIfPresent(Bool.self, forKey: .byte_fallback)
             case "BPE":
-                vocab = try container.decodeIfPresent([String: Int].self, forKey: .vocab)
+                vocab = try container.decodeIfPresent(Vocabulary.self, forKey: .vocab)
                 merges = try container.decodeIfPresent([Merge].self, forKey: .merges)
                 unk_token = try container.decodeIfPresent(String.self, forKey: .unk_token)
                 continuing_subword_prefix = try container.decodeIfPresent(String.self, forKey: .continuing_subword_prefix)
@@ -118,6 +118,83 @@ private struct TokenizerFile: Decodable {
             }
         }
     }
+    /// model.vocab's (token, id) entries, every key kept. JSONDecoder gathers an object's members
+    /// in a [String: _], where canonically equivalent keys are one; `exactKeys` renames the members
+    /// of model.vocab to the hex of their UTF-8 before that, and `HexKey` reads the token back.
+    struct Vocabulary: Decodable {
+        var entries: [(token: String, id: Int)] = []
+
+        init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: HexKey.self)
+            let keys = container.allKeys
+            entries.reserveCapacity(keys.count)
+            for key in keys {
+                guard let token = key.token else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "vocab read without TokenizerFile.exactKeys"))
+                }
+                entries.append((token, try container.decode(Int.self, forKey: key)))
+            }
+        }
+    }
+
+    /// A member of model.vocab, named by the hex digits of its token's UTF-8.
+    struct HexKey: CodingKey {
+        let stringValue: String
+        /// nil when `stringValue` is not hex of UTF-8.
+        let token: String?
+        var intValue: Int? { nil }
+
+        init(stringValue: String) {
+            self.stringValue = stringValue
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(stringValue.utf8.count / 2)
+            var high: UInt8?
+            var valid = stringValue.utf8.count % 2 == 0
+            for digit in stringValue.utf8 where valid {
+                guard let value = Self.value(digit) else { valid = false; break }
+                if let first = high { bytes.append(first << 4 | value); high = nil } else { high = value }
+            }
+            token = valid ? String(decoding: bytes, as: UTF8.self) : nil  // hex of a String: valid UTF-8
+        }
+
+        init?(intValue: Int) { nil }
+
+        private init(stringValue: String, token: String) {
+            self.stringValue = stringValue
+            self.token = token
+        }
+
+        private static let digits = Array("0123456789abcdef".utf8)
+
+        static func hex(_ token: String) -> HexKey {
+            let text = String(unsafeUninitializedCapacity: token.utf8.count * 2) { buffer in
+                var i = 0
+                for byte in token.utf8 {
+                    buffer[i] = digits[Int(byte >> 4)]
+                    buffer[i + 1] = digits[Int(byte & 15)]
+                    i += 2
+                }
+                return i
+            }
+            return HexKey(stringValue: text, token: token)
+        }
+
+        private static func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+        }
+    }
+
+    /// JSONDecoder's keyDecodingStrategy for tokenizer.json: model.vocab's keys in hex, others as written.
+    static func exactKeys(_ path: [CodingKey]) -> CodingKey {
+        let key = path[path.count - 1]
+        guard path.count == 3, path[1].stringValue == "vocab", path[0].stringValue == "model" else { return key }
+        return HexKey.hex(key.stringValue)
+    }
+
     struct Added: Decodable {
         var id: Int
         var content: String
@@ -140,7 +217,9 @@ extension TokenizerConfiguration {
         func fail(_ reason: String) -> SwiftBERTError { .invalidTokenizer(path: path, reason: reason) }
         let file: TokenizerFile
         do {
-            file = try JSONDecoder().decode(TokenizerFile.self, from: data)
+            let decoder = JSONDecoder()
+            decoder.keyDecodingStrategy = .custom(TokenizerFile.exactKeys)
+            file = try decoder.decode(TokenizerFile.self, from: data)
         } catch {
             throw fail("not a tokenizer.json (\(SwiftBERT.describe(error))); give the model's own tokenizer.json")
         }
@@ -164,7 +243,7 @@ extension TokenizerConfiguration {
             throw fail("post-processor Sequence with \(framing.count) framing steps (\(framing.compactMap(\.typeName).joined(separator: ", "))) is not supported: SwiftBERT frames a text once; use a tokenizer.json with one")
         }
         template = try PostProcessingTemplate(json: framing.first ?? processors.first ?? .null, idOf: { [vocabulary, addedTokens] token in
-            addedTokens.first { $0.content == token }?.id ?? vocabulary[token]
+            addedTokens.first { ExactString($0.content) == ExactString(token) }?.id ?? vocabulary[ExactString(token)]
         }, fail)
         for postProcessor in processors {
             switch postProcessor.typeName {
@@ -196,7 +275,7 @@ extension TokenizerConfiguration {
         switch model.type {
         case "WordPiece":
             guard let vocab = model.vocab else { throw fail("the WordPiece model has no vocab; give the model's own tokenizer.json") }
-            for (token, id) in vocab { vocabulary[token] = try checkedId(id, token) }
+            for (token, id) in vocab.entries { vocabulary[ExactString(token)] = try checkedId(id, token) }
             unknownToken = model.unk_token ?? "[UNK]"
             continuationPrefix = model.continuing_subword_prefix ?? "##"
             maxInputCharsPerWord = model.max_input_chars_per_word ?? 100
@@ -204,7 +283,7 @@ extension TokenizerConfiguration {
         case "Unigram":
             guard let pieces = model.pieces, !pieces.isEmpty else { throw fail("the Unigram model has no vocab; give the model's own tokenizer.json") }
             for (id, piece) in pieces.enumerated() {
-                vocabulary[piece.piece] = Int32(id)  // a repeated piece keeps its last id, as HF's token_to_ids
+                vocabulary[ExactString(piece.piece)] = Int32(id)  // a repeated piece keeps its last id, as HF's token_to_ids
             }
             if let unknownId = model.unk_id, !(0..<pieces.count).contains(unknownId) {
                 throw fail("the Unigram model's unk_id \(unknownId) is not one of its \(pieces.count) pieces; the file is damaged")
@@ -213,8 +292,8 @@ extension TokenizerConfiguration {
             self.model = .unigram(pieces: pieces.map { ($0.piece, $0.score) }, unknownId: model.unk_id,
                                   byteFallback: model.byte_fallback ?? false)
         case "BPE":
-            guard let vocab = model.vocab, !vocab.isEmpty else { throw fail("the BPE model has no vocab; give the model's own tokenizer.json") }
-            for (token, id) in vocab { vocabulary[token] = try checkedId(id, token) }
+            guard let vocab = model.vocab, !vocab.entries.isEmpty else { throw fail("the BPE model has no vocab; give the model's own tokenizer.json") }
+            for (token, id) in vocab.entries { vocabulary[ExactString(token)] = try checkedId(id, token) }
             if let prefix = model.continuing_subword_prefix, !prefix.isEmpty {
                 throw fail("BPE with continuing_subword_prefix \(printable(prefix)) is not supported (byte-level BPE as GPT-2/RoBERTa use it is); use a RoBERTa-style tokenizer.json")
             }
@@ -312,9 +391,9 @@ extension TokenizerConfiguration {
 
     /// HF ignores the ids written in "added_tokens": a token already in the vocabulary keeps
     /// its id, a new one gets the next id after the vocabulary (AddedVocabulary::add_tokens).
-    private static func assignIds(_ entries: [TokenizerFile.Added], vocabulary: [String: Int32]) -> [AddedToken] {
+    private static func assignIds(_ entries: [TokenizerFile.Added], vocabulary: [ExactString: Int32]) -> [AddedToken] {
         let vocabularySize = Int32(vocabulary.count)
-        var idsByContent: [String: Int32] = [:]
+        var idsByContent: [ExactString: Int32] = [:]
         var largestAddedId: Int32?
         var tokens: [AddedToken] = []
         for entry in entries where !entry.content.isEmpty {
@@ -322,7 +401,8 @@ extension TokenizerConfiguration {
             var token = AddedToken(id: 0, content: entry.content, singleWord: entry.single_word ?? false,
                                    lstrip: entry.lstrip ?? false, rstrip: entry.rstrip ?? false,
                                    normalized: entry.normalized ?? !special, special: special)
-            if let known = idsByContent[entry.content] ?? vocabulary[entry.content] {
+            let content = ExactString(entry.content)
+            if let known = idsByContent[content] ?? vocabulary[content] {
                 token.id = known
             } else if let largest = largestAddedId, largest >= vocabularySize || vocabularySize == 0 {
                 // A hostile vocabulary may already use Int32.max; the sparse-id check rejects the result.
@@ -330,9 +410,9 @@ extension TokenizerConfiguration {
             } else {
                 token.id = vocabularySize
             }
-            idsByContent[entry.content] = token.id
+            idsByContent[content] = token.id
             largestAddedId = max(largestAddedId ?? token.id, token.id)
-            tokens.removeAll { $0.content == token.content }  // a repeated entry replaces the earlier one
+            tokens.removeAll { ExactString($0.content) == content }  // a repeated entry replaces the earlier one
             tokens.append(token)
         }
         return tokens
@@ -425,12 +505,12 @@ extension TokenizerConfiguration {
             // HF reads each line with Rust's trim_end(): trailing White_Space goes, "\r" included.
             var scalars = Substring.UnicodeScalarView(line.unicodeScalars)
             while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
-            vocabulary[String(scalars)] = Int32(index)  // a repeated token keeps its last line
+            vocabulary[ExactString(String(scalars))] = Int32(index)  // a repeated token keeps its last line
         }
         normalizer = .bert(BertNormalizer(cleanText: true, handleChineseChars: true, stripAccents: lowercase, lowercase: lowercase))
         preTokenizer = .bert
         addedTokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"].compactMap { token in
-            vocabulary[token].map { AddedToken(id: $0, content: token) }
+            vocabulary[ExactString(token)].map { AddedToken(id: $0, content: token) }
         }
         guard let cls = vocabulary["[CLS]"], let sep = vocabulary["[SEP]"] else {
             throw SwiftBERTError.invalidTokenizer(path: path, reason: vocabulary.isEmpty ? "the vocabulary is empty; give the model's own vocab.txt" : "vocab.txt has no [CLS] or no [SEP] token; give the vocab.txt of a BERT model")

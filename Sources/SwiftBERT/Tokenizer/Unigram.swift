@@ -31,10 +31,10 @@ struct Unigram: Sendable {
         self.unknownId = unknownId.map(Int32.init)
         unknownScore = (pieces.isEmpty ? 0 : minimum) - Self.unknownPenalty
         if byteFallback {
-            var ids = Dictionary(pieces.enumerated().map { ($0.element.0, Int32($0.offset)) }, uniquingKeysWith: { _, last in last })
+            var ids = Dictionary(pieces.enumerated().map { (ExactString($0.element.0), Int32($0.offset)) }, uniquingKeysWith: { _, last in last })
             var table: [Int32] = []
             for byte in 0..<256 {
-                guard let id = ids[String(format: "<0x%02X>", byte)] else { break }
+                guard let id = ids[ExactString(String(format: "<0x%02X>", byte))] else { break }
                 table.append(id)
             }
             ids = [:]

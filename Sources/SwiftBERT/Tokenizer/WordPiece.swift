@@ -12,13 +12,13 @@ struct WordPiece: Sendable {
     /// `vocabulary` maps each token to its id; entries starting with `continuationPrefix`
     /// ("##") are the pieces that may follow another piece of the same word.
     /// nil if the vocabulary is too large for the trie (millions of tokens).
-    init?(vocabulary: [String: Int32], unknownId: Int32, continuationPrefix: String, maxInputCharsPerWord: Int) {
+    init?(vocabulary: [ExactString: Int32], unknownId: Int32, continuationPrefix: String, maxInputCharsPerWord: Int) {
         var trie = ScalarTrie()
         wordRoot = trie.addNode()
         continuationRoot = trie.addNode()
         let prefix = Array(continuationPrefix.unicodeScalars)
         for (token, id) in vocabulary {
-            let scalars = Array(token.unicodeScalars)
+            let scalars = Array(token.string.unicodeScalars)
             if !prefix.isEmpty, scalars.starts(with: prefix) {
                 trie.insert(scalars[prefix.count...], id: id, from: continuationRoot)
             }
