@@ -13,12 +13,39 @@ final class TokenizerUnicodeTests: XCTestCase {
         let pretokenizer_punctuation: [[UInt32]]
         let strip_accents: [String: String]
         let lowercase: [String: String]
-        let canonical_ordering: [String: String]
+        let canonical_ordering: Probes
+    }
+
+    /// canonical_ordering's probes, every one: decoded as a [String: String], canonically
+    /// equivalent inputs were one key, and 909 of the 2,734 never ran. The decoder's key strategy
+    /// renames each input to its scalars in hex ("78 1d165 301") before the keys are gathered.
+    private struct Probes: Decodable {
+        var pairs: [(input: [UInt32], want: String)] = []
+        init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: ScalarsKey.self)
+            for key in container.allKeys {
+                pairs.append((key.stringValue.split(separator: " ").map { UInt32($0, radix: 16)! }, try container.decode(String.self, forKey: key)))
+            }
+        }
+    }
+
+    private struct ScalarsKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+        static func scalars(of text: String) -> ScalarsKey {
+            ScalarsKey(stringValue: text.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: " "))
+        }
     }
 
     private static let expected: Expected = {
         let data = try! Data(contentsOf: TokenizerFixtures.url("unicode.json"))
-        return try! JSONDecoder().decode(Expected.self, from: data)
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .custom { path in
+            path.count == 2 && path[0].stringValue == "canonical_ordering" ? ScalarsKey.scalars(of: path[1].stringValue) : path[path.count - 1]
+        }
+        return try! decoder.decode(Expected.self, from: data)
     }()
 
     /// Every scalar value (surrogates excluded).
@@ -112,10 +139,9 @@ final class TokenizerUnicodeTests: XCTestCase {
     /// Unicode 9.0 combining classes.
     func testCanonicalOrderingMatchesHuggingFace() {
         let normalizer = BertNormalizer(cleanText: false, handleChineseChars: false, stripAccents: true, lowercase: false)
-        XCTAssertGreaterThan(Self.expected.canonical_ordering.count, 500)
-        for (input, want) in Self.expected.canonical_ordering {
+        XCTAssertEqual(Self.expected.canonical_ordering.pairs.count, 2734)
+        for (scalars, want) in Self.expected.canonical_ordering.pairs {
             var out = NormalizedText(), scratch = NormalizerScratch()
-            let scalars = scalars(input)
             scalars.withUnsafeBufferPointer { normalizer.normalize($0, 0..<$0.count, into: &out, scratch: &scratch) }
             XCTAssertEqual(out.scalars.map(hex), self.scalars(want).map(hex), "input \(scalars.map(hex))")
         }
