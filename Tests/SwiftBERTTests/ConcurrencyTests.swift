@@ -21,13 +21,8 @@ final class ConcurrencyTests: XCTestCase {
     func modelUnderTest(_ name: String) throws -> URL {
         let folder = try convertedModel(name)
         guard Self.underThreadSanitizer else { return folder }
-        let cut = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-one-layer-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: cut, withIntermediateDirectories: true)
+        let cut = try Self.linkedFolder(to: folder, except: "config.json", named: "one-layer")
         addTeardownBlock { try? FileManager.default.removeItem(at: cut) }
-        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name != "config.json" {
-            try FileManager.default.createSymbolicLink(at: cut.appendingPathComponent(name),
-                                                       withDestinationURL: folder.appendingPathComponent(name))
-        }
         var config = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("config.json"))) as? [String: Any])
         config["num_hidden_layers"] = 1
         try JSONSerialization.data(withJSONObject: config).write(to: cut.appendingPathComponent("config.json"))
@@ -123,13 +118,15 @@ final class ConcurrencyTests: XCTestCase {
     /// 16 of Fixtures/calibration.txt's sentences: a file the engine runs (its static
     /// quantisation is a threaded pass of its own), cheap under ThreadSanitizer. How accurate
     /// calibration is, Int8AccuracyTests measures on all 300.
+    /// A new temporary folder of links to `folder`'s files but `excluded` (the caller writes that
+    /// one, and removes the folder).
+    static func linkedFolder(to folder: URL, except excluded: String, named name: String) throws -> URL {
+        try SwiftBERTTests.linkedFolder(folder, excluding: [excluded], at: FileManager.default.temporaryDirectory
+            .appendingPathComponent("swiftbert-\(name)-\(UUID().uuidString)"))
+    }
+
     static func quicklyCalibrated(_ folder: URL) throws -> URL {
-        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-calibrated-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
-        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name != WeightFiles.int8Static {
-            try FileManager.default.createSymbolicLink(at: copy.appendingPathComponent(name),
-                                                       withDestinationURL: folder.appendingPathComponent(name))
-        }
+        let copy = try linkedFolder(to: folder, except: WeightFiles.int8Static, named: "calibrated")
         let text = try String(contentsOf: Bundle.module.url(forResource: "Fixtures/calibration", withExtension: "txt")!, encoding: .utf8)
         try Quantizer.calibrate(folder: copy, sentences: text.split(separator: "\n").prefix(16).map(String.init))
         return copy

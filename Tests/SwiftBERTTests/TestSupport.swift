@@ -18,6 +18,18 @@ func convertedModel(_ name: String, file: StaticString = #filePath, line: UInt =
     return url.resolvingSymlinksInPath()
 }
 
+/// A folder `folder` of symlinks to every file of `source` but those `excluded`: the same
+/// checkpoint with, say, its model.safetensors hidden so that pytorch_model.bin is read, or with
+/// a config of the test's own.
+func linkedFolder(_ source: URL, excluding excluded: Set<String>, at folder: URL) throws -> URL {
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    for entry in try FileManager.default.contentsOfDirectory(atPath: source.path) where !excluded.contains(entry) {
+        try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent(entry),
+                                                   withDestinationURL: source.appendingPathComponent(entry).resolvingSymlinksInPath())
+    }
+    return folder
+}
+
 /// Loaded models are shared across tests: loading is cheap, but there is no need to repeat it.
 nonisolated(unsafe) private let modelCache = NSCache<NSString, BertModel>()
 func loadModel(_ name: String, threads: Int = 2) throws -> BertModel {

@@ -20,16 +20,8 @@ final class TorchCheckpointTests: XCTestCase {
 
     // MARK: - Real torch.save files
 
-    /// A folder of symlinks to every file of `source` but those `excluded`: the same checkpoint
-    /// with, say, its model.safetensors hidden so that pytorch_model.bin is read.
     func linkedFolder(_ source: URL, excluding excluded: Set<String>, name: String) throws -> URL {
-        let folder = scratch.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for entry in try FileManager.default.contentsOfDirectory(atPath: source.path) where !excluded.contains(entry) {
-            try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent(entry),
-                                                       withDestinationURL: source.appendingPathComponent(entry).resolvingSymlinksInPath())
-        }
-        return folder
+        try SwiftBERTTests.linkedFolder(source, excluding: excluded, at: scratch.appendingPathComponent(name))
     }
 
     /// Every tensor of two converted models, compared bit for bit.
