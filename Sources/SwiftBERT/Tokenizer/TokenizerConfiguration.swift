@@ -137,57 +137,6 @@ private struct TokenizerFile: Decodable {
         }
     }
 
-    /// A member of model.vocab, named by the hex digits of its token's UTF-8.
-    struct HexKey: CodingKey {
-        let stringValue: String
-        /// nil when `stringValue` is not hex of UTF-8.
-        let token: String?
-        var intValue: Int? { nil }
-
-        init(stringValue: String) {
-            self.stringValue = stringValue
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(stringValue.utf8.count / 2)
-            var high: UInt8?
-            var valid = stringValue.utf8.count % 2 == 0
-            for digit in stringValue.utf8 where valid {
-                guard let value = Self.value(digit) else { valid = false; break }
-                if let first = high { bytes.append(first << 4 | value); high = nil } else { high = value }
-            }
-            token = valid ? String(decoding: bytes, as: UTF8.self) : nil  // hex of a String: valid UTF-8
-        }
-
-        init?(intValue: Int) { nil }
-
-        private init(stringValue: String, token: String) {
-            self.stringValue = stringValue
-            self.token = token
-        }
-
-        private static let digits = Array("0123456789abcdef".utf8)
-
-        static func hex(_ token: String) -> HexKey {
-            let text = String(unsafeUninitializedCapacity: token.utf8.count * 2) { buffer in
-                var i = 0
-                for byte in token.utf8 {
-                    buffer[i] = digits[Int(byte >> 4)]
-                    buffer[i + 1] = digits[Int(byte & 15)]
-                    i += 2
-                }
-                return i
-            }
-            return HexKey(stringValue: text, token: token)
-        }
-
-        private static func value(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-            default: return nil
-            }
-        }
-    }
-
     /// JSONDecoder's keyDecodingStrategy for tokenizer.json: model.vocab's keys in hex, others as written.
     static func exactKeys(_ path: [CodingKey]) -> CodingKey {
         let key = path[path.count - 1]
@@ -517,5 +466,58 @@ extension TokenizerConfiguration {
         }
         template = .bert(cls: (cls, "[CLS]"), sep: (sep, "[SEP]"))
         decoder = .wordPiece(WordPieceDecoder())
+    }
+}
+
+/// A JSON object's member named by the hex digits of its key's UTF-8: JSONDecoder gathers members
+/// in a [String: _], where canonically equivalent keys are one, so a key strategy renames them
+/// with `hex` first (tokenizer.json's model.vocab; the tests' fixtures keyed by text).
+struct HexKey: CodingKey {
+    let stringValue: String
+    /// nil when `stringValue` is not hex of UTF-8.
+    let token: String?
+    var intValue: Int? { nil }
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(stringValue.utf8.count / 2)
+        var high: UInt8?
+        var valid = stringValue.utf8.count % 2 == 0
+        for digit in stringValue.utf8 where valid {
+            guard let value = Self.value(digit) else { valid = false; break }
+            if let first = high { bytes.append(first << 4 | value); high = nil } else { high = value }
+        }
+        token = valid ? String(decoding: bytes, as: UTF8.self) : nil  // hex of a String: valid UTF-8
+    }
+
+    init?(intValue: Int) { nil }
+
+    private init(stringValue: String, token: String) {
+        self.stringValue = stringValue
+        self.token = token
+    }
+
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func hex(_ token: String) -> HexKey {
+        let text = String(unsafeUninitializedCapacity: token.utf8.count * 2) { buffer in
+            var i = 0
+            for byte in token.utf8 {
+                buffer[i] = digits[Int(byte >> 4)]
+                buffer[i + 1] = digits[Int(byte & 15)]
+                i += 2
+            }
+            return i
+        }
+        return HexKey(stringValue: text, token: token)
+    }
+
+    private static func value(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+        default: return nil
+        }
     }
 }
