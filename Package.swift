@@ -31,6 +31,12 @@ let hostFeatures: [SwiftSetting] = [("avx512_vnni", "SWIFTBERT_HOST_VNNI"), ("av
 // Without it SwiftBERTServer compiles to nothing and `bert serve` says how to rebuild.
 // The engine target SwiftBERT never depends on the server's packages.
 let server = "Server"
+// The trait `UnoptimisedTests` compiles the test target without optimisation; tools/sanitize.sh
+// turns it on. The sanitizers' tests spend their time in the engine, which stays optimised as
+// released, while optimising the test module (its whole-module passes) cost each sanitizer
+// build minutes. `make test` leaves it off: the suite's scalar references loop over millions
+// of values.
+let unoptimisedTests = "UnoptimisedTests"
 func whenServer(_ product: String, _ package: String) -> Target.Dependency {
     .product(name: product, package: package, condition: .when(traits: [server]))
 }
@@ -48,7 +54,8 @@ let package = Package(
         // package (python/, docs/python.md) and any other language with a C FFI.
         .library(name: "swiftbert", type: .dynamic, targets: ["SwiftBERTCABI"]),
     ],
-    traits: [.trait(name: server, description: "`bert serve` and the SwiftBERTServer library: Hummingbird, swift-metrics, swift-prometheus, swift-log, swift-service-lifecycle")],
+    traits: [.trait(name: server, description: "`bert serve` and the SwiftBERTServer library: Hummingbird, swift-metrics, swift-prometheus, swift-log, swift-service-lifecycle"),
+             .trait(name: unoptimisedTests, description: "the test target compiled without optimisation (the sanitizer builds of tools/sanitize.sh)")],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // `swift package generate-documentation --target SwiftBERT` (DocC, docs/builds.md). A
@@ -142,7 +149,8 @@ let package = Package(
             dependencies: ["SwiftBERT", "SwiftBERTKernels", "SwiftBERTCommandLine", "SwiftBERTBench", "SwiftBERTCatalog",
                            // The batcher in-process (BatcherTests); the rest of the server is tested over HTTP.
                            .target(name: "SwiftBERTServer", condition: .when(traits: [server]))],
-            resources: [.copy("Fixtures")]
+            resources: [.copy("Fixtures")],
+            swiftSettings: [.unsafeFlags(["-Onone"], .when(traits: [unoptimisedTests]))]
         ),
         // The C ABI (`@_cdecl` functions over the pipelines) of the `swiftbert` dynamic library.
         // Its linker version script exports `swiftbert_*` alone, so the Swift runtime and the
