@@ -61,7 +61,10 @@ let package = Package(
         // `swift package generate-documentation --target SwiftBERT` (DocC, docs/builds.md). A
         // plugin only: packages that depend on SwiftBERT neither fetch nor build it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Without Hummingbird's default traits (ConfigurationSupport: swift-configuration's
+        // readers; FullFoundation: URL-encoded forms), which the server does not use: the build
+        // skips swift-configuration, and `--build-tests` no longer recompiled Hummingbird each time.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
