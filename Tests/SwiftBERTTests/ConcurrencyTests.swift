@@ -114,10 +114,6 @@ final class ConcurrencyTests: XCTestCase {
         XCTAssertTrue(precisions.contains(.int8), "no INT8 weights for all-MiniLM-L6-v2: run make setup")
     }
 
-    /// A folder of links to `folder`'s files with an int8-static file of its own, calibrated on
-    /// 16 of Fixtures/calibration.txt's sentences: a file the engine runs (its static
-    /// quantisation is a threaded pass of its own), cheap under ThreadSanitizer. How accurate
-    /// calibration is, Int8AccuracyTests measures on all 300.
     /// A new temporary folder of links to `folder`'s files but `excluded` (the caller writes that
     /// one, and removes the folder).
     static func linkedFolder(to folder: URL, except excluded: String, named name: String) throws -> URL {
@@ -125,6 +121,10 @@ final class ConcurrencyTests: XCTestCase {
             .appendingPathComponent("swiftbert-\(name)-\(UUID().uuidString)"))
     }
 
+    /// A folder of links to `folder`'s files with an int8-static file of its own, calibrated on
+    /// 16 of Fixtures/calibration.txt's sentences: a file the engine runs (its static
+    /// quantisation is a threaded pass of its own), cheap under ThreadSanitizer. How accurate
+    /// calibration is, Int8AccuracyTests measures on all 300.
     static func quicklyCalibrated(_ folder: URL) throws -> URL {
         let copy = try linkedFolder(to: folder, except: WeightFiles.int8Static, named: "calibrated")
         let text = try String(contentsOf: Bundle.module.url(forResource: "Fixtures/calibration", withExtension: "txt")!, encoding: .utf8)
