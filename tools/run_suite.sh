@@ -14,7 +14,7 @@
 # take turns.
 #
 # Prints each process's output, then one line that sums their XCTest summaries:
-#   suite: Executed N tests, with S tests skipped and F failures in T s (...)
+#   suite: P passed, F failed, S skipped, of N tests in T s (...)
 # and exits non-zero if any process failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,7 +69,7 @@ for log in "$logs"/{1,2,3}.log; do
     skipped=$((skipped + $(grep -oE "[0-9]+ tests? skipped" <<<"$line" | grep -oE "^[0-9]+" || echo 0)))
 done
 rm -rf "$logs"
-echo "suite: Executed $executed tests, with $skipped tests skipped and $failed failures in $(( $(date +%s) - started )) s" \
+echo "suite: $((executed - failed - skipped)) passed, $failed failed, $skipped skipped, of $executed tests in $(( $(date +%s) - started )) s" \
      "(${#first[@]} + ${#second[@]} classes side by side in $side_by_side s, then ${#alone[@]} timed classes alone)"
 [ "$failed" -eq 0 ] || status=1
 exit $status
