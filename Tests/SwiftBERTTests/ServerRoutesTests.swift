@@ -219,25 +219,44 @@ extension ServerTests {
 
     /// Tokenising runs off the threads that serve connections: /health answers within 50 ms
     /// while two large /tokenize requests are being tokenised (it stalled for seconds before).
+    /// Two clients post /tokenize back to back until 10 probes have run with both in flight, so the
+    /// check holds however fast this machine tokenises (a fixed count of requests ended before the
+    /// probes began on a faster CI host).
     func testHealthAnswersWhileLargeTokenizeRequestsRun() throws {
         let server = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "16000000"])
-        let text = String(repeating: "Tokenisation of a very long request takes a while. ", count: 120_000)
+        // 330,000 tokens: an answer of 24 MB, under the default --max-response-bytes (32 MiB).
+        let text = String(repeating: "Tokenisation of a very long request takes a while. ", count: 30_000)
         let body = jsonBody(["inputs": text])
+        let load = TokenizeLoad()
         let done = DispatchGroup()
         for _ in 0..<2 {
-            DispatchQueue.global().async(group: done) { _ = try? httpRequest(port: server.port, method: "POST", path: "/tokenize", body: body, timeout: 120) }
+            DispatchQueue.global().async(group: done) {
+                while !load.stopped {
+                    load.begin()
+                    let reply = try? httpRequest(port: server.port, method: "POST", path: "/tokenize", body: body, timeout: 120)
+                    load.end(ok: reply?.status == 200, reply.map { "\($0.status) \($0.text.prefix(200))" } ?? "no answer")
+                }
+            }
         }
-        Thread.sleep(forTimeInterval: 0.5)  // the bodies are in and being tokenised
-        var probes: [Double] = []
-        while done.wait(timeout: .now()) == .timedOut, probes.count < 40 {
+        var busyProbes: [Double] = []
+        let deadline = Date().addingTimeInterval(60)
+        while busyProbes.count < 10, Date() < deadline {
+            let before = load.snapshot()
+            guard before.inFlight == 2 else { Thread.sleep(forTimeInterval: 0.01); continue }
+            Thread.sleep(forTimeInterval: 0.1)  // let the bodies arrive and tokenising begin
             let started = Date()
             XCTAssertEqual(try server.get("/health").status, 200)
-            probes.append(Date().timeIntervalSince(started))
-            Thread.sleep(forTimeInterval: 0.05)
+            let seconds = Date().timeIntervalSince(started)
+            // Counted only if neither request ended meanwhile: both were being served throughout.
+            if load.snapshot().finished == before.finished { busyProbes.append(seconds) }
         }
-        XCTAssertGreaterThanOrEqual(probes.count, 3, "the tokenize requests ended before /health was probed: make them larger")
-        XCTAssertLessThanOrEqual(probes.max() ?? 1, 0.05, "slowest /health while tokenising: \(probes.max() ?? 1) s (\(probes.count) probes)")
+        load.stop()
         done.wait()
+        print("health while tokenising | \(busyProbes.count) probes | slowest \(String(format: "%.1f", (busyProbes.max() ?? 0) * 1000)) ms | \(load.snapshot().succeeded) /tokenize answered")
+        XCTAssertGreaterThanOrEqual(busyProbes.count, 10, "only \(busyProbes.count) probes ran while both tokenize requests were in flight")
+        XCTAssertLessThanOrEqual(busyProbes.max() ?? 1, 0.05, "slowest /health while tokenising: \(busyProbes.max() ?? 1) s (\(busyProbes.count) probes)")
+        XCTAssertGreaterThan(load.snapshot().succeeded, 0, "no /tokenize request succeeded")
+        XCTAssertEqual(load.snapshot().failed, 0, "a /tokenize request failed: \(load.firstFailure)")
         XCTAssertEqual(server.terminate(), 0)
     }
 
@@ -278,4 +297,26 @@ func rawExchange(port: Int, head: String, body: Data) throws -> String {
         reply.append(buffer, count: n)
     }
     return String(decoding: reply, as: UTF8.self)
+}
+
+/// Requests in flight and finished, shared between the load threads and the prober.
+private final class TokenizeLoad: @unchecked Sendable {
+    private let lock = NSLock()
+    private var inFlight = 0, finished = 0, succeeded = 0, failed = 0
+    private var stopFlag = false
+
+    var stopped: Bool { lock.withLock { stopFlag } }
+    func stop() { lock.withLock { stopFlag = true } }
+    func begin() { lock.withLock { inFlight += 1 } }
+    private(set) var firstFailure = ""
+    func end(ok: Bool, _ answer: @autoclosure () -> String) {
+        lock.withLock {
+            inFlight -= 1; finished += 1
+            if ok { succeeded += 1 } else { failed += 1 }
+            if !ok, firstFailure.isEmpty { firstFailure = answer() }
+        }
+    }
+    func snapshot() -> (inFlight: Int, finished: Int, succeeded: Int, failed: Int) {
+        lock.withLock { (inFlight, finished, succeeded, failed) }
+    }
 }
