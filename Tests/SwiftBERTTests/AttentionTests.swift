@@ -73,6 +73,49 @@ final class AttentionTests: XCTestCase {
         }
     }
 
+    /// Windows (`AttentionWindow`): the causal mask of a decoder, the symmetric window of sliding
+    /// layers and uneven ones, each against softmax over exactly the keys it admits, in Double.
+    /// Lengths cross the 16-key steps and the key blocks (online softmax over several of them).
+    func testWindowsSeeExactlyTheirKeys() {
+        var seed: UInt64 = 23
+        func random() -> Float {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Float(Int64(bitPattern: seed >> 11) % 2001 - 1000) / 400
+        }
+        let d = 32, ld = 3 * d
+        let windows: [(String, AttentionWindow)] = [("causal", .causal), ("around 5", .around(5)), ("around 40", .around(40)),
+                                                    ("3 back, 70 ahead", AttentionWindow(before: 3, after: 70)),
+                                                    ("self only", AttentionWindow(before: 0, after: 0)), ("all", .all)]
+        for n in [1, 7, 16, 33, 130, 300] {
+            let projections = (0..<n * ld).map { _ in random() }
+            let scratch = AttentionScratch(maxLength: n, headDim: d)
+            let scale = 1 / Float(d).squareRoot()
+            for (name, window) in windows {
+                var fused = [Float](repeating: 0, count: n * d)
+                projections.withUnsafeBufferPointer { p in
+                    fused.withUnsafeMutableBufferPointer { o in
+                        let q = p.baseAddress!
+                        attendHead(FP32Attention.self, q: q, k: q + d, v: q + 2 * d, ld: ld, n: n, scale: scale,
+                                   window: window, into: o.baseAddress!, ldo: d, scratch)
+                    }
+                }
+                var worst: Double = 0
+                for i in 0..<n {
+                    let keys = max(0, i - min(window.before, n))...min(n - 1, i + min(window.after, n))
+                    let scores = keys.map { j in (0..<d).reduce(0.0) { $0 + Double(projections[i * ld + $1]) * Double(projections[j * ld + d + $1]) } * Double(scale) }
+                    let top = scores.max()!
+                    let weights = scores.map { Foundation.exp($0 - top) }, total = weights.reduce(0, +)
+                    for c in 0..<d {
+                        let expected = zip(keys, weights).reduce(0.0) { $0 + $1.1 * Double(projections[$1.0 * ld + 2 * d + c]) } / total
+                        worst = max(worst, abs(expected - Double(fused[i * d + c])))
+                    }
+                }
+                // Values are up to 2.5 in size: float rounding of their sums, as in the test above.
+                XCTAssertLessThanOrEqual(worst, 1e-5, "\(name), \(n) tokens")
+            }
+        }
+    }
+
     /// INT8 attention (`Int8Attention`, the `int8-attention` and `int8-static` precisions) against the
     /// same arithmetic written out here in scalars: Q and K per row and V per channel quantised
     /// symmetrically (Q as q + 128), scores from the integer sums, softmax in Float, probabilities as

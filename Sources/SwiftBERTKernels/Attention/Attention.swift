@@ -110,21 +110,42 @@ public final class RelativeAttentionBias: @unchecked Sendable {
     }
 }
 
+/// The keys each query sees, by their position relative to it: from `before` keys back to
+/// `after` keys ahead, itself included. `.all` in an encoder; `.around(w)` on sliding-window
+/// layers (ModernBERT, Gemma); `.causal` in a decoder (Qwen3), each token seeing those before it.
+public struct AttentionWindow: Sendable, Equatable {
+    public let before: Int
+    public let after: Int
+
+    public init(before: Int, after: Int) {
+        precondition(before >= 0 && after >= 0, "an attention window reaches zero or more keys each way")
+        (self.before, self.after) = (before, after)
+    }
+
+    public static let all = AttentionWindow(before: .max, after: .max)
+    public static let causal = AttentionWindow(before: .max, after: 0)
+    /// The keys within `distance` of the query on either side.
+    public static func around(_ distance: Int) -> AttentionWindow { AttentionWindow(before: distance, after: distance) }
+
+    /// The most keys a query of a sequence of `length` tokens sees.
+    func span(length: Int) -> Int { min(length, min(before, length) + min(after, length) + 1) }
+}
+
 /// out[T × heads·headDim] (row stride ldo) = softmax(Q·Kᵀ/√headDim)·V per sequence and head, for
 /// packed Q, K and V whose rows are `ld` floats apart (sequence s: `lengths[s]` rows from row
 /// `starts[s]`); the (sequence, head) pairs are split
 /// across `threads`, each with its own scratch. BERT's and MobileBERT's self-attention run this;
 /// `arithmetic`: the products in FP32, BF16 or INT8 (the model's precision). `bias`: a
-/// relative position bias added to the scores (MPNet). `window`: each query sees only the keys
-/// within this distance of it (ModernBERT's sliding-window layers); the key blocks beyond are
-/// skipped, so such a layer costs what its window costs.
+/// relative position bias added to the scores (MPNet). `window`: the keys each query sees
+/// (ModernBERT's and Gemma's sliding-window layers, a decoder's causal mask); the key blocks
+/// beyond are skipped, so such a layer costs what its window costs.
 public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
                         heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, arithmetic: AttentionPrecision = .fp32,
-                        bias: RelativeAttentionBias? = nil, window: Int? = nil,
+                        bias: RelativeAttentionBias? = nil, window: AttentionWindow = .all,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
     let scale = 1 / Float(headDim).squareRoot()
-    // QKᵀ and P·V, all heads: each query meets n keys, or 2·window + 1.
-    let work = lengths.reduce(0) { $0 + 2 * $1 * min($1, 2 * (window ?? $1) + 1) * heads * headDim }
+    // QKᵀ and P·V, all heads: each query meets at most the keys of its window.
+    let work = lengths.reduce(0) { $0 + 2 * $1 * window.span(length: $1) * heads * headDim }
     parallelFor(lengths.count * heads, threads: threads, work: work) { task, worker in
         let s = task / heads, head = task % heads
         let row = starts[s] * ld + head * headDim
@@ -194,14 +215,14 @@ extension AttentionArithmetic {
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
 /// head, the products in `A`'s arithmetic: q, k, v point at the head's first column of its
 /// first token, rows `ld` floats apart. `bias`: a relative position bias and the head it is
-/// read for. `window`: keys farther than this from the query are left out.
+/// read for. `window`: the keys each query sees; the others are left out.
 func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>,
                                         ld: Int, n: Int, scale: Float, bias: (RelativeAttentionBias, head: Int)? = nil,
-                                        window: Int? = nil, into out: UnsafeMutablePointer<Float>, ldo: Int,
+                                        window: AttentionWindow = .all, into out: UnsafeMutablePointer<Float>, ldo: Int,
                                         _ scratch: AttentionScratch) {
     precondition(n <= scratch.maxLength && n <= bias?.0.span ?? n)
     A.withPackedKeysAndValues(k: k, v: v, ld: ld, n: n, scratch) { keysT, values in
-        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window ?? n,
+        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window,
                      keysT: keysT, values: values, into: out, ldo: ldo, scratch)
     }
 }
@@ -209,7 +230,7 @@ func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: U
 /// `attendHead` with BF16 products, by `product`'s arithmetic (the same results either way).
 func attendHead(bf16 product: BF16Product, q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>,
                 ld: Int, n: Int, scale: Float, bias: (RelativeAttentionBias, head: Int)? = nil,
-                window: Int? = nil, into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
+                window: AttentionWindow = .all, into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     switch product {
     #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
     case .dotInstruction:
@@ -225,22 +246,25 @@ func attendHead(bf16 product: BF16Product, q: UnsafePointer<Float>, k: UnsafePoi
 /// attendHead once Kᵀ and V are packed: query blocks × key blocks with the online softmax.
 @inline(__always)
 func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld: Int, n: Int, scale: Float,
-                                                  bias: (RelativeAttentionBias, head: Int)?, window: Int, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
+                                                  bias: (RelativeAttentionBias, head: Int)?, window: AttentionWindow, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
                                                   into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
     let scores = scratch.scores, o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
     let blockMax = scratch.blockMax
     let ldS = attentionKeyBlock
+    // Distances beyond the sequence are the sequence: no overflow in the sums below.
+    let before = min(window.before, n), after = min(window.after, n)
     let scale2 = scale * 1.44269504088896341  // log2 e
     for q0 in stride(from: 0, to: n, by: attentionQueryBlock) {
         let rows = min(attentionQueryBlock, n - q0)
         for r in 0..<rows { rowMax[r] = -.infinity; rowSum[r] = 0 }
         o.update(repeating: 0, count: rows * dPad)
         let (queries, ldq, qSteps) = A.queries(q + q0 * ld, ld: ld, rows: rows, scratch)
-        // The keys some query of the block sees: all, or the block's rows ± window, from a
-        // multiple of 16 (the tiles read Kᵀ in 16-key steps up to nPad; BF16 pairs V's rows).
-        let firstKey = max(0, q0 - window) & ~15, endKey = min(n, q0 + rows + window)
-        let windowed = firstKey > 0 || endKey < n || window < n - 1
+        // The keys some query of the block sees: all, or from `before` keys back of its first row
+        // to `after` keys ahead of its last, from a multiple of 16 (the tiles read Kᵀ in 16-key
+        // steps up to nPad; BF16 pairs V's rows).
+        let firstKey = max(0, q0 - before) & ~15, endKey = min(n, q0 + rows + after)
+        let windowed = firstKey > 0 || endKey < n || before < n - 1 || after < n - 1
         for k0 in stride(from: firstKey, to: endKey, by: attentionKeyBlock) {
             let cols = min(attentionKeyBlock, endKey - k0)
             // S[rows × cols] = Q_block · K_blockᵀ.
@@ -251,8 +275,8 @@ func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld
             // In powers of 2 (m in units of log2 e), which saves exp its range reduction.
             // The columns query r sees: [lo, hi) (all of them without a window).
             @inline(__always) func seen(_ r: Int) -> Range<Int> {
-                let lo = windowed ? min(cols, max(0, q0 + r - window - k0)) : 0
-                return lo..<(windowed ? max(lo, min(cols, q0 + r + window + 1 - k0)) : cols)
+                let lo = windowed ? min(cols, max(0, q0 + r - before - k0)) : 0
+                return lo..<(windowed ? max(lo, min(cols, q0 + r + after + 1 - k0)) : cols)
             }
             // Every row's new maximum first, then every row's exponentials: a row's exponentials
             // wait on its maximum (a chain of loads, maxima and a tree), which the rows before

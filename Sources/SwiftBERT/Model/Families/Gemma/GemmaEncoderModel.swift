@@ -241,7 +241,7 @@ struct GemmaSelfAttention {
         context.measure(.attention) {
             multiHeadAttention(q: expanded, k: expanded + queries, v: expanded + 2 * queries, ld: 3 * queries,
                                heads: heads, headDim: d, starts: sequences.starts, lengths: sequences.lengths,
-                               threads: context.threads, arithmetic: context.attention, window: window,
+                               threads: context.threads, arithmetic: context.attention, window: window.map(AttentionWindow.around) ?? .all,
                                scratch: context.attentionScratch, into: attended, ldo: queries)
         }
         context.measure(.attentionOutput) { output(attended, m: m, into: out, context) }

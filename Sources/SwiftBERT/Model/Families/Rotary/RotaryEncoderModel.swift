@@ -160,7 +160,7 @@ struct RotarySelfAttention {
         context.measure(.attention) {
             multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
                                heads: heads, headDim: headDim, starts: sequences.starts, lengths: sequences.lengths,
-                               threads: context.threads, arithmetic: context.attention, window: window,
+                               threads: context.threads, arithmetic: context.attention, window: window.map(AttentionWindow.around) ?? .all,
                                scratch: context.attentionScratch, into: context.attended, ldo: h)
         }
         context.measure(.attentionOutput) { output(context.attended, m: sequences.tokenCount, into: out, context) }
