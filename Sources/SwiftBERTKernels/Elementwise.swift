@@ -196,18 +196,30 @@ public func relu(_ x: UnsafeMutablePointer<Float>, count: Int) {
     for i in 0..<count { x[i] = x[i] > 0 ? x[i] : 0 }
 }
 
+/// The activation of a gated feed-forward network's gate (its hidden_act).
+public enum GatedActivation: Sendable {
+    /// SiLU, x · σ(x): SwiGLU (NomicBERT, Qwen3).
+    case silu
+    /// The exact (erf) GELU: GeGLU (GTE, ModernBERT).
+    case gelu
+    /// PyTorch's gelu(approximate="tanh"): Gemma's "gelu_pytorch_tanh".
+    case tanhGELU
+}
+
 /// A gated feed-forward's activation (GLU): each row of `both` holds the gate's `width` columns,
 /// then the up projection's; y = act(gate) · up per column, into the rows of `gated` [· × width].
-/// act is SiLU (NomicBERT's SwiGLU) or exact GELU (ModernBERT's GeGLU, run in place on the gate).
-public func gatedActivation(_ both: UnsafeMutablePointer<Float>, rows: Range<Int>, width f: Int, silu: Bool,
+public func gatedActivation(_ both: UnsafeMutablePointer<Float>, rows: Range<Int>, width f: Int, activation: GatedActivation,
                             into gated: UnsafeMutablePointer<Float>) {
     for r in rows {
         let (g, u, y) = (both + r * 2 * f, both + r * 2 * f + f, gated + r * f)
-        if silu {
+        switch activation {
+        case .silu:
             for c in 0..<f { let v = g[c]; y[c] = v / (1 + exp(-v)) * u[c] }
-        } else {
-            gelu(g, count: f)
+        case .gelu:
+            gelu(g, count: f)  // in place on the gate
             for c in 0..<f { y[c] = g[c] * u[c] }
+        case .tanhGELU:
+            for c in 0..<f { y[c] = tanhGELU(g[c]) * u[c] }
         }
     }
 }

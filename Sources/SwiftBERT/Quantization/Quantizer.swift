@@ -42,7 +42,7 @@ public enum Quantizer {
         }
         guard alpha > 0, alpha < 1 else { throw SwiftBERTError.invalidInput(reason: "smoothing must lie between 0 and 1, got \(alpha)") }
         let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-        guard config.mobileBert == nil, config.rotary == nil, config.gemma == nil else {
+        guard ModelFamilies.family(of: config) is BertFamily else {
             throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.mobileBert != nil ? "MobileBERT" : config.architecture?.displayName ?? "rotary") model; int8-static calibrates BERT-family encoders (BERT, RoBERTa, XLM-R, MPNet): use int8 or int8-weights for it")
         }
         let model = try BertModel(folder: folder, precision: .fp32)

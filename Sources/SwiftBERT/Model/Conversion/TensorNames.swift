@@ -21,6 +21,12 @@ enum TensorNames {
     /// Inside a module with a projection and a LayerNorm (attention.output, output, the
     /// masked-LM transform).
     static let dense = "dense", layerNorm = "LayerNorm"
+    /// The RMSNorms of a pre-norm (Llama-style) layer: before and after each block (Gemma has all
+    /// four, Qwen3 the two before), and Q's and K's own, per head. Stored as the checkpoint's
+    /// `weight`; `RMSNorm` adds the family's offset.
+    static let inputNorm = "input_norm", postAttentionNorm = "post_attention_norm"
+    static let preFeedForwardNorm = "pre_feedforward_norm", postFeedForwardNorm = "post_feedforward_norm"
+    static let queryNorm = "q_norm", keyNorm = "k_norm"
 
     // Masked-LM head
     static let maskedLMTransform = "cls.predictions.transform"
@@ -81,7 +87,9 @@ enum TensorNames {
     static func modules(_ config: BertConfig) -> [Module] {
         if let mobile = config.mobileBert { return mobileBertModules(config, mobile) }
         if let rotary = config.rotary { return rotaryModules(config, rotary) }
-        if let gemma = config.gemma { return gemmaModules(config, gemma) }
+        if let gemma = config.gemma {
+            return llamaStyleModules(config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads, layout: Converter.gemmaLayout)
+        }
         let h = config.hiddenSize, ffn = config.intermediateSize
         var modules: [Module] = [
             Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),

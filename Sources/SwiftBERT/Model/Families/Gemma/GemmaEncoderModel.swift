@@ -10,6 +10,8 @@ import SwiftBERTKernels
 ///   by layer type), the query heads sharing the key/value heads in groups; sliding layers see
 ///   the keys within sliding_window / 2 positions on either side;
 /// - a GeGLU feed-forward network with the tanh GELU.
+/// Its blocks are the Llama-style ones Qwen3 shares: `RMSNorm`, `GroupedQueryAttention`,
+/// `GatedFeedForward`.
 /// Immutable after loading: one instance can serve many threads at once.
 public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked Sendable {
     let wordEmbeddings: any LinearWeights
@@ -17,7 +19,7 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
     /// float32 checkpoint.
     let embeddingScale: Float
     let layers: [GemmaLayer]
-    let finalNorm: GemmaRMSNorm
+    let finalNorm: RMSNorm
     let gemma: GemmaEncoderConfig
 
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
@@ -39,7 +41,7 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
         layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) {
             try GemmaLayer(root[TensorNames.layer($0)], config, gemma, index: $0, rotary: tables[gemma.theta(layer: $0)]!)
         }
-        finalNorm = try GemmaRMSNorm(root[TensorNames.finalNorm], size: h, eps: config.layerNormEps)
+        finalNorm = try RMSNorm(root[TensorNames.finalNorm], size: h, eps: config.layerNormEps, offset: 1)
         KernelReport.warnOnceIfSlower()
         super.init(opened, loadStarted: start)
     }
@@ -48,7 +50,7 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
         let (ids, types, sequences) = try config.pack(batch, typeIds: nil)
         let h = config.hiddenSize, gemma = gemma
-        let attentionColumns = GemmaSelfAttention.scratchColumns(config, gemma)
+        let attentionColumns = GroupedQueryAttention.scratchColumns(config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads)
         return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, _, hidden in
             let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
                                          attention: precision.attention, profile: profile, hidden: h,
@@ -96,192 +98,24 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
     }
 }
 
-/// x += y over [rows × cols], rows split across threads.
-private func addResidual(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Float>, rows: Int, cols: Int, threads: Int) {
-    parallelRows(rows, columns: cols, threads: threads) { range in
-        let (a, b) = (x + range.lowerBound * cols, y + range.lowerBound * cols)
-        for i in 0..<range.count * cols { a[i] += b[i] }
-    }
-}
-
-/// Gemma's RMSNorm: x / √(mean(x²) + ε) · (1 + weight), in float32 as transformers computes it
-/// (the mean of squares summed in double here: at most half an ulp from PyTorch's pairwise sum).
-struct GemmaRMSNorm {
-    /// 1 + weight, made once at load.
-    let scale: [Float]
-    let eps: Float
-
-    init(_ scope: WeightScope, size: Int, eps: Float) throws {
-        let weight = try scope.file.floats(scope.name + ".weight", shape: [size])
-        (scale, self.eps) = (weight.map { 1 + $0 }, eps)
-    }
-
-    /// Normalises m rows in place, rows split across threads.
-    func callAsFunction(_ x: UnsafeMutablePointer<Float>, m: Int, threads: Int) {
-        let eps = eps, size = scale.count
-        scale.withUnsafeBufferPointer { scale in
-            let scale = scale.baseAddress!
-            parallelRows(m, columns: size, threads: threads) { rows in
-                for r in rows { Self.normalize(x + r * size, count: size, scale: scale, eps: eps) }
-            }
-        }
-    }
-
-    /// One vector of `count` in place.
-    static func normalize(_ v: UnsafeMutablePointer<Float>, count: Int, scale: UnsafePointer<Float>, eps: Float) {
-        var sum: Double = 0
-        for i in 0..<count { sum += Double(v[i]) * Double(v[i]) }
-        let inverse = 1 / (Float(sum / Double(count)) + eps).squareRoot()
-        for i in 0..<count { v[i] = v[i] * inverse * scale[i] }
-    }
-}
-
 /// One layer: attention and the feed-forward network, each between two RMSNorms.
 struct GemmaLayer {
-    let inputNorm: GemmaRMSNorm
-    let attention: GemmaSelfAttention
-    let postAttentionNorm: GemmaRMSNorm
-    let preFeedForwardNorm: GemmaRMSNorm
-    let feedForward: GemmaFeedForward
-    let postFeedForwardNorm: GemmaRMSNorm
+    let inputNorm: RMSNorm
+    let attention: GroupedQueryAttention
+    let postAttentionNorm: RMSNorm
+    let preFeedForwardNorm: RMSNorm
+    let feedForward: GatedFeedForward
+    let postFeedForwardNorm: RMSNorm
 
     init(_ scope: WeightScope, _ config: BertConfig, _ gemma: GemmaEncoderConfig, index: Int, rotary: RotaryEmbedding) throws {
         let (h, eps, names) = (config.hiddenSize, config.layerNormEps, TensorNames.self)
-        inputNorm = try GemmaRMSNorm(scope[names.gemmaInputNorm], size: h, eps: eps)
-        attention = try GemmaSelfAttention(scope[names.attention], config, gemma, rotary: rotary, window: gemma.window(layer: index))
-        postAttentionNorm = try GemmaRMSNorm(scope[names.gemmaPostAttentionNorm], size: h, eps: eps)
-        preFeedForwardNorm = try GemmaRMSNorm(scope[names.gemmaPreFeedForwardNorm], size: h, eps: eps)
-        feedForward = try GemmaFeedForward(scope[names.mlp], config)
-        postFeedForwardNorm = try GemmaRMSNorm(scope[names.gemmaPostFeedForwardNorm], size: h, eps: eps)
+        inputNorm = try RMSNorm(scope[names.inputNorm], size: h, eps: eps, offset: 1)
+        attention = try GroupedQueryAttention(scope[names.attention], config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads,
+                                              queryScalar: gemma.queryScalar, normOffset: 1, rotary: rotary,
+                                              window: gemma.window(layer: index).map(AttentionWindow.around) ?? .all)
+        postAttentionNorm = try RMSNorm(scope[names.postAttentionNorm], size: h, eps: eps, offset: 1)
+        preFeedForwardNorm = try RMSNorm(scope[names.preFeedForwardNorm], size: h, eps: eps, offset: 1)
+        feedForward = try GatedFeedForward(scope[names.mlp], config)
+        postFeedForwardNorm = try RMSNorm(scope[names.postFeedForwardNorm], size: h, eps: eps, offset: 1)
     }
-}
-
-/// Grouped-query self-attention: Q (heads × d), K and V (kv heads × d each) in one Linear; Q and
-/// K normalised per head and rotated; softmax(QKᵀ/√query_pre_attn_scalar)·V, within the window
-/// on sliding layers; then the output projection. The attention kernel takes one K and V per
-/// query head, so each key/value head is copied beside the query heads of its group first
-/// (2 · heads · d floats a token: small beside the products).
-struct GemmaSelfAttention {
-    let qkv: Linear
-    let output: Linear
-    /// Q's and K's RMSNorms, over each head's d channels.
-    let queryNorm: GemmaRMSNorm
-    let keyNorm: GemmaRMSNorm
-    let rotary: RotaryEmbedding
-    let heads: Int
-    let keyValueHeads: Int
-    let headDim: Int
-    /// The kernel scales scores by 1/√d; this turns that into 1/√query_pre_attn_scalar (1 for
-    /// EmbeddingGemma, where both are 256).
-    let queryRescale: Float
-    /// Keys within this distance of each query (nil: all).
-    let window: Int?
-
-    /// Columns of `ForwardContext.wide` the attention uses per token: the projections, the
-    /// expanded Q | K | V, and the heads' output.
-    static func scratchColumns(_ config: BertConfig, _ gemma: GemmaEncoderConfig) -> Int {
-        let queries = config.numAttentionHeads * gemma.headDim
-        return queries + 2 * gemma.keyValueHeads * gemma.headDim + 3 * queries + queries
-    }
-
-    init(_ scope: WeightScope, _ config: BertConfig, _ gemma: GemmaEncoderConfig, rotary: RotaryEmbedding, window: Int?) throws {
-        let h = config.hiddenSize, names = TensorNames.self, d = gemma.headDim
-        let queries = config.numAttentionHeads * d
-        let attention = scope[names.selfAttention]
-        qkv = try attention[names.qkv].linear(k: h, n: queries + 2 * gemma.keyValueHeads * d)
-        output = try scope[names.output][names.dense].linear(k: queries, n: h)
-        queryNorm = try GemmaRMSNorm(attention[names.queryNorm], size: d, eps: config.layerNormEps)
-        keyNorm = try GemmaRMSNorm(attention[names.keyNorm], size: d, eps: config.layerNormEps)
-        (self.rotary, self.window, heads, keyValueHeads, headDim) = (rotary, window, config.numAttentionHeads, gemma.keyValueHeads, d)
-        queryRescale = Float((Double(d) / gemma.queryScalar).squareRoot())
-    }
-
-    /// out[T × H] = Wo · Attention(x).
-    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let sequences = context.sequences, m = sequences.tokenCount, d = headDim
-        let queries = heads * d, width = queries + 2 * keyValueHeads * d, group = heads / keyValueHeads
-        let projections = context.wide                  // [T × width]: Q | K | V per token
-        let expanded = projections + m * width          // [T × 3·queries]: Q | K per query head | V per query head
-        let attended = expanded + m * 3 * queries       // [T × queries]
-        context.measure(.qkv) {
-            qkv(x, m: m, into: projections, context)
-            let (heads, kvHeads, rescale) = (heads, keyValueHeads, queryRescale)
-            // Each head of Q, then of K, is one vector of d channels to its RMSNorm.
-            let (queryEps, keyEps) = (queryNorm.eps, keyNorm.eps)
-            queryNorm.scale.withUnsafeBufferPointer { queryScale in
-                keyNorm.scale.withUnsafeBufferPointer { keyScale in
-                    let (queryScale, keyScale) = (queryScale.baseAddress!, keyScale.baseAddress!)
-                    parallelRows(m, columns: width, threads: context.threads) { rows in
-                        for t in rows {
-                            let row = projections + t * width
-                            for head in 0..<heads { GemmaRMSNorm.normalize(row + head * d, count: d, scale: queryScale, eps: queryEps) }
-                            for head in 0..<kvHeads { GemmaRMSNorm.normalize(row + queries + head * d, count: d, scale: keyScale, eps: keyEps) }
-                        }
-                    }
-                }
-            }
-            // Q's and K's heads are adjacent in the row: one pass rotates both.
-            rotary.rotate(projections, ld: width, heads: heads + keyValueHeads, headDim: d, positions: context.positions, threads: context.threads)
-            parallelRows(m, columns: 3 * queries, threads: context.threads) { rows in
-                for t in rows {
-                    let (row, target) = (projections + t * width, expanded + t * 3 * queries)
-                    if rescale == 1 {
-                        target.update(from: row, count: queries)
-                    } else {
-                        for i in 0..<queries { target[i] = row[i] * rescale }
-                    }
-                    for head in 0..<heads {
-                        let shared = head / group
-                        (target + queries + head * d).update(from: row + queries + shared * d, count: d)
-                        (target + 2 * queries + head * d).update(from: row + queries + kvHeads * d + shared * d, count: d)
-                    }
-                }
-            }
-        }
-        context.measure(.attention) {
-            multiHeadAttention(q: expanded, k: expanded + queries, v: expanded + 2 * queries, ld: 3 * queries,
-                               heads: heads, headDim: d, starts: sequences.starts, lengths: sequences.lengths,
-                               threads: context.threads, arithmetic: context.attention, window: window.map(AttentionWindow.around) ?? .all,
-                               scratch: context.attentionScratch, into: attended, ldo: queries)
-        }
-        context.measure(.attentionOutput) { output(attended, m: m, into: out, context) }
-    }
-}
-
-/// GeGLU: down(gelu_tanh(gate(x)) ⊙ up(x)), gate and up in one Linear (`gate_up`, gate's rows first).
-struct GemmaFeedForward {
-    let gateUp: Linear
-    let down: Linear
-    let width: Int
-
-    init(_ scope: WeightScope, _ config: BertConfig) throws {
-        let (h, f) = (config.hiddenSize, config.intermediateSize)
-        gateUp = try scope[TensorNames.gateUp].linear(k: h, n: 2 * f)
-        down = try scope[TensorNames.down].linear(k: f, n: h)
-        width = f
-    }
-
-    /// out[T × H] = FFN(x).
-    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let m = context.sequences.tokenCount, f = width
-        let both = context.wide, gated = context.gated!
-        context.measure(.feedForwardIn) {
-            gateUp(x, m: m, into: both, context)
-            parallelRows(m, columns: 2 * f, threads: context.threads) { rows in
-                for r in rows {
-                    let (g, u, y) = (both + r * 2 * f, both + r * 2 * f + f, gated + r * f)
-                    for c in 0..<f { y[c] = tanhGELU(g[c]) * u[c] }
-                }
-            }
-        }
-        context.measure(.feedForwardOut) { down(gated, m: m, into: out, context) }
-    }
-}
-
-/// PyTorch's gelu(approximate="tanh"), Gemma's "gelu_pytorch_tanh":
-/// x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))).
-@inline(__always)
-func tanhGELU(_ x: Float) -> Float {
-    let inner: Float = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-    return 0.5 * x * (1 + Foundation.tanh(inner))
 }

@@ -1,0 +1,97 @@
+import Foundation
+import SwiftBERTKernels
+
+/// Grouped-query self-attention (Gemma 3, Qwen3): Q (heads × d), K and V (kv heads × d each) in
+/// one Linear; Q and K normalised per head (RMSNorm) and rotated (RoPE);
+/// softmax(QKᵀ/√query_scalar)·V over the keys of the layer's window (all, a sliding window, or
+/// the causal mask); then the output projection. The attention kernel takes one K and V per
+/// query head, so each key/value head is copied beside the query heads of its group first
+/// (2 · heads · d floats a token: small beside the products).
+struct GroupedQueryAttention {
+    let qkv: Linear
+    let output: Linear
+    /// Q's and K's RMSNorms, over each head's d channels.
+    let queryNorm: RMSNorm
+    let keyNorm: RMSNorm
+    let rotary: RotaryEmbedding
+    let heads: Int
+    let keyValueHeads: Int
+    let headDim: Int
+    /// The kernel scales scores by 1/√d; this turns that into 1/√query_scalar (1 where they are
+    /// equal: EmbeddingGemma's query_pre_attn_scalar is its head_dim, and Qwen3 has none).
+    let queryRescale: Float
+    /// The keys each query sees.
+    let window: AttentionWindow
+
+    /// Columns of `ForwardContext.wide` the attention uses per token: the projections, the
+    /// expanded Q | K | V, and the heads' output.
+    static func scratchColumns(_ config: BertConfig, headDim: Int, keyValueHeads: Int) -> Int {
+        let queries = config.numAttentionHeads * headDim
+        return queries + 2 * keyValueHeads * headDim + 3 * queries + queries
+    }
+
+    /// `normOffset`: Q's and K's RMSNorms scale by normOffset + weight (`RMSNorm`).
+    init(_ scope: WeightScope, _ config: BertConfig, headDim d: Int, keyValueHeads: Int, queryScalar: Double, normOffset: Float,
+         rotary: RotaryEmbedding, window: AttentionWindow) throws {
+        let h = config.hiddenSize, names = TensorNames.self
+        let queries = config.numAttentionHeads * d
+        let attention = scope[names.selfAttention]
+        qkv = try attention[names.qkv].linear(k: h, n: queries + 2 * keyValueHeads * d)
+        output = try scope[names.output][names.dense].linear(k: queries, n: h)
+        queryNorm = try RMSNorm(attention[names.queryNorm], size: d, eps: config.layerNormEps, offset: normOffset)
+        keyNorm = try RMSNorm(attention[names.keyNorm], size: d, eps: config.layerNormEps, offset: normOffset)
+        (self.rotary, self.window, heads, self.keyValueHeads, headDim) = (rotary, window, config.numAttentionHeads, keyValueHeads, d)
+        queryRescale = Float((Double(d) / queryScalar).squareRoot())
+    }
+
+    /// out[T × H] = Wo · Attention(x).
+    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let sequences = context.sequences, m = sequences.tokenCount, d = headDim
+        let queries = heads * d, width = queries + 2 * keyValueHeads * d, group = heads / keyValueHeads
+        let projections = context.wide                  // [T × width]: Q | K | V per token
+        let expanded = projections + m * width          // [T × 3·queries]: Q | K per query head | V per query head
+        let attended = expanded + m * 3 * queries       // [T × queries]
+        context.measure(.qkv) {
+            qkv(x, m: m, into: projections, context)
+            let (heads, kvHeads, rescale) = (heads, keyValueHeads, queryRescale)
+            // Each head of Q, then of K, is one vector of d channels to its RMSNorm.
+            let (queryEps, keyEps) = (queryNorm.eps, keyNorm.eps)
+            queryNorm.scale.withUnsafeBufferPointer { queryScale in
+                keyNorm.scale.withUnsafeBufferPointer { keyScale in
+                    let (queryScale, keyScale) = (queryScale.baseAddress!, keyScale.baseAddress!)
+                    parallelRows(m, columns: width, threads: context.threads) { rows in
+                        for t in rows {
+                            let row = projections + t * width
+                            for head in 0..<heads { RMSNorm.normalize(row + head * d, count: d, scale: queryScale, eps: queryEps) }
+                            for head in 0..<kvHeads { RMSNorm.normalize(row + queries + head * d, count: d, scale: keyScale, eps: keyEps) }
+                        }
+                    }
+                }
+            }
+            // Q's and K's heads are adjacent in the row: one pass rotates both.
+            rotary.rotate(projections, ld: width, heads: heads + keyValueHeads, headDim: d, positions: context.positions, threads: context.threads)
+            parallelRows(m, columns: 3 * queries, threads: context.threads) { rows in
+                for t in rows {
+                    let (row, target) = (projections + t * width, expanded + t * 3 * queries)
+                    if rescale == 1 {
+                        target.update(from: row, count: queries)
+                    } else {
+                        for i in 0..<queries { target[i] = row[i] * rescale }
+                    }
+                    for head in 0..<heads {
+                        let shared = head / group
+                        (target + queries + head * d).update(from: row + queries + shared * d, count: d)
+                        (target + 2 * queries + head * d).update(from: row + queries + kvHeads * d + shared * d, count: d)
+                    }
+                }
+            }
+        }
+        context.measure(.attention) {
+            multiHeadAttention(q: expanded, k: expanded + queries, v: expanded + 2 * queries, ld: 3 * queries,
+                               heads: heads, headDim: d, starts: sequences.starts, lengths: sequences.lengths,
+                               threads: context.threads, arithmetic: context.attention, window: window,
+                               scratch: context.attentionScratch, into: attended, ldo: queries)
+        }
+        context.measure(.attentionOutput) { output(attended, m: m, into: out, context) }
+    }
+}
