@@ -42,6 +42,7 @@ package struct ModelReport: Sendable {
         case .gte: "Gte"
         case .modernBERT: "ModernBert"
         case .gemma3: "Gemma3Text"
+        case .qwen3: "Qwen3"
         }
         let task = model.config.task.map { $0.kind == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
         architecture = "\(family)\(task ?? (model.config.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"

@@ -23,6 +23,7 @@ final class ModelFamilyTests: XCTestCase {
             ("", ["BertForMaskedLM"], "BERT"), ("", ["DistilBertModel"], "BERT"), ("", ["MobileBertForMaskedLM"], "MobileBERT"),
             ("", ["NewModel"], "rotary encoders"), ("", ["ModernBertModel"], "rotary encoders"),
             ("gemma3_text", ["Gemma3TextModel"], "Gemma 3"), ("", ["Gemma3TextModel"], "Gemma 3"),
+            ("qwen3", ["Qwen3ForCausalLM"], "Qwen3"), ("", ["Qwen3Model"], "Qwen3"), ("qwen2", ["Qwen2Model"], nil),
             ("albert", ["AlbertForMaskedLM"], nil), ("deberta-v2", ["DebertaV2Model"], nil), ("", [], nil),
         ]
         for (modelType, architectures, family) in expected {
@@ -30,7 +31,7 @@ final class ModelFamilyTests: XCTestCase {
         }
         let albert = Data(#"{"model_type": "albert", "architectures": ["AlbertForMaskedLM"]}"#.utf8)
         XCTAssertThrowsError(try Converter.readConfig(albert, path: "config.json", folder: "albert")) { error in
-            XCTAssertEqual("\(error)", "albert: unsupported checkpoint: model_type is 'albert', architectures [\"AlbertForMaskedLM\"]; SwiftBERT runs NomicBERT, GTE, ModernBERT, Gemma 3, MobileBERT, BERT, DistilBERT, RoBERTa, XLM-RoBERTa and MPNet encoders (docs/models.md)")
+            XCTAssertEqual("\(error)", "albert: unsupported checkpoint: model_type is 'albert', architectures [\"AlbertForMaskedLM\"]; SwiftBERT runs NomicBERT, GTE, ModernBERT, Gemma 3, Qwen3, MobileBERT, BERT, DistilBERT, RoBERTa, XLM-RoBERTa and MPNet encoders (docs/models.md)")
         }
     }
 

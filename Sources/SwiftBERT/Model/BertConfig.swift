@@ -34,6 +34,8 @@ public enum Architecture: String, Codable, Sendable, CaseIterable {
     case nomicBERT = "nomic_bert", gte, modernBERT = "modernbert"
     /// Gemma 3 as an encoder (EmbeddingGemma: `GemmaEncoderModel`, described by `BertConfig.gemma`).
     case gemma3 = "gemma3_text"
+    /// Qwen3 as an embedder (Qwen3-Embedding: `Qwen3EncoderModel`, described by `BertConfig.qwen3`).
+    case qwen3
 
     /// The family's name as its authors write it.
     public var displayName: String {
@@ -48,6 +50,7 @@ public enum Architecture: String, Codable, Sendable, CaseIterable {
         case .gte: "GTE"
         case .modernBERT: "ModernBERT"
         case .gemma3: "Gemma 3"
+        case .qwen3: "Qwen3"
         }
     }
 }
@@ -162,6 +165,8 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var rotary: RotaryEncoderConfig? = nil
     /// The Gemma 3 encoder's own fields (nil for every other family).
     public var gemma: GemmaEncoderConfig? = nil
+    /// The Qwen3 encoder's own fields (nil for every other family).
+    public var qwen3: Qwen3Config? = nil
     /// BGE-M3's sparse head (`sparse_linear.pt` beside the checkpoint): token weights
     /// relu(sparse_linear(h)), pooled into lexical weights (`LexicalWeightsHead`). nil: none.
     public var hasLexicalWeights: Bool? = nil
@@ -187,7 +192,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case hasUntiedDecoder = "has_untied_decoder"
         case hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head
         case mobileBert = "mobilebert", relativeAttentionNumBuckets = "relative_attention_num_buckets"
-        case rotary, gemma, hasLexicalWeights = "has_sparse_linear", colbertDimension = "colbert_dim"
+        case rotary, gemma, qwen3, hasLexicalWeights = "has_sparse_linear", colbertDimension = "colbert_dim"
     }
 
     // One flat config.json, as the converter has always written it: the encoder's fields, the
@@ -213,6 +218,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         relativeAttentionNumBuckets = try c.decodeIfPresent(Int.self, forKey: .relativeAttentionNumBuckets)
         rotary = try c.decodeIfPresent(RotaryEncoderConfig.self, forKey: .rotary)
         gemma = try c.decodeIfPresent(GemmaEncoderConfig.self, forKey: .gemma)
+        qwen3 = try c.decodeIfPresent(Qwen3Config.self, forKey: .qwen3)
         hasLexicalWeights = try c.decodeIfPresent(Bool.self, forKey: .hasLexicalWeights)
         colbertDimension = try c.decodeIfPresent(Int.self, forKey: .colbertDimension)
         sentence = try SentenceTransformersConfig(from: decoder)
@@ -240,6 +246,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(relativeAttentionNumBuckets, forKey: .relativeAttentionNumBuckets)
         try c.encodeIfPresent(rotary, forKey: .rotary)
         try c.encodeIfPresent(gemma, forKey: .gemma)
+        try c.encodeIfPresent(qwen3, forKey: .qwen3)
         try c.encodeIfPresent(hasLexicalWeights, forKey: .hasLexicalWeights)
         try c.encodeIfPresent(colbertDimension, forKey: .colbertDimension)
         try sentence.encode(to: encoder)
@@ -255,7 +262,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// pairs included. DistilBERT, MPNet and ModernBERT have none at all, and a rotary model
     /// with one type row takes only type 0.
     public var usesTokenTypes: Bool {
-        !isRoberta && architecture != .mpnet && architecture != .modernBERT && gemma == nil && !(rotary != nil && typeVocabSize < 2)
+        !isRoberta && architecture != .mpnet && architecture != .modernBERT && gemma == nil && qwen3 == nil && !(rotary != nil && typeVocabSize < 2)
     }
     /// Whether the checkpoint has no token-type table: the converter stores one all-zero row,
     /// which adds nothing, exactly (DistilBERT, MPNet).
@@ -264,7 +271,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// rows RoBERTa's positions skip (XLM-R: 514 - 2 = 512); with rotary positions,
     /// max_position_embeddings.
     public var positionLimit: Int {
-        rotary != nil || gemma != nil ? maxPositionEmbeddings : maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0)
+        rotary != nil || gemma != nil || qwen3 != nil ? maxPositionEmbeddings : maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0)
     }
 
     /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
@@ -295,12 +302,13 @@ public struct BertConfig: Codable, Sendable, Equatable {
         }
         // MobileBERT is trained with ReLU (its own modules run either); NomicBERT's gate with SiLU.
         guard hiddenAct == "gelu" || (mobileBert != nil && hiddenAct == "relu") || (rotary != nil && hiddenAct == "silu")
-                || (gemma != nil && hiddenAct == "gelu_pytorch_tanh") else {
+                || (gemma != nil && hiddenAct == "gelu_pytorch_tanh") || (qwen3 != nil && hiddenAct == "silu") else {
             throw fail("hidden_act '\(printable(hiddenAct))' is not supported; SwiftBERT implements BERT's exact erf GELU ('gelu'): use a checkpoint trained with it")
         }
         try mobileBert?.validate(self) { fail("\($0): \(fix)") }
         try rotary?.validate(self) { fail("\($0): \(fix)") }
         try gemma?.validate(self) { fail("\($0): \(fix)") }
+        try qwen3?.validate(self) { fail("\($0): \(fix)") }
         if let buckets = relativeAttentionNumBuckets, buckets < 2 || buckets > 1024 {
             throw fail("relative_attention_num_buckets is \(buckets); MPNet uses 32 (2 to 1024 are accepted): \(fix)")
         }

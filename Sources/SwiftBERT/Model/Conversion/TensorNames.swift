@@ -90,6 +90,9 @@ enum TensorNames {
         if let gemma = config.gemma {
             return llamaStyleModules(config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads, layout: Converter.gemmaLayout)
         }
+        if let qwen3 = config.qwen3 {
+            return llamaStyleModules(config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads, layout: Converter.qwen3Layout)
+        }
         let h = config.hiddenSize, ffn = config.intermediateSize
         var modules: [Module] = [
             Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),

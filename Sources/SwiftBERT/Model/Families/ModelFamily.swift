@@ -34,6 +34,7 @@ package enum ModelFamilies {
     package static let all: [any ModelFamily] = [
         RotaryFamily(),
         GemmaFamily(),
+        Qwen3Family(),
         MobileBertFamily(),
         BertFamily(),  // last: it also claims a config.json whose only clue is a Bert* class name
     ]

@@ -1,0 +1,56 @@
+import Foundation
+
+extension Converter {
+    /// Where a Qwen3 checkpoint keeps its layers' two RMSNorms: before attention, and before the
+    /// feed-forward network (which Qwen3 names post_attention_layernorm).
+    static let qwen3Layout = LlamaStyleLayout(postAttentionNorm: nil, preFeedForwardNorm: "post_attention_layernorm", postFeedForwardNorm: nil)
+
+    /// A Qwen3 config.json as the converted config: the shared fields, and `qwen3`. The
+    /// checkpoint may be a Qwen3Model (as sentence-transformers saves Qwen3-Embedding) or a
+    /// Qwen3ForCausalLM, whose lm_head is left out: only the hidden states are used.
+    static func readQwen3Config(_ json: [String: JSONValue], architectures: [String], path: String, folder: String) throws -> BertConfig {
+        func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
+        func int(_ key: String, fallback: Int? = nil) throws -> Int {
+            switch json[key] {
+            case let .number(v)? where v == v.rounded() && abs(v) <= 1e15: return Int(v)
+            case nil, .null?: if let fallback { return fallback }; throw fail("missing field '\(key)'; give the checkpoint's own config.json")
+            case let other?: throw fail("\(key) is \(printable("\(other)")), not an integer; fix config.json")
+            }
+        }
+        func number(_ key: String, fallback: Double? = nil) throws -> Double {
+            if case let .number(v)? = json[key] { return v }
+            if let fallback { return fallback }
+            throw fail("missing field '\(key)'; give the checkpoint's own config.json")
+        }
+        if let head = architectures.first(where: { $0 != "Qwen3Model" && $0 != "Qwen3ForCausalLM" }) {
+            throw SwiftBERTError.unsupportedCheckpoint(path: folder, reason: "\(printable(head)): SwiftBERT runs Qwen3Model and Qwen3ForCausalLM checkpoints for their last-token embeddings (Qwen3-Embedding), no other Qwen3 head")
+        }
+        if json["use_sliding_window"]?.bool == true {
+            throw fail("use_sliding_window is true; Qwen3-Embedding attends to every earlier token and SwiftBERT implements only that")
+        }
+        if json["attention_bias"]?.bool == true { throw fail("attention_bias is true; Qwen3's projections have no bias") }
+        if let types = json["layer_types"]?.array, types.contains(where: { $0.string != "full_attention" }) {
+            throw fail("layer_types names a layer other than full_attention; SwiftBERT's Qwen3 runs full causal attention in every layer")
+        }
+        let activation = json["hidden_act"]?.string ?? "silu"
+        guard activation == "silu" else { throw fail("hidden_act '\(printable(activation))' is not supported (silu is, as every Qwen3)") }
+        var theta = try number("rope_theta", fallback: 1_000_000)
+        if let parameters = json["rope_parameters"] ?? json["rope_scaling"], !parameters.isNull {
+            if let type = parameters["rope_type"]?.string ?? parameters["type"]?.string, type != "default" {
+                throw fail("rope type '\(printable(type))' is not supported (the default RoPE is)")
+            }
+            if case let .number(value)? = parameters["rope_theta"] { theta = value }
+        }
+        let heads = try int("num_attention_heads"), maxPositions = try int("max_position_embeddings")
+        var config = BertConfig(
+            vocabSize: try int("vocab_size"), hiddenSize: try int("hidden_size"), numHiddenLayers: try int("num_hidden_layers"),
+            numAttentionHeads: heads, intermediateSize: try int("intermediate_size"), maxPositionEmbeddings: maxPositions,
+            typeVocabSize: 1, layerNormEps: Float(try number("rms_norm_eps", fallback: 1e-6)), hiddenAct: activation,
+            maxSequenceLength: maxPositions, hasMaskedLMHead: false, hasUntiedDecoder: false)
+        config.architecture = .qwen3
+        config.qwen3 = Qwen3Config(headDim: try int("head_dim", fallback: config.hiddenSize / max(heads, 1)),
+                                   keyValueHeads: try int("num_key_value_heads", fallback: heads), ropeTheta: theta)
+        try config.validate(path: path)  // before any tensor: a bad head count names itself, not a shape
+        return config
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import SwiftBERTKernels
+
+/// The Qwen3 decoder as Qwen3-Embedding runs it for embeddings (transformers' Qwen3Model), loaded
+/// from a converted folder whose config carries `qwen3`. Apart from BERT:
+/// - no position table and no token types: positions are rotations of Q and K (RoPE);
+/// - each block follows an RMSNorm (scaling by its weight), with a final RMSNorm;
+/// - grouped-query attention, Q and K normalised per head, **causal**: each token sees itself and
+///   the tokens before it, so a sequence's last token (its `<|endoftext|>`) has seen all of it,
+///   and last-token pooling reads that row;
+/// - a SwiGLU feed-forward network.
+/// Sequences are packed, not padded, so each sequence's last token is its own last row: the
+/// vectors are those of transformers with left padding, in any batch.
+/// Immutable after loading: one instance can serve many threads at once.
+public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked Sendable {
+    let wordEmbeddings: any LinearWeights
+    let layers: [Qwen3Layer]
+    let finalNorm: RMSNorm
+    let qwen3: Qwen3Config
+
+    public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
+        let start = DispatchTime.now()
+        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let config = opened.config
+        guard let qwen3 = config.qwen3 else {
+            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a Qwen3 model: load it with loadModel or loadEncoder")
+        }
+        self.qwen3 = qwen3
+        let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
+        wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
+        let rotary = RotaryEmbedding(theta: qwen3.ropeTheta, headDim: qwen3.headDim, positions: config.positionLimit)
+        layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) {
+            try Qwen3Layer(root[TensorNames.layer($0)], config, qwen3, rotary: rotary)
+        }
+        finalNorm = try RMSNorm(root[TensorNames.finalNorm], size: h, eps: config.layerNormEps, offset: 0)
+        KernelReport.warnOnceIfSlower()
+        super.init(opened, loadStarted: start)
+    }
+
+    /// Token types are ignored: Qwen3 has none.
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
+        let (ids, types, sequences) = try config.pack(batch, typeIds: nil)
+        let h = config.hiddenSize, qwen3 = qwen3
+        let attentionColumns = GroupedQueryAttention.scratchColumns(config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads)
+        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, _, hidden in
+            let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
+                                         attention: precision.attention, profile: profile, hidden: h,
+                                         wideColumns: max(attentionColumns, 2 * config.intermediateSize), headDim: qwen3.headDim,
+                                         gatedColumns: config.intermediateSize)
+            forward(ids: ids, hidden: hidden, context)
+        }
+    }
+
+    /// The whole model, top to bottom. `x` receives [T × H] for the packed tokens.
+    func forward(ids: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let h = config.hiddenSize, m = context.sequences.tokenCount
+        context.measure(.embeddings) {
+            for t in 0..<m { wordEmbeddings.row(Int(ids[t]), into: x + t * h) }
+        }
+        let normed = context.attended, projected = context.projected
+        for layer in layers {
+            // x += Attention(norm(x)); x += FFN(norm(x)).
+            normed.update(from: x, count: m * h)
+            context.measure(.layerNorm) { layer.inputNorm(normed, m: m, threads: context.threads) }
+            layer.attention(normed, into: projected, context)
+            context.measure(.layerNorm) { addResidual(x, projected, rows: m, cols: h, threads: context.threads) }
+            normed.update(from: x, count: m * h)
+            context.measure(.layerNorm) { layer.preFeedForwardNorm(normed, m: m, threads: context.threads) }
+            layer.feedForward(normed, into: projected, context)
+            context.measure(.layerNorm) { addResidual(x, projected, rows: m, cols: h, threads: context.threads) }
+        }
+        context.measure(.layerNorm) { finalNorm(x, m: m, threads: context.threads) }
+    }
+
+    public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
+        throw missingMaskedLMHead
+    }
+}
+
+/// One layer: causal attention and the feed-forward network, each after its RMSNorm.
+struct Qwen3Layer {
+    let inputNorm: RMSNorm
+    let attention: GroupedQueryAttention
+    let preFeedForwardNorm: RMSNorm
+    let feedForward: GatedFeedForward
+
+    init(_ scope: WeightScope, _ config: BertConfig, _ qwen3: Qwen3Config, rotary: RotaryEmbedding) throws {
+        let (h, eps, names) = (config.hiddenSize, config.layerNormEps, TensorNames.self)
+        inputNorm = try RMSNorm(scope[names.inputNorm], size: h, eps: eps, offset: 0)
+        attention = try GroupedQueryAttention(scope[names.attention], config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads,
+                                              queryScalar: Double(qwen3.headDim), normOffset: 0, rotary: rotary, window: .causal)
+        preFeedForwardNorm = try RMSNorm(scope[names.preFeedForwardNorm], size: h, eps: eps, offset: 0)
+        feedForward = try GatedFeedForward(scope[names.mlp], config)
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+
+/// Qwen3 as an embedder: Qwen3-Embedding (transformers' Qwen3Model, causal attention,
+/// last-token pooling; `Qwen3Config`), run by `Qwen3EncoderModel`. Its checkpoint is converted as
+/// every Llama-style one (`Converter.convertLlamaStyle`).
+struct Qwen3Family: ModelFamily {
+    var name: String { "Qwen3" }
+    var variants: [Architecture] { [.qwen3] }
+    var precisions: [Precision] { Precision.allCases.filter { $0 != .int8Static } }  // int8-static calibrates BertModel only
+
+    func reads(modelType: String, architectures: [String]) -> Bool {
+        modelType == "qwen3" || (modelType.isEmpty && architectures.contains { $0.hasPrefix("Qwen3") })
+    }
+
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+        try Converter.readQwen3Config(json, architectures: architectures, path: path, folder: folder)
+    }
+
+    func describes(_ config: BertConfig) -> Bool { config.qwen3 != nil }
+
+    func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
+        try Qwen3EncoderModel(folder: folder, threads: threads, precision: precision)
+    }
+
+    func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report? {
+        guard let qwen3 = config.qwen3 else { throw SwiftBERTError.invalidInput(reason: "not a Qwen3 config") }
+        return try Converter.convertLlamaStyle(source: source, config: config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads,
+                                               layout: Converter.qwen3Layout, to: destination)
+    }
+}
