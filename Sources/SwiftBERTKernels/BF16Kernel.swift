@@ -33,9 +33,11 @@ public enum BF16Product: String, Sendable, CaseIterable {
     /// vdpbf16ps: 32 multiply-adds an instruction.
     case dotInstruction = "vdpbf16ps (AVX512_BF16)"
     #endif
-    #if SWIFTBERT_NATIVE_ISA
+    #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_AVX512
     /// BF16 widened to FP32 in registers by a shift or a mask, then FMA (16 an instruction).
     case widened = "widened to FP32 in registers, then FMA (AVX-512)"
+    #elseif SWIFTBERT_NATIVE_ISA
+    case widened = "widened to FP32 in registers, then FMA (AVX2)"
     #else
     case widened = "widened to FP32 by shifts, then multiply and add (plain Swift; no FMA in a portable build)"
     #endif

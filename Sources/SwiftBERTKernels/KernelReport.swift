@@ -54,6 +54,14 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
         "\(build.rawValue) build: FP32 Linear layers \(fp32Linear); INT8 \(int8Linear); BF16 \(bf16Linear); matrix unit: \(matrixUnit)"
     }
 
+    /// The vectors a native build's kernels run on: the build host's (a native build on a host
+    /// without AVX-512 runs the 16-lane kernels as two AVX2 halves).
+    #if SWIFTBERT_HOST_AVX512
+    static let nativeVectors = "AVX-512"
+    #else
+    static let nativeVectors = "AVX2"
+    #endif
+
     /// The report for this process.
     public static let current = KernelReport(cpuFeatures: cpuFeatures(cpuinfo: cpuinfo))
 
@@ -63,7 +71,7 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
     init(cpuFeatures: [String]) {
         #if SWIFTBERT_NATIVE_ISA
         build = .native
-        fp32Linear = "packed FMA kernel (AVX-512)"
+        fp32Linear = "packed FMA kernel (\(Self.nativeVectors))"
         #else
         build = .portable
         fp32Linear = "OpenBLAS sgemm (kernels chosen by OpenBLAS at run time)"
@@ -71,7 +79,7 @@ public struct KernelReport: Sendable, Equatable, CustomStringConvertible {
         #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_VNNI
         let vectorInt8 = "vpdpbusd (AVX-512 VNNI)"
         #elseif SWIFTBERT_NATIVE_ISA
-        let vectorInt8 = "vpdpwssd (plain Swift, AVX-512)"
+        let vectorInt8 = "vpdpwssd (plain Swift, \(Self.nativeVectors))"
         #else
         let vectorInt8 = "plain Swift for generic x86-64 (SSE2)"
         #endif

@@ -16,6 +16,19 @@ final class KernelReportTests: XCTestCase {
         XCTAssertEqual(KernelReport.cpuFeatures(cpuinfo: nil), [])
     }
 
+    /// A native build names the vectors its kernels run on, as the build host has them: AVX-512
+    /// only where the CPU has avx512f (an AVX2 EPYC's native build said "AVX-512" before).
+    func testNativeBuildNamesTheVectorsItRunsOn() throws {
+        let report = KernelReport.current
+        guard report.build == .native else { throw XCTSkip("a portable build names OpenBLAS and plain Swift") }
+        let hasAVX512 = report.cpuFeatures.contains("avx512f")
+        XCTAssertTrue(report.fp32Linear.contains(hasAVX512 ? "AVX-512" : "AVX2"), report.fp32Linear)
+        for label in [report.fp32Linear, report.int8Linear, report.bf16Linear] {
+            if label.contains("AVX-512") { XCTAssertTrue(hasAVX512, label) }
+            if label.contains("AVX2") { XCTAssertFalse(hasAVX512, label) }
+        }
+    }
+
     /// Only a portable build on an AVX-512 CPU advises the native build line.
     func testAdviceOnlyForAPortableBuildOnAnAVX512CPU() {
         let avx512 = KernelReport(cpuFeatures: ["avx2", "fma", "avx512f"])
