@@ -223,15 +223,16 @@ package final class Benchmark {
         return rounds < plan.minimumRepetitions || (elapsed < plan.seconds && rounds < 100_000)
     }
 
-    /// `shape.batch` sequences of `shape.sequenceLength` ids: [CLS], consecutive word pieces of the
-    /// benchmark sentences (each sequence starting where the previous one ended), [SEP]. The
-    /// same ids for every precision. Without sentences, deterministic ids from the vocabulary.
+    /// `shape.batch` sequences of `shape.sequenceLength` ids: consecutive word pieces of the
+    /// benchmark sentences (each sequence starting where the previous one ended), framed as the
+    /// tokenizer frames one text ([CLS] … [SEP]; … <|endoftext|> for Qwen3). The same ids for
+    /// every precision. Without sentences, deterministic ids from the vocabulary.
     func inputs(_ shape: BenchmarkPlan.Shape, text: [Int32], tokenizer: Tokenizer, vocabulary: Int) -> [[Int32]] {
-        let body = shape.sequenceLength - 2
+        let body = max(0, shape.sequenceLength - tokenizer.framingCount)
         return (0..<shape.batch).map { b in
             let ids = text.isEmpty ? syntheticIDs(body, vocabulary: vocabulary, offset: b * body)
                                    : (0..<body).map { text[(b * body + $0) % text.count] }
-            return [tokenizer.clsId] + ids + [tokenizer.sepId]
+            return tokenizer.framed(ids)
         }
     }
 }

@@ -197,6 +197,25 @@ final class CLIBenchmarkTests: CLITestCase {
         }
     }
 
+    /// A decoder's tokenizer has no [CLS]: the bench frames its inputs as the tokenizer frames a
+    /// text (Qwen3: the ids, then <|endoftext|>). It sent id -1 before, and the model refused it.
+    func testBenchFramesInputsAsTheTokenizerDoes() throws {
+        let folder = try Qwen3Tests.converted()
+        let tokenizer = try Tokenizer.load(folder: folder)
+        let ids = tokenizer.encode("the cat sat", addSpecialTokens: false).ids
+        XCTAssertEqual(tokenizer.framed(ids), tokenizer.encode("the cat sat").ids)
+        XCTAssertEqual(tokenizer.framed(ids).last, tokenizer.id(of: "<|endoftext|>"))
+        let minilm = try Tokenizer.load(folder: convertedModel("all-MiniLM-L6-v2"))
+        let pieces = minilm.encode("the cat sat", addSpecialTokens: false).ids
+        XCTAssertEqual(minilm.framed(pieces), [minilm.clsId] + pieces + [minilm.sepId])
+        let result = try bert("bench", "--model", folder.path, "--precision", "fp32", "--batch", "2", "--seq", "16",
+                              "--threads", "1", "--repetitions", "1", "--accuracy-sentences", "4", "--json", "--quiet")
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: result.stdoutData) as? [[String: Any]])
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertNotNil(rows.first?["median_ms"] as? Double)
+    }
+
     func testBenchRejectsUnknownPrecision() throws {
         let result = try bert("bench", "--precision", "int4")
         XCTAssertEqual(result.status, 64)

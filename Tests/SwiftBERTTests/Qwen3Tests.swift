@@ -12,6 +12,9 @@ final class Qwen3Tests: XCTestCase {
     static let fixtures = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/qwen3")
     private static let conversions = ConvertedFixtures(fixtures, label: "qwen3", quantizes: true)
 
+    /// The fixture checkpoint converted (and quantized) with `bert convert`'s code, once per run.
+    static func converted() throws -> URL { try conversions.folder("model") }
+
     static func fixture(_ file: String) throws -> JSONValue {
         try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: fixtures.appendingPathComponent(file)))
     }

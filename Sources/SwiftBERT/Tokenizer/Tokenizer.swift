@@ -200,6 +200,20 @@ public final class Tokenizer: @unchecked Sendable {
         return frame(first, second, addSpecialTokens: addSpecialTokens, truncated: truncated)
     }
 
+    /// Word-piece ids framed as one text is: `[CLS] ids [SEP]` for BERT, `ids <|endoftext|>` for
+    /// Qwen3, as the post-processor says. No truncation.
+    public func framed(_ ids: [Int32]) -> [Int32] {
+        template.single.flatMap { piece -> [Int32] in
+            switch piece {
+            case .sequence: ids
+            case let .special(specialIds, _, _): specialIds
+            }
+        }
+    }
+
+    /// How many ids `framed` adds to one text.
+    public var framingCount: Int { template.specialTokenCount(isPair: false) }
+
     /// Encodes each text, then pads all to the longest with [PAD] (attention mask 0).
     public func encodeBatch(_ texts: [String], maxLength: Int? = nil) -> [Encoding] {
         var encodings = texts.map { encode($0, maxLength: maxLength) }
