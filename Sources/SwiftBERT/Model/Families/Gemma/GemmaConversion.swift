@@ -14,18 +14,7 @@ extension Converter {
     /// Only the bidirectional encoder is taken: a causal Gemma is a decoder, not an embedder.
     static func readGemmaConfig(_ json: [String: JSONValue], architectures: [String], path: String, folder: String) throws -> BertConfig {
         func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
-        func int(_ key: String, fallback: Int? = nil) throws -> Int {
-            switch json[key] {
-            case let .number(v)? where v == v.rounded() && abs(v) <= 1e15: return Int(v)
-            case nil, .null?: if let fallback { return fallback }; throw fail("missing field '\(key)'; give the checkpoint's own config.json")
-            case let other?: throw fail("\(key) is \(printable("\(other)")), not an integer; fix config.json")
-            }
-        }
-        func number(_ key: String, fallback: Double? = nil) throws -> Double {
-            if case let .number(v)? = json[key] { return v }
-            if let fallback { return fallback }
-            throw fail("missing field '\(key)'; give the checkpoint's own config.json")
-        }
+        let fields = ConfigFields(json: json, fail: fail)
         if let classifier = architectures.first(where: { !$0.hasPrefix("Gemma3TextModel") && !$0.hasPrefix("Gemma3Model") }) {
             throw SwiftBERTError.unsupportedCheckpoint(path: folder, reason: "\(printable(classifier)): SwiftBERT runs the Gemma 3 encoder (Gemma3TextModel, as EmbeddingGemma) and its sentence embeddings, no other Gemma head")
         }
@@ -43,7 +32,7 @@ extension Converter {
         guard activation == "gelu_pytorch_tanh" else {
             throw fail("hidden_activation '\(printable(activation))' is not supported (gelu_pytorch_tanh is, as every Gemma 3)")
         }
-        let layers = try int("num_hidden_layers"), heads = try int("num_attention_heads")
+        let layers = try fields.int("num_hidden_layers"), heads = try fields.int("num_attention_heads")
         let layerTypes: [GemmaEncoderConfig.LayerType]
         if let types = json["layer_types"]?.array {
             layerTypes = try types.map {
@@ -54,23 +43,23 @@ extension Converter {
             }
         } else {
             // Older configs: every sliding_window_pattern-th layer is global.
-            let pattern = max(1, try int("sliding_window_pattern", fallback: try int("_sliding_window_pattern", fallback: 6)))
+            let pattern = max(1, try fields.int("sliding_window_pattern", fallback: try fields.int("_sliding_window_pattern", fallback: 6)))
             layerTypes = (0..<layers).map { ($0 + 1) % pattern == 0 ? .full : .sliding }
         }
-        let maxPositions = try int("max_position_embeddings")
+        let maxPositions = try fields.int("max_position_embeddings")
         var config = BertConfig(
-            vocabSize: try int("vocab_size"), hiddenSize: try int("hidden_size"), numHiddenLayers: layers,
-            numAttentionHeads: heads, intermediateSize: try int("intermediate_size"), maxPositionEmbeddings: maxPositions,
-            typeVocabSize: 1, layerNormEps: Float(try number("rms_norm_eps", fallback: 1e-6)), hiddenAct: activation,
+            vocabSize: try fields.int("vocab_size"), hiddenSize: try fields.int("hidden_size"), numHiddenLayers: layers,
+            numAttentionHeads: heads, intermediateSize: try fields.int("intermediate_size"), maxPositionEmbeddings: maxPositions,
+            typeVocabSize: 1, layerNormEps: Float(try fields.number("rms_norm_eps", fallback: 1e-6)), hiddenAct: activation,
             maxSequenceLength: maxPositions, hasMaskedLMHead: false, hasUntiedDecoder: false)
         config.architecture = .gemma3
-        let headDim = try int("head_dim", fallback: 256)
+        let headDim = try fields.int("head_dim", fallback: 256)
         config.gemma = GemmaEncoderConfig(
-            headDim: headDim, keyValueHeads: try int("num_key_value_heads", fallback: heads),
-            queryScalar: try number("query_pre_attn_scalar", fallback: Double(headDim)),
-            ropeTheta: try ropeTheta(json["rope_parameters"]?["full_attention"], fail) ?? number("rope_theta", fallback: 1_000_000),
-            localRopeTheta: try ropeTheta(json["rope_parameters"]?["sliding_attention"], fail) ?? number("rope_local_base_freq", fallback: 10_000),
-            slidingWindow: try int("sliding_window", fallback: 512), layerTypes: layerTypes)
+            headDim: headDim, keyValueHeads: try fields.int("num_key_value_heads", fallback: heads),
+            queryScalar: try fields.number("query_pre_attn_scalar", fallback: Double(headDim)),
+            ropeTheta: try ropeTheta(json["rope_parameters"]?["full_attention"], fail) ?? fields.number("rope_theta", fallback: 1_000_000),
+            localRopeTheta: try ropeTheta(json["rope_parameters"]?["sliding_attention"], fail) ?? fields.number("rope_local_base_freq", fallback: 10_000),
+            slidingWindow: try fields.int("sliding_window", fallback: 512), layerTypes: layerTypes)
         return config
     }
 

@@ -53,11 +53,7 @@ public struct GemmaEncoderConfig: Codable, Sendable, Equatable {
     static let maximumPositions = 1 << 17
 
     func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
-        guard headDim > 0, headDim % 2 == 0, headDim <= 4096 else { throw fail("head_dim must be a positive even number up to 4096, not \(headDim)") }
-        guard keyValueHeads > 0, config.numAttentionHeads % keyValueHeads == 0 else {
-            throw fail("num_attention_heads \(config.numAttentionHeads) is not a multiple of num_key_value_heads \(keyValueHeads)")
-        }
-        guard config.numAttentionHeads * headDim <= BertConfig.maximumSize else { throw fail("num_attention_heads × head_dim is too large") }
+        try GroupedQueryAttention.validate(headDim: headDim, keyValueHeads: keyValueHeads, config, fail: fail)
         for (name, value) in [("rope_theta", ropeTheta), ("rope_local_base_freq", localRopeTheta), ("query_pre_attn_scalar", queryScalar)]
         where !(value > 0 && value.isFinite) {
             throw fail("\(name) must be a positive number, not \(value)")

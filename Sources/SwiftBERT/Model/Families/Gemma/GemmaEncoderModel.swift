@@ -48,15 +48,8 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
 
     /// Token types are ignored: Gemma has none.
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.pack(batch, typeIds: nil)
-        let h = config.hiddenSize, gemma = gemma
-        let attentionColumns = GroupedQueryAttention.scratchColumns(config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads)
-        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, _, hidden in
-            let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
-                                         attention: precision.attention, profile: profile, hidden: h,
-                                         wideColumns: max(attentionColumns, 2 * config.intermediateSize), headDim: gemma.headDim,
-                                         gatedColumns: config.intermediateSize)
-            forward(ids: ids, hidden: hidden, context)
+        try encodeGroupedQueryLayers(batch, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads, profile: profile) {
+            forward(ids: $0, hidden: $1, $2)
         }
     }
 

@@ -24,11 +24,7 @@ public struct Qwen3Config: Codable, Sendable, Equatable {
     static let maximumPositions = 1 << 17
 
     func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
-        guard headDim > 0, headDim % 2 == 0, headDim <= 4096 else { throw fail("head_dim must be a positive even number up to 4096, not \(headDim)") }
-        guard keyValueHeads > 0, config.numAttentionHeads % keyValueHeads == 0 else {
-            throw fail("num_attention_heads \(config.numAttentionHeads) is not a multiple of num_key_value_heads \(keyValueHeads)")
-        }
-        guard config.numAttentionHeads * headDim <= BertConfig.maximumSize else { throw fail("num_attention_heads × head_dim is too large") }
+        try GroupedQueryAttention.validate(headDim: headDim, keyValueHeads: keyValueHeads, config, fail: fail)
         guard ropeTheta > 0, ropeTheta.isFinite else { throw fail("rope_theta must be a positive number, not \(ropeTheta)") }
         guard config.maxPositionEmbeddings <= Self.maximumPositions else {
             throw fail("max_position_embeddings \(config.maxPositionEmbeddings) is above \(Self.maximumPositions), the most SwiftBERT's Qwen3 encoder takes")

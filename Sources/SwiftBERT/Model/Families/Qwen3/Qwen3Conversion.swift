@@ -10,18 +10,7 @@ extension Converter {
     /// Qwen3ForCausalLM, whose lm_head is left out: only the hidden states are used.
     static func readQwen3Config(_ json: [String: JSONValue], architectures: [String], path: String, folder: String) throws -> BertConfig {
         func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
-        func int(_ key: String, fallback: Int? = nil) throws -> Int {
-            switch json[key] {
-            case let .number(v)? where v == v.rounded() && abs(v) <= 1e15: return Int(v)
-            case nil, .null?: if let fallback { return fallback }; throw fail("missing field '\(key)'; give the checkpoint's own config.json")
-            case let other?: throw fail("\(key) is \(printable("\(other)")), not an integer; fix config.json")
-            }
-        }
-        func number(_ key: String, fallback: Double? = nil) throws -> Double {
-            if case let .number(v)? = json[key] { return v }
-            if let fallback { return fallback }
-            throw fail("missing field '\(key)'; give the checkpoint's own config.json")
-        }
+        let fields = ConfigFields(json: json, fail: fail)
         if let head = architectures.first(where: { $0 != "Qwen3Model" && $0 != "Qwen3ForCausalLM" }) {
             throw SwiftBERTError.unsupportedCheckpoint(path: folder, reason: "\(printable(head)): SwiftBERT runs Qwen3Model and Qwen3ForCausalLM checkpoints for their last-token embeddings (Qwen3-Embedding), no other Qwen3 head")
         }
@@ -34,22 +23,22 @@ extension Converter {
         }
         let activation = json["hidden_act"]?.string ?? "silu"
         guard activation == "silu" else { throw fail("hidden_act '\(printable(activation))' is not supported (silu is, as every Qwen3)") }
-        var theta = try number("rope_theta", fallback: 1_000_000)
+        var theta = try fields.number("rope_theta", fallback: 1_000_000)
         if let parameters = json["rope_parameters"] ?? json["rope_scaling"], !parameters.isNull {
             if let type = parameters["rope_type"]?.string ?? parameters["type"]?.string, type != "default" {
                 throw fail("rope type '\(printable(type))' is not supported (the default RoPE is)")
             }
             if case let .number(value)? = parameters["rope_theta"] { theta = value }
         }
-        let heads = try int("num_attention_heads"), maxPositions = try int("max_position_embeddings")
+        let heads = try fields.int("num_attention_heads"), maxPositions = try fields.int("max_position_embeddings")
         var config = BertConfig(
-            vocabSize: try int("vocab_size"), hiddenSize: try int("hidden_size"), numHiddenLayers: try int("num_hidden_layers"),
-            numAttentionHeads: heads, intermediateSize: try int("intermediate_size"), maxPositionEmbeddings: maxPositions,
-            typeVocabSize: 1, layerNormEps: Float(try number("rms_norm_eps", fallback: 1e-6)), hiddenAct: activation,
+            vocabSize: try fields.int("vocab_size"), hiddenSize: try fields.int("hidden_size"), numHiddenLayers: try fields.int("num_hidden_layers"),
+            numAttentionHeads: heads, intermediateSize: try fields.int("intermediate_size"), maxPositionEmbeddings: maxPositions,
+            typeVocabSize: 1, layerNormEps: Float(try fields.number("rms_norm_eps", fallback: 1e-6)), hiddenAct: activation,
             maxSequenceLength: maxPositions, hasMaskedLMHead: false, hasUntiedDecoder: false)
         config.architecture = .qwen3
-        config.qwen3 = Qwen3Config(headDim: try int("head_dim", fallback: config.hiddenSize / max(heads, 1)),
-                                   keyValueHeads: try int("num_key_value_heads", fallback: heads), ropeTheta: theta)
+        config.qwen3 = Qwen3Config(headDim: try fields.int("head_dim", fallback: config.hiddenSize / max(heads, 1)),
+                                   keyValueHeads: try fields.int("num_key_value_heads", fallback: heads), ropeTheta: theta)
         try config.validate(path: path)  // before any tensor: a bad head count names itself, not a shape
         return config
     }

@@ -39,15 +39,8 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
 
     /// Token types are ignored: Qwen3 has none.
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.pack(batch, typeIds: nil)
-        let h = config.hiddenSize, qwen3 = qwen3
-        let attentionColumns = GroupedQueryAttention.scratchColumns(config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads)
-        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, _, hidden in
-            let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
-                                         attention: precision.attention, profile: profile, hidden: h,
-                                         wideColumns: max(attentionColumns, 2 * config.intermediateSize), headDim: qwen3.headDim,
-                                         gatedColumns: config.intermediateSize)
-            forward(ids: ids, hidden: hidden, context)
+        try encodeGroupedQueryLayers(batch, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads, profile: profile) {
+            forward(ids: $0, hidden: $1, $2)
         }
     }
 
