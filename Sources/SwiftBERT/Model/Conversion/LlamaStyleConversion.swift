@@ -54,6 +54,17 @@ extension TensorNames {
 }
 
 extension Converter {
+    /// A RoPE parameters object (transformers 5.x's rope_parameters, or the older rope_scaling):
+    /// its rope_theta, nil when it has none; a scaled RoPE is refused.
+    static func ropeTheta(_ json: JSONValue?, _ fail: (String) -> SwiftBERTError) throws -> Double? {
+        guard let json, !json.isNull else { return nil }
+        if let type = json["rope_type"]?.string ?? json["type"]?.string, type != "default" {
+            throw fail("rope type '\(printable(type))' is not supported (the default RoPE is)")
+        }
+        if case let .number(theta)? = json["rope_theta"] { return theta }
+        return nil
+    }
+
     /// A Llama-style checkpoint's tensor name without the model's prefix.
     static func llamaStyleCheckpointName(_ name: String) -> String {
         for prefix in ["model.language_model.", "model.", "language_model."] where name.hasPrefix(prefix) {

@@ -63,16 +63,6 @@ extension Converter {
         return config
     }
 
-    /// transformers 5.x's rope_parameters entry of one layer type: its rope_theta (default RoPE only).
-    private static func ropeTheta(_ json: JSONValue?, _ fail: (String) -> SwiftBERTError) throws -> Double? {
-        guard let json, !json.isNull else { return nil }
-        if let type = json["rope_type"]?.string, type != "default" {
-            throw fail("rope type '\(printable(type))' is not supported (the default RoPE is)")
-        }
-        if case let .number(theta)? = json["rope_theta"] { return theta }
-        return nil
-    }
-
     /// Where a Gemma 3 checkpoint keeps its layers' four RMSNorms.
     static let gemmaLayout = LlamaStyleLayout(postAttentionNorm: "post_attention_layernorm",
                                               preFeedForwardNorm: "pre_feedforward_layernorm",

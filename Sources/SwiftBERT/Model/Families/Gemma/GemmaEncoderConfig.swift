@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// What a Gemma 3 encoder (EmbeddingGemma: transformers' Gemma3TextModel with
 /// `use_bidirectional_attention`) has beyond the fields every family shares: grouped-query
@@ -40,9 +41,9 @@ public struct GemmaEncoderConfig: Codable, Sendable, Equatable {
         case layerTypes = "layer_types"
     }
 
-    /// Keys within this distance of the query on layer `index` (nil: all keys).
-    func window(layer index: Int) -> Int? {
-        layerTypes[index] == .sliding ? slidingWindow / 2 : nil
+    /// The keys layer `index` sees: within sliding_window / 2 of the query on sliding layers.
+    func window(layer index: Int) -> AttentionWindow {
+        layerTypes[index] == .sliding ? .around(slidingWindow / 2) : .all
     }
 
     /// The RoPE base of layer `index`.

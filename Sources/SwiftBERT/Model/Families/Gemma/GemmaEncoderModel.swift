@@ -105,7 +105,7 @@ struct GemmaLayer {
         inputNorm = try RMSNorm(scope[names.inputNorm], size: h, eps: eps, offset: 1)
         attention = try GroupedQueryAttention(scope[names.attention], config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads,
                                               queryScalar: gemma.queryScalar, normOffset: 1, rotary: rotary,
-                                              window: gemma.window(layer: index).map(AttentionWindow.around) ?? .all)
+                                              window: gemma.window(layer: index))
         postAttentionNorm = try RMSNorm(scope[names.postAttentionNorm], size: h, eps: eps, offset: 1)
         preFeedForwardNorm = try RMSNorm(scope[names.preFeedForwardNorm], size: h, eps: eps, offset: 1)
         feedForward = try GatedFeedForward(scope[names.mlp], config)

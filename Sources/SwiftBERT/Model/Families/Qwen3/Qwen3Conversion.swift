@@ -23,13 +23,7 @@ extension Converter {
         }
         let activation = json["hidden_act"]?.string ?? "silu"
         guard activation == "silu" else { throw fail("hidden_act '\(printable(activation))' is not supported (silu is, as every Qwen3)") }
-        var theta = try fields.number("rope_theta", fallback: 1_000_000)
-        if let parameters = json["rope_parameters"] ?? json["rope_scaling"], !parameters.isNull {
-            if let type = parameters["rope_type"]?.string ?? parameters["type"]?.string, type != "default" {
-                throw fail("rope type '\(printable(type))' is not supported (the default RoPE is)")
-            }
-            if case let .number(value)? = parameters["rope_theta"] { theta = value }
-        }
+        let theta = try ropeTheta(json["rope_parameters"] ?? json["rope_scaling"], fail) ?? fields.number("rope_theta", fallback: 1_000_000)
         let heads = try fields.int("num_attention_heads"), maxPositions = try fields.int("max_position_embeddings")
         var config = BertConfig(
             vocabSize: try fields.int("vocab_size"), hiddenSize: try fields.int("hidden_size"), numHiddenLayers: try fields.int("num_hidden_layers"),

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERTKernels
 
 /// What the rotary-position encoders (NomicBERT, GTE, ModernBERT) have that BERT has not:
 /// rotary positions instead of a position table, a gated feed-forward network, and (ModernBERT)
@@ -37,10 +38,10 @@ public struct RotaryEncoderConfig: Codable, Sendable, Equatable {
         case layerTypes = "layer_types", normPlacement = "norm_placement"
     }
 
-    /// Half the window of layer `index`: keys within this distance of the query (nil: all keys).
-    func window(layer index: Int) -> Int? {
-        guard layerTypes?[index] == .sliding, let localAttention else { return nil }
-        return localAttention / 2
+    /// The keys layer `index` sees: within half its local_attention of the query on sliding layers.
+    func window(layer index: Int) -> AttentionWindow {
+        guard layerTypes?[index] == .sliding, let localAttention else { return .all }
+        return .around(localAttention / 2)
     }
 
     /// The RoPE base of layer `index`.

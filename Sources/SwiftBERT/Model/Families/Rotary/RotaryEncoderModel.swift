@@ -114,7 +114,7 @@ struct RotaryEncoderLayer {
 
     init(_ scope: WeightScope, _ config: BertConfig, index: Int, rotary: RotaryEmbedding) throws {
         let h = config.hiddenSize, names = TensorNames.self
-        attention = try RotarySelfAttention(scope[names.attention], config, rotary: rotary, window: config.rotary?.window(layer: index))
+        attention = try RotarySelfAttention(scope[names.attention], config, rotary: rotary, window: config.rotary?.window(layer: index) ?? .all)
         attentionNorm = config.rotary?.normPlacement == .pre && index == 0
             ? nil : try scope[names.attentionNorm].layerNorm(size: h, eps: config.layerNormEps)
         feedForward = try GatedFeedForward(scope[names.mlp], config)
@@ -131,10 +131,10 @@ struct RotarySelfAttention {
     let rotary: RotaryEmbedding
     let heads: Int
     let headDim: Int
-    /// Keys within this distance of each query (nil: all).
-    let window: Int?
+    /// The keys each query sees.
+    let window: AttentionWindow
 
-    init(_ scope: WeightScope, _ config: BertConfig, rotary: RotaryEmbedding, window: Int?) throws {
+    init(_ scope: WeightScope, _ config: BertConfig, rotary: RotaryEmbedding, window: AttentionWindow) throws {
         let h = config.hiddenSize, names = TensorNames.self
         qkv = try scope[names.selfAttention][names.qkv].linear(k: h, n: 3 * h)
         output = try scope[names.output][names.dense].linear(k: h, n: h)
@@ -152,7 +152,7 @@ struct RotarySelfAttention {
         context.measure(.attention) {
             multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
                                heads: heads, headDim: headDim, starts: sequences.starts, lengths: sequences.lengths,
-                               threads: context.threads, arithmetic: context.attention, window: window.map(AttentionWindow.around) ?? .all,
+                               threads: context.threads, arithmetic: context.attention, window: window,
                                scratch: context.attentionScratch, into: context.attended, ldo: h)
         }
         context.measure(.attentionOutput) { output(context.attended, m: sequences.tokenCount, into: out, context) }
