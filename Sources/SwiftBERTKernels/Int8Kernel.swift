@@ -118,11 +118,11 @@ extension PackedInt8Matrix {
                 }
                 if let tiles = activations.tiles {
                     // tdpbusd is vpdpbusd's arithmetic on tiles: u8 × s8 into int32, the same sums.
-                    let (block, weights) = (tiles.int8Block, packed.assumingMemoryBound(to: Int8.self))
-                    tileGEMM(rows: rows ?? 0..<activations.m, columns: columns, accumulating: Int32.self,
+                    let (gemm, weights) = (tiles.int8GEMM, packed.assumingMemoryBound(to: Int8.self))
+                    tileGEMM(rows: rows ?? 0..<activations.m, columns: columns, panelBytes: panelStride, accumulating: Int32.self,
                              block: { row, count, panel, out in
-                                 block(activations.quantized + row * stride, stride, Int32(count),
-                                       weights + panel * panelStride, Int32(kQuads), out)
+                                 gemm(activations.quantized + row * stride, stride, Int32(count), weights + panel * panelStride,
+                                      panelWidth * 4, Int32(panelWidth), Int32(kQuads), out, panelWidth * 4, 0)
                              }, epilogue: epilogue, finished: finished)
                     return
                 }

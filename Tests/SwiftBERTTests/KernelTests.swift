@@ -143,6 +143,34 @@ final class KernelTests: XCTestCase {
         checkFusedAttention(WidenedBF16Attention.self, tolerance: 1.0 / 256, roundsInputs: true)
     }
 
+    /// BF16 attention with both products on (emulated) AMX tiles: the same bound. The tiles add
+    /// in another order than vdpbf16ps (16 pairs' even and odd products apart, then together).
+    func testTileBF16AttentionMatchesReferenceOnOddShapes() {
+        checkFusedAttention(TileBF16Attention<EmulatedTiles>.self, tolerance: 1.0 / 256, roundsInputs: true)
+    }
+
+    /// On a CPU with AMX: the whole fused attention on the tiles gives its emulator's bits (odd
+    /// head sizes, lengths across key blocks and partial tiles).
+    func testTileBF16AttentionOnTheHardwareGivesTheEmulatorsBits() throws {
+        try XCTSkipUnless(TileBackend.hardwareAvailable, "no AMX here: the emulated tiles' attention is checked above")
+        var random = TestRandom(seed: 23)
+        for (n, d) in [(1, 32), (9, 13), (17, 24), (33, 7), (300, 32), (513, 64)] {
+            let ld = 3 * d
+            let projections = random.floats(n * ld, scale: 3)
+            let scale = 1 / Float(d).squareRoot()
+            func run<A: AttentionArithmetic>(_ arithmetic: A.Type) -> [UInt32] {
+                var out = [Float](repeating: .nan, count: n * d)
+                let scratch = AttentionScratch(maxLength: n, headDim: d)
+                projections.withUnsafeBufferPointer { p in
+                    let q = p.baseAddress!
+                    attendHead(A.self, q: q, k: q + d, v: q + 2 * d, ld: ld, n: n, scale: scale, into: &out, ldo: d, scratch)
+                }
+                return out.map(\.bitPattern)
+            }
+            XCTAssertEqual(run(TileBF16Attention<HardwareTiles>.self), run(TileBF16Attention<EmulatedTiles>.self), "n \(n), d \(d)")
+        }
+    }
+
     /// vdpbf16ps (where this build has it) and the widened floats add the same products in the
     /// same order: bit-identical outputs, odd head sizes and lengths included.
     func testEveryBF16AttentionProductGivesTheSameBits() {

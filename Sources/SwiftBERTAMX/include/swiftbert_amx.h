@@ -1,14 +1,18 @@
-// AMX tile kernels and their emulator, for SwiftBERTKernels/AMX (TileGEMM.swift).
+// AMX tile kernels and their emulator, for SwiftBERTKernels/AMX (TileBackend.swift).
 //
-// Why C: Swift cannot emit tile instructions. Each function computes a whole block, so tile
+// Why C: Swift cannot emit tile instructions. Each call computes a whole product, so tile
 // state never crosses a Swift call (LLVM does not preserve it): it loads the tile
-// configuration, loops over K, stores the block and releases the tiles before it returns.
+// configuration, runs its blocks, stores them and releases the tiles before it returns.
 //
-// The block: up to 32 rows × one 64-channel panel of the packed weights, written to `c`,
-// 32 rows of 64 values (row stride 64). Weights are read in the packed layouts the vector
-// kernels read (PackedBF16Matrix, PackedInt8Matrix): per K-pair or K-quad of a panel, 256
-// bytes, 4 bytes for each of 64 channels. A tile of weights is 16 of those rows, 16 channels
-// wide: one packed copy serves both the vector kernels and the tiles.
+// One product serves the Linear layers and attention:
+//
+//     c[r][j] (+)= Σ_p a[r][p] · b[p][j]      r < rows, j < cols (a multiple of 16), p < depth
+//
+// in 32-bit lanes: `a` holds each row's lanes (BF16 pairs along k, even k low; or u8 quads),
+// `b` one row of `cols` lanes per pair or quad of k (the packed weights: a 64-channel panel,
+// 256 bytes a row; attention: Kᵀ or V packed per head). Strides are in bytes. Tiles are
+// 2 × 2 accumulators of 16 rows × 16 columns, k in steps of 16 lanes; a last partial step
+// reads zero-padded copies, so no tile reads past a, b or the lanes given.
 #ifndef SWIFTBERT_AMX_H
 #define SWIFTBERT_AMX_H
 #include <stddef.h>
@@ -20,25 +24,21 @@
 /// before workers start (the permission is the process's).
 int swiftbert_amx_enable(void);
 
-/// c[r][j] = Σ_k a[r][k] · b[k][j] over `k_pairs` pairs of bf16, r < rows (1…32), j < 64, as
-/// TDPBF16PS adds. a: rows of bf16 pairs (even k low), `a_stride` bytes apart. b: a panel,
-/// 64 lanes per pair.
-void swiftbert_amx_bf16_block(const uint32_t *a, size_t a_stride, int rows,
-                              const uint32_t *b, int k_pairs, float *c);
-/// The same in plain C, with TDPBF16PS's arithmetic as Intel's SDM gives it.
-void swiftbert_emulated_bf16_block(const uint32_t *a, size_t a_stride, int rows,
-                                   const uint32_t *b, int k_pairs, float *c);
+/// BF16 pairs into FP32 (TDPBF16PS). `accumulate` adds to what c holds, else overwrites it.
+void swiftbert_amx_bf16_gemm(const uint32_t *a, size_t a_stride, int rows, const uint32_t *b, size_t b_stride,
+                             int cols, int depth, float *c, size_t c_stride, int accumulate);
+/// The same in plain C, with TDPBF16PS's arithmetic as the hardware does it (emulator.c).
+void swiftbert_emulated_bf16_gemm(const uint32_t *a, size_t a_stride, int rows, const uint32_t *b, size_t b_stride,
+                                  int cols, int depth, float *c, size_t c_stride, int accumulate);
 
-/// c[r][j] = Σ_k a[r][k] · b[k][j] over `k_quads` quads, u8 activations × s8 weights into
-/// int32 (TDPBUSD, wrapping). a: rows of bytes, `a_stride` bytes apart. b: a panel, 256
-/// bytes per quad.
-void swiftbert_amx_int8_block(const uint8_t *a, size_t a_stride, int rows,
-                              const int8_t *b, int k_quads, int32_t *c);
+/// u8 quads of activations × s8 quads of weights into int32, wrapping (TDPBUSD).
+void swiftbert_amx_int8_gemm(const uint8_t *a, size_t a_stride, int rows, const int8_t *b, size_t b_stride,
+                             int cols, int depth, int32_t *c, size_t c_stride, int accumulate);
+/// The same in plain C.
+void swiftbert_emulated_int8_gemm(const uint8_t *a, size_t a_stride, int rows, const int8_t *b, size_t b_stride,
+                                  int cols, int depth, int32_t *c, size_t c_stride, int accumulate);
+
 /// For the roofline: `iterations` × 4 tile products (tdpbusd when `int8`, else tdpbf16ps) on
 /// resident tiles. Only after swiftbert_amx_enable() said yes.
 void swiftbert_amx_peak_loop(int int8, long iterations);
-
-/// The same in plain C.
-void swiftbert_emulated_int8_block(const uint8_t *a, size_t a_stride, int rows,
-                                   const int8_t *b, int k_quads, int32_t *c);
 #endif

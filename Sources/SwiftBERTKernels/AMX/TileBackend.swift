@@ -34,30 +34,34 @@ public enum TileBackend: String, Sendable {
     /// The matrix unit in words, for `bert info`, `bert bench` and /info.
     public static var matrixUnitDescription: String {
         switch preferred {
-        case .hardware: return "AMX tiles (BF16 and INT8 Linear layers)"
+        case .hardware: return "AMX tiles (BF16 and INT8 Linear layers, BF16 attention)"
         case .emulator: return "AMX tile emulator in plain C (SWIFTBERT_ISA=amx-emulator; slow, for tests)"
         case nil where hardwareAvailable: return "vector units (AMX present, off by SWIFTBERT_ISA=avx512)"
         case nil: return "vector units (no AMX on this CPU, or the kernel did not grant tile data)"
         }
     }
 
-    /// Rows a block covers: two tiles of 16.
+    /// Rows a Linear layer's block covers: two tiles of 16.
     static let blockRows = 32
 
-    typealias BF16Block = @convention(c) (UnsafePointer<UInt32>?, Int, Int32, UnsafePointer<UInt32>?, Int32, UnsafeMutablePointer<Float>?) -> Void
-    typealias Int8Block = @convention(c) (UnsafePointer<UInt8>?, Int, Int32, UnsafePointer<Int8>?, Int32, UnsafeMutablePointer<Int32>?) -> Void
+    /// c[rows × cols] (+)= a[rows × depth] · b[depth × cols] in 32-bit lanes, strides in bytes
+    /// (swiftbert_amx.h).
+    typealias BF16GEMM = @convention(c) (UnsafePointer<UInt32>?, Int, Int32, UnsafePointer<UInt32>?, Int, Int32, Int32,
+                                         UnsafeMutablePointer<Float>?, Int, Int32) -> Void
+    typealias Int8GEMM = @convention(c) (UnsafePointer<UInt8>?, Int, Int32, UnsafePointer<Int8>?, Int, Int32, Int32,
+                                         UnsafeMutablePointer<Int32>?, Int, Int32) -> Void
 
-    var bf16Block: BF16Block {
+    var bf16GEMM: BF16GEMM {
         switch self {
-        case .hardware: swiftbert_amx_bf16_block
-        case .emulator: swiftbert_emulated_bf16_block
+        case .hardware: swiftbert_amx_bf16_gemm
+        case .emulator: swiftbert_emulated_bf16_gemm
         }
     }
 
-    var int8Block: Int8Block {
+    var int8GEMM: Int8GEMM {
         switch self {
-        case .hardware: swiftbert_amx_int8_block
-        case .emulator: swiftbert_emulated_int8_block
+        case .hardware: swiftbert_amx_int8_gemm
+        case .emulator: swiftbert_emulated_int8_gemm
         }
     }
 }

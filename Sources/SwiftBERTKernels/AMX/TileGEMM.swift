@@ -1,37 +1,62 @@
 // The Linear layers on tiles: the blocking, threading and epilogues stay in Swift; a C call
-// computes one block of up to 32 rows × one 64-channel panel over the whole k (TileBackend).
+// computes one block of up to 32 rows × one 64-channel panel over the whole k (TileBackend's
+// product, with the panel as b: 64 lanes a row).
 //
 // The weights are the packed matrices the vector kernels read: a tile of weights is 16 K-pair
 // (or K-quad) rows of a panel, 16 channels wide, 256 bytes apart. So a model keeps one packed
 // copy per precision, whichever unit runs it.
 
-/// Runs `block` over `rows` × the panels of `columns`, panels outermost (a panel of weights
-/// stays in cache while every block of rows runs over it), and stores each block through the
-/// same epilogue as the vector kernels: the same scaling, bias and partial panels.
+/// Runs `block` over `rows` × the panels of `columns` and stores each block through the same
+/// epilogue as the vector kernels (the same scaling, bias and partial panels).
+///
+/// The order is the vector kernels' (`panelGEMM`): with few rows, panels outermost; with more,
+/// panels in groups of about 512 KiB of weights (they stay in L2), 32-row blocks over each group,
+/// and the group's panels innermost, so a block's activations stay in L1 while every panel of
+/// the group runs over them. Panels outermost streamed all the activations from memory once per
+/// panel: at b32x128 (4,096 rows, 3 MiB of BF16 activations) that was every panel of every
+/// Linear layer.
 @inline(__always)
-func tileGEMM<Scalar: SIMDScalar>(rows: Range<Int>, columns: Range<Int>, accumulating _: Scalar.Type,
+func tileGEMM<Scalar: SIMDScalar>(rows: Range<Int>, columns: Range<Int>, panelBytes: Int, accumulating _: Scalar.Type,
                                   block: (_ row: Int, _ count: Int, _ panel: Int, _ out: UnsafeMutablePointer<Scalar>) -> Void,
                                   epilogue: (_ row: Int, _ firstChannel: Int, _ inPanel: Range<Int>) -> TileEpilogue,
                                   finished: FinishedBlock?) {
     guard !rows.isEmpty, !columns.isEmpty else { return }
     let blockRows = TileBackend.blockRows
+    let panels = (columns.lowerBound / panelWidth)..<((columns.upperBound + panelWidth - 1) / panelWidth)
+    /// The columns of y that panels `first..<end` write.
+    @inline(__always) func written(_ first: Int, _ end: Int) -> Range<Int> {
+        max(columns.lowerBound, first * panelWidth)..<min(columns.upperBound, end * panelWidth)
+    }
     withUnsafeTemporaryAllocation(of: Scalar.self, capacity: blockRows * panelWidth) { scratch in
         let out = scratch.baseAddress!
-        for panel in (columns.lowerBound / panelWidth)..<((columns.upperBound + panelWidth - 1) / panelWidth) {
-            let first = panel * panelWidth
-            let written = max(columns.lowerBound, first)..<min(columns.upperBound, first + panelWidth)
+        @inline(__always) func run(_ row: Int, _ count: Int, _ panel: Int) {
+            block(row, count, panel, out)
+            let first = panel * panelWidth, inY = written(panel, panel + 1)
+            let store = epilogue(row, first, (inY.lowerBound - first)..<(inY.upperBound - first))
+            for r in 0..<count {
+                let p = UnsafeRawPointer(out + r * panelWidth)
+                store.store(TileRow<Scalar>(p.load(as: SIMD16<Scalar>.self), p.load(fromByteOffset: 64, as: SIMD16<Scalar>.self),
+                                            p.load(fromByteOffset: 128, as: SIMD16<Scalar>.self),
+                                            p.load(fromByteOffset: 192, as: SIMD16<Scalar>.self)), row: r)
+            }
+        }
+        if rows.count <= 2 * blockRows {
+            for panel in panels {
+                for row in stride(from: rows.lowerBound, to: rows.upperBound, by: blockRows) {
+                    run(row, min(blockRows, rows.upperBound - row), panel)
+                }
+                finished?(rows, written(panel, panel + 1))
+            }
+            return
+        }
+        let perGroup = max(1, (512 * 1024) / panelBytes)
+        for groupStart in stride(from: panels.lowerBound, to: panels.upperBound, by: perGroup) {
+            let groupEnd = min(groupStart + perGroup, panels.upperBound)
             for row in stride(from: rows.lowerBound, to: rows.upperBound, by: blockRows) {
                 let count = min(blockRows, rows.upperBound - row)
-                block(row, count, panel, out)
-                let store = epilogue(row, first, (written.lowerBound - first)..<(written.upperBound - first))
-                for r in 0..<count {
-                    let p = UnsafeRawPointer(out + r * panelWidth)
-                    store.store(TileRow<Scalar>(p.load(as: SIMD16<Scalar>.self), p.load(fromByteOffset: 64, as: SIMD16<Scalar>.self),
-                                                p.load(fromByteOffset: 128, as: SIMD16<Scalar>.self),
-                                                p.load(fromByteOffset: 192, as: SIMD16<Scalar>.self)), row: r)
-                }
+                for panel in groupStart..<groupEnd { run(row, count, panel) }
+                finished?(row..<(row + count), written(groupStart, groupEnd))
             }
-            finished?(rows, written)
         }
     }
 }
@@ -41,10 +66,11 @@ extension PackedBF16Matrix {
     /// has a tile backend).
     func multiply(on tiles: TileBackend, _ activations: BF16Activations, bias: UnsafePointer<Float>,
                   into y: UnsafeMutablePointer<Float>, rows: Range<Int>, columns: Range<Int>, finished: FinishedBlock?) {
-        let (n, kPairs, panelStride, lanes, pairs, block) = (n, kPairs, panelStride, lanes, activations.pairs, tiles.bf16Block)
-        tileGEMM(rows: rows, columns: columns, accumulating: Float.self,
+        let (n, kPairs, panelStride, lanes, pairs, gemm) = (n, kPairs, panelStride, lanes, activations.pairs, tiles.bf16GEMM)
+        tileGEMM(rows: rows, columns: columns, panelBytes: panelStride * 4, accumulating: Float.self,
                  block: { row, count, panel, out in
-                     block(pairs + row * kPairs, kPairs * 4, Int32(count), lanes + panel * panelStride, Int32(kPairs), out)
+                     gemm(pairs + row * kPairs, kPairs * 4, Int32(count), lanes + panel * panelStride, panelWidth * 4,
+                          Int32(panelWidth), Int32(kPairs), out, panelWidth * 4, 0)
                  },
                  epilogue: { row, first, inPanel in
                      TileEpilogue(y: y + row * n + first, ldy: n, scale: .none, bias: bias + first, columns: inPanel)

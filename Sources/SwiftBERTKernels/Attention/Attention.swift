@@ -138,10 +138,11 @@ public struct AttentionWindow: Sendable, Equatable {
 /// `arithmetic`: the products in FP32, BF16 or INT8 (the model's precision). `bias`: a
 /// relative position bias added to the scores (MPNet). `window`: the keys each query sees
 /// (ModernBERT's and Gemma's sliding-window layers, a decoder's causal mask); the key blocks
-/// beyond are skipped, so such a layer costs what its window costs.
+/// beyond are skipped, so such a layer costs what its window costs. `tiles`: where BF16's
+/// products run on AMX tiles (or their emulator); nil runs them on the vector units.
 public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
                         heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, arithmetic: AttentionPrecision = .fp32,
-                        bias: RelativeAttentionBias? = nil, window: AttentionWindow = .all,
+                        bias: RelativeAttentionBias? = nil, window: AttentionWindow = .all, tiles: TileBackend? = TileBackend.preferred,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
     let scale = 1 / Float(headDim).squareRoot()
     // QKᵀ and P·V, all heads: each query meets at most the keys of its window.
@@ -156,8 +157,17 @@ public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>,
             attendHead(FP32Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
                        bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
         case .bf16:
-            attendHead(bf16: .preferred, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+            switch tiles {
+            case .hardware?:
+                attendHead(TileBF16Attention<HardwareTiles>.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n,
+                           scale: scale, bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+            case .emulator?:
+                attendHead(TileBF16Attention<EmulatedTiles>.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n,
+                           scale: scale, bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+            case nil:
+                attendHead(bf16: .preferred, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+                           bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+            }
         case .int8:
             attendHead(Int8Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
                        bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
@@ -191,6 +201,11 @@ protocol AttentionArithmetic: AttentionProduct {
     /// left it, turned into scores Q·Kᵀ in place (INT8's sums are integers until then).
     static func finishScores(_ scores: UnsafeMutablePointer<Float>, ld: Int, rows: Int, cols: Int, firstKey: Int,
                              _ scratch: AttentionScratch)
+    /// c[rows × columns] (+)= a[rows × depth] · b[depth × columns], columns a multiple of 16,
+    /// strides in elements: both products. The vector tiles of `attentionGEMM`, unless the
+    /// arithmetic runs on a matrix unit (`TileBF16Attention`).
+    static func product(a: UnsafePointer<Scalar>, lda: Int, b: UnsafePointer<Scalar>, ldb: Int, depth: Int,
+                        c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, columns: Int, accumulate: Bool)
     /// o[rows × dPad] += P·V for a probability block as `probabilities` gave it and V's packed rows.
     static func addProducts(_ p: UnsafePointer<Scalar>, ldp: Int, depth: Int, values: UnsafePointer<Scalar>,
                             into o: UnsafeMutablePointer<Float>, rows: Int, _ scratch: AttentionScratch)
@@ -202,13 +217,19 @@ extension AttentionArithmetic {
     static func finishScores(_ scores: UnsafeMutablePointer<Float>, ld: Int, rows: Int, cols: Int, firstKey: Int,
                              _ scratch: AttentionScratch) {}
 
+    @inline(__always)
+    static func product(a: UnsafePointer<Scalar>, lda: Int, b: UnsafePointer<Scalar>, ldb: Int, depth: Int,
+                        c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, columns: Int, accumulate: Bool) {
+        attentionGEMM(Self.self, a: a, lda: lda, b: b, ldb: ldb, depth: depth, c: c, ldc: ldc, rows: rows, columns: columns,
+                      accumulate: accumulate)
+    }
+
     /// Float products accumulate into the output rows directly.
     @inline(__always)
     static func addProducts(_ p: UnsafePointer<Scalar>, ldp: Int, depth: Int, values: UnsafePointer<Scalar>,
                             into o: UnsafeMutablePointer<Float>, rows: Int, _ scratch: AttentionScratch) {
         let dPad = scratch.paddedHeadDim
-        attentionGEMM(Self.self, a: p, lda: ldp, b: values, ldb: dPad, depth: depth, c: o, ldc: dPad, rows: rows,
-                      columns: dPad, accumulate: true)
+        product(a: p, lda: ldp, b: values, ldb: dPad, depth: depth, c: o, ldc: dPad, rows: rows, columns: dPad, accumulate: true)
     }
 }
 
@@ -268,8 +289,8 @@ func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld
         for k0 in stride(from: firstKey, to: endKey, by: attentionKeyBlock) {
             let cols = min(attentionKeyBlock, endKey - k0)
             // S[rows × cols] = Q_block · K_blockᵀ.
-            attentionGEMM(A.self, a: queries, lda: ldq, b: keysT + k0, ldb: nPad, depth: qSteps,
-                          c: scores, ldc: ldS, rows: rows, columns: roundUp16(cols), accumulate: false)
+            A.product(a: queries, lda: ldq, b: keysT + k0, ldb: nPad, depth: qSteps,
+                      c: scores, ldc: ldS, rows: rows, columns: roundUp16(cols), accumulate: false)
             A.finishScores(scores, ld: ldS, rows: rows, cols: cols, firstKey: k0, scratch)
             // Online softmax: P = e^(S·scale − m_new) in place, l and the output rows rescaled.
             // In powers of 2 (m in units of log2 e), which saves exp its range reduction.
