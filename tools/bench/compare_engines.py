@@ -82,7 +82,9 @@ SWIFT_ENGINES = [
 ]
 # The environment a SwiftBERT row adds to the machine's.
 SWIFT_ENVIRONMENT = {"swift-bf16-vector": {"SWIFTBERT_ISA": "avx512"}, "swift-int8-vector": {"SWIFTBERT_ISA": "avx512"}}
-SWIFT_DEFAULT = ["swift-fp32", "swift-fp32-auto", "swift-bf16", "swift-int8", "swift-int8a", "swift-int8w", "swift-int8s"]
+SWIFT_DEFAULT = ["swift-fp32", "swift-fp32-auto", "swift-bf16", "swift-int8", "swift-int8a", "swift-int8w", "swift-int8s",
+                 # AMX off in the same binary; --engines leaves them out where the CPU has no AMX.
+                 "swift-bf16-vector", "swift-int8-vector"]
 PEER_ENGINES = {  # id: (label, family, precision class)
     "torch-fp32": ("PyTorch FP32", "torch", "fp32"),
     "ort-fp32": ("ONNX Runtime FP32", "ort", "fp32"),
