@@ -21,6 +21,9 @@ let l1PanelBytes = 32 * 1024
 /// panel its writes went down thousands of rows 256 bytes at a time: MiniLM 32x128's INT8 QKV
 /// took 15-40 % longer than with whole rows of tiles written in turn.
 let l1PanelRows = 512
+/// Larger calls run panels in groups of about this many bytes of weights, which stay in L2
+/// while every row block runs over them (`panelGEMM`, and `tileGEMM` on AMX tiles).
+let l2PanelGroupBytes = 512 * 1024
 
 // MARK: Attention
 

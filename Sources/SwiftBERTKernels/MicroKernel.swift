@@ -290,10 +290,7 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
                                finished: FinishedBlock? = nil) {
     guard !range.isEmpty, !columns.isEmpty else { return }
     let panels = (columns.lowerBound / panelWidth)..<((columns.upperBound + panelWidth - 1) / panelWidth)
-    /// The columns of y that panels `first..<end` write.
-    @inline(__always) func written(_ first: Int, _ end: Int) -> Range<Int> {
-        max(columns.lowerBound, first * panelWidth)..<min(columns.upperBound, end * panelWidth)
-    }
+    @inline(__always) func written(_ first: Int, _ end: Int) -> Range<Int> { columnsWritten(by: first..<end, of: columns) }
     /// The tile of `rows` rows from `row` on, in `panel`, prefetching the `share` bytes at `next`.
     @inline(__always) func tile(_ row: Int, _ rows: Int, _ panel: Int, prefetching next: UnsafeRawPointer? = nil, share: Int = 0) {
         let first = panel * panelWidth, inY = written(panel, panel + 1), kernel = kernel(row, panel)
@@ -320,7 +317,7 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
         }
         return
     }
-    let perBlock = max(1, (512 * 1024) / panelBytes)
+    let perBlock = max(1, l2PanelGroupBytes / panelBytes)
     let first = kernel(range.lowerBound, panels.lowerBound)
     let cacheLine = 64, bytesPerTile = (first.fullLoads + (first.tailSubSteps > 0 ? 1 : 0)) * cacheLine
     let rowTiles = (range.count + K.tileRows - 1) / K.tileRows
@@ -349,6 +346,13 @@ func panelGEMM<K: PanelKernel>(rows range: Range<Int>, columns: Range<Int>, pane
             row += rows
         }
     }
+}
+
+/// The columns of y that `panels` write, of a call's `columns`: a partial first or last panel
+/// writes only its share.
+@inline(__always)
+func columnsWritten(by panels: Range<Int>, of columns: Range<Int>) -> Range<Int> {
+    max(columns.lowerBound, panels.lowerBound * panelWidth)..<min(columns.upperBound, panels.upperBound * panelWidth)
 }
 
 /// Called with a block of the output once it is complete (its rows and its columns), while it

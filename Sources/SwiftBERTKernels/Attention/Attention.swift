@@ -152,25 +152,19 @@ public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>,
         let row = starts[s] * ld + head * headDim
         let (n, target) = (lengths[s], out + starts[s] * ldo + head * headDim)
         let bias = bias.map { ($0, head: head) }
-        switch arithmetic {
-        case .fp32:
-            attendHead(FP32Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
+        /// This head in `A`'s arithmetic.
+        func attend<A: AttentionArithmetic>(_: A.Type) {
+            attendHead(A.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale, bias: bias, window: window,
+                       into: target, ldo: ldo, scratch[worker])
+        }
+        switch (arithmetic, tiles) {
+        case (.fp32, _): attend(FP32Attention.self)
+        case (.bf16, .hardware?): attend(TileBF16Attention<HardwareTiles>.self)
+        case (.bf16, .emulator?): attend(TileBF16Attention<EmulatedTiles>.self)
+        case (.bf16, nil):
+            attendHead(bf16: .preferred, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
                        bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
-        case .bf16:
-            switch tiles {
-            case .hardware?:
-                attendHead(TileBF16Attention<HardwareTiles>.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n,
-                           scale: scale, bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
-            case .emulator?:
-                attendHead(TileBF16Attention<EmulatedTiles>.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n,
-                           scale: scale, bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
-            case nil:
-                attendHead(bf16: .preferred, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                           bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
-            }
-        case .int8:
-            attendHead(Int8Attention.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+        case (.int8, _): attend(Int8Attention.self)
         }
     }
 }
