@@ -31,19 +31,7 @@ package struct ModelReport: Sendable {
         config = model.config
         name = model.folder.lastPathComponent
         path = model.folder.path
-        let family = switch model.config.architecture ?? .bert {
-        case .bert: "Bert"
-        case .distilBERT: "DistilBert"
-        case .roberta: "Roberta"
-        case .xlmRoberta: "XLMRoberta"
-        case .mobileBERT: "MobileBert"
-        case .mpnet: "MPNet"
-        case .nomicBERT: "NomicBert"
-        case .gte: "Gte"
-        case .modernBERT: "ModernBert"
-        case .gemma3: "Gemma3Text"
-        case .qwen3: "Qwen3"
-        }
+        let family = (model.config.architecture ?? .bert).className
         let task = model.config.task.map { $0.kind == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
         architecture = "\(family)\(task ?? (model.config.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"
         parameters = model.parameterCount

@@ -24,14 +24,15 @@ final class ModelFamilyTests: XCTestCase {
             ("", ["NewModel"], "rotary encoders"), ("", ["ModernBertModel"], "rotary encoders"),
             ("gemma3_text", ["Gemma3TextModel"], "Gemma 3"), ("", ["Gemma3TextModel"], "Gemma 3"),
             ("qwen3", ["Qwen3ForCausalLM"], "Qwen3"), ("", ["Qwen3Model"], "Qwen3"), ("qwen2", ["Qwen2Model"], nil),
-            ("albert", ["AlbertForMaskedLM"], nil), ("deberta-v2", ["DebertaV2Model"], nil), ("", [], nil),
+            ("deberta-v2", ["DebertaV2ForSequenceClassification"], "DeBERTa"), ("", ["DebertaV2Model"], "DeBERTa"),
+            ("deberta", ["DebertaModel"], nil), ("albert", ["AlbertForMaskedLM"], nil), ("", [], nil),
         ]
         for (modelType, architectures, family) in expected {
             XCTAssertEqual(ModelFamilies.family(modelType: modelType, architectures: architectures)?.name, family, "\(modelType) \(architectures)")
         }
         let albert = Data(#"{"model_type": "albert", "architectures": ["AlbertForMaskedLM"]}"#.utf8)
         XCTAssertThrowsError(try Converter.readConfig(albert, path: "config.json", folder: "albert")) { error in
-            XCTAssertEqual("\(error)", "albert: unsupported checkpoint: model_type is 'albert', architectures [\"AlbertForMaskedLM\"]; SwiftBERT runs NomicBERT, GTE, ModernBERT, Gemma 3, Qwen3, MobileBERT, BERT, DistilBERT, RoBERTa, XLM-RoBERTa and MPNet encoders (docs/models.md)")
+            XCTAssertEqual("\(error)", "albert: unsupported checkpoint: model_type is 'albert', architectures [\"AlbertForMaskedLM\"]; SwiftBERT runs NomicBERT, GTE, ModernBERT, Gemma 3, Qwen3, DeBERTa-v2, MobileBERT, BERT, DistilBERT, RoBERTa, XLM-RoBERTa and MPNet encoders (docs/models.md)")
         }
     }
 

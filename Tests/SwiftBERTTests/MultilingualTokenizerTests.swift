@@ -158,7 +158,8 @@ final class MultilingualTokenizerTests: XCTestCase {
         let cases: [(String, String, String)] = [
             ("pre_tokenizer", #"{"type":"UnicodeScripts"}"#, "pre-tokenizer"),
             ("normalizer", #"{"type":"ByteLevel"}"#, "ByteLevel"),
-            ("normalizer", #"{"type":"Replace","pattern":{"Regex":"\\s+"},"content":" "}"#, "Replace"),
+            ("normalizer", #"{"type":"Replace","pattern":{"Regex":"\\d+"},"content":" "}"#, "Replace"),
+            ("normalizer", #"{"type":"Replace","pattern":{"Regex":"(ab)+|[a-z]"},"content":" "}"#, "Replace"),
             ("post_processor", #"{"type":"Sequence","processors":[{"type":"BertProcessing","sep":["</s>",2],"cls":["<s>",0]},{"type":"BertProcessing","sep":["</s>",2],"cls":["<s>",0]}]}"#, "post-processor"),
             ("decoder", #"{"type":"Replace","pattern":{"Regex":"a+"},"content":""}"#, "decoder"),
             ("model_fields", #"{"dropout":0.1}"#, "dropout"),

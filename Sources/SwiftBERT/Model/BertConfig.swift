@@ -36,6 +36,8 @@ public enum Architecture: String, Codable, Sendable, CaseIterable {
     case gemma3 = "gemma3_text"
     /// Qwen3 as an embedder (Qwen3-Embedding: `Qwen3EncoderModel`, described by `BertConfig.qwen3`).
     case qwen3
+    /// DeBERTa-v2 and v3 (`DebertaEncoderModel`, described by `BertConfig.deberta`): disentangled attention.
+    case debertaV2 = "deberta-v2"
 
     /// The family's name as its authors write it.
     public var displayName: String {
@@ -51,6 +53,25 @@ public enum Architecture: String, Codable, Sendable, CaseIterable {
         case .modernBERT: "ModernBERT"
         case .gemma3: "Gemma 3"
         case .qwen3: "Qwen3"
+        case .debertaV2: "DeBERTa-v2"
+        }
+    }
+
+    /// The prefix of its transformers classes ("Bert" of BertModel, BertForMaskedLM, …).
+    public var className: String {
+        switch self {
+        case .bert: "Bert"
+        case .distilBERT: "DistilBert"
+        case .roberta: "Roberta"
+        case .xlmRoberta: "XLMRoberta"
+        case .mobileBERT: "MobileBert"
+        case .mpnet: "MPNet"
+        case .nomicBERT: "NomicBert"
+        case .gte: "Gte"
+        case .modernBERT: "ModernBert"
+        case .gemma3: "Gemma3Text"
+        case .qwen3: "Qwen3"
+        case .debertaV2: "DebertaV2"
         }
     }
 }
@@ -67,7 +88,7 @@ public enum TaskHead: String, Codable, Sendable {
 /// stored in the converted model.safetensors as `sentence_transformers.dense.<index>.{weight,bias}`.
 public struct DenseLayerConfig: Codable, Sendable, Equatable {
     /// The Dense module's activation function.
-    public enum Activation: String, Codable, Sendable { case tanh, identity, relu }
+    public enum Activation: String, Codable, Sendable { case tanh, identity, relu, gelu }
     public var inFeatures: Int
     public var outFeatures: Int
     public var hasBias: Bool
@@ -167,6 +188,8 @@ public struct BertConfig: Codable, Sendable, Equatable {
     public var gemma: GemmaEncoderConfig? = nil
     /// The Qwen3 encoder's own fields (nil for every other family).
     public var qwen3: Qwen3Config? = nil
+    /// The DeBERTa encoder's own fields (nil for every other family).
+    public var deberta: DebertaConfig? = nil
     /// BGE-M3's sparse head (`sparse_linear.pt` beside the checkpoint): token weights
     /// relu(sparse_linear(h)), pooled into lexical weights (`LexicalWeightsHead`). nil: none.
     public var hasLexicalWeights: Bool? = nil
@@ -192,7 +215,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         case hasUntiedDecoder = "has_untied_decoder"
         case hasPooler = "has_pooler", architecture, paddingIdx = "padding_idx", head
         case mobileBert = "mobilebert", relativeAttentionNumBuckets = "relative_attention_num_buckets"
-        case rotary, gemma, qwen3, hasLexicalWeights = "has_sparse_linear", colbertDimension = "colbert_dim"
+        case rotary, gemma, qwen3, deberta, hasLexicalWeights = "has_sparse_linear", colbertDimension = "colbert_dim"
     }
 
     // One flat config.json, as the converter has always written it: the encoder's fields, the
@@ -219,6 +242,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         rotary = try c.decodeIfPresent(RotaryEncoderConfig.self, forKey: .rotary)
         gemma = try c.decodeIfPresent(GemmaEncoderConfig.self, forKey: .gemma)
         qwen3 = try c.decodeIfPresent(Qwen3Config.self, forKey: .qwen3)
+        deberta = try c.decodeIfPresent(DebertaConfig.self, forKey: .deberta)
         hasLexicalWeights = try c.decodeIfPresent(Bool.self, forKey: .hasLexicalWeights)
         colbertDimension = try c.decodeIfPresent(Int.self, forKey: .colbertDimension)
         sentence = try SentenceTransformersConfig(from: decoder)
@@ -247,6 +271,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(rotary, forKey: .rotary)
         try c.encodeIfPresent(gemma, forKey: .gemma)
         try c.encodeIfPresent(qwen3, forKey: .qwen3)
+        try c.encodeIfPresent(deberta, forKey: .deberta)
         try c.encodeIfPresent(hasLexicalWeights, forKey: .hasLexicalWeights)
         try c.encodeIfPresent(colbertDimension, forKey: .colbertDimension)
         try sentence.encode(to: encoder)
@@ -262,7 +287,8 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// pairs included. DistilBERT, MPNet and ModernBERT have none at all, and a rotary model
     /// with one type row takes only type 0.
     public var usesTokenTypes: Bool {
-        !isRoberta && architecture != .mpnet && architecture != .modernBERT && gemma == nil && qwen3 == nil && !(rotary != nil && typeVocabSize < 2)
+        !isRoberta && architecture != .mpnet && architecture != .modernBERT && gemma == nil && qwen3 == nil
+            && !((rotary != nil || deberta != nil) && typeVocabSize < 2)
     }
     /// Whether the checkpoint has no token-type table: the converter stores one all-zero row,
     /// which adds nothing, exactly (DistilBERT, MPNet).
@@ -271,7 +297,9 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// rows RoBERTa's positions skip (XLM-R: 514 - 2 = 512); with rotary positions,
     /// max_position_embeddings.
     public var positionLimit: Int {
-        rotary != nil || gemma != nil || qwen3 != nil ? maxPositionEmbeddings : maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0)
+        // DeBERTa without absolute positions: relative ones only, which clamp at the far buckets.
+        if let deberta, !deberta.positionBiasedInput { return max(maxPositionEmbeddings, DebertaConfig.maximumPositions) }
+        return rotary != nil || gemma != nil || qwen3 != nil ? maxPositionEmbeddings : maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0)
     }
 
     /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
@@ -309,6 +337,7 @@ public struct BertConfig: Codable, Sendable, Equatable {
         try rotary?.validate(self) { fail("\($0): \(fix)") }
         try gemma?.validate(self) { fail("\($0): \(fix)") }
         try qwen3?.validate(self) { fail("\($0): \(fix)") }
+        try deberta?.validate(self) { fail("\($0): \(fix)") }
         if let buckets = relativeAttentionNumBuckets, buckets < 2 || buckets > 1024 {
             throw fail("relative_attention_num_buckets is \(buckets); MPNet uses 32 (2 to 1024 are accepted): \(fix)")
         }

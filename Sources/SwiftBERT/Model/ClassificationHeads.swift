@@ -2,7 +2,8 @@ import Foundation
 import SwiftBERTKernels
 
 /// transformers' BertPooler: dense + tanh on each sequence's [CLS] vector. DistilBERT's
-/// sequence classifier has its pre_classifier (dense + ReLU) in this place.
+/// sequence classifier has its pre_classifier (dense + ReLU) in this place; DeBERTa its
+/// ContextPooler (dense + pooler_hidden_act, GELU).
 struct BertPooler: Sendable {
     let dense: Linear
     let activation: DenseLayerConfig.Activation
@@ -10,7 +11,7 @@ struct BertPooler: Sendable {
     init(_ root: WeightScope, _ config: BertConfig) throws {
         let h = config.hiddenSize
         dense = try root[config.isDistilBERT ? TensorNames.preClassifier : TensorNames.pooler].linear(k: h, n: h)
-        activation = config.isDistilBERT ? .relu : .tanh
+        activation = config.isDistilBERT ? .relu : config.deberta.flatMap { .init(rawValue: $0.poolerActivation) } ?? .tanh
     }
 
     /// [sequences × H]: the pooled vector of every sequence of the batch.
@@ -165,6 +166,7 @@ extension DenseLayerConfig.Activation {
         switch self {
         case .tanh: for i in 0..<count { y[i] = Foundation.tanh(y[i]) }
         case .relu: for i in 0..<count { y[i] = Swift.max(y[i], 0) }
+        case .gelu: SwiftBERTKernels.gelu(y, count: count)
         case .identity: break
         }
     }

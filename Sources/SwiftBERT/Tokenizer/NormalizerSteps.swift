@@ -120,13 +120,19 @@ enum NormalizerStep: Sendable {
         func plain(_ c: UInt32) -> Bool {
             (0x30...0x39).contains(c) || (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c)
         }
-        switch pattern {
-        case let .literal(literal):
-            guard literal.count == 1 else { return false }
-            return !plain(literal[0]) && (literal[0] != 0x20 || content == [0x20])
-        case let .run(c, minimum, _):
-            return !plain(c) && (c != 0x20 || minimum >= 2 || content == [0x20])
+        func safe(_ pattern: ReplacePattern) -> Bool {
+            switch pattern {
+            case let .literal(literal):
+                guard literal.count == 1 else { return false }
+                return !plain(literal[0]) && (literal[0] != 0x20 || content == [0x20])
+            case let .run(atom, minimum, _):
+                let touchesPlain = (0x30...0x7A).contains { plain($0) && atom.contains($0) }
+                return !touchesPlain && (!atom.contains(0x20) || minimum >= 2 || content == [0x20])
+            case let .either(branches):
+                return branches.allSatisfy(safe)
+            }
         }
+        return safe(pattern)
     }
 
     /// unicode-normalization's is_combining_mark (General_Category M), which HF's StripAccents drops;
@@ -148,11 +154,31 @@ enum NormalizerStep: Sendable {
     }
 }
 
-/// The pattern of a Replace normalizer: a literal string, or the one regex shape real
-/// tokenizers use ("X{n,}", "X+", "X{n}": runs of one character).
-enum ReplacePattern: Sendable {
+/// The pattern of a Replace normalizer: a literal string, or the regex shapes real tokenizers
+/// use: runs of one character or class ("X{n,}", "X+", "X{n}", "\s{2,}", "[\n\r\t]"), and
+/// alternatives of those ("\s{2,}|[\n\r\t]", DeBERTa-v3's), matched as the regex crate does:
+/// leftmost, then the first alternative that matches there.
+indirect enum ReplacePattern: Sendable {
     case literal([UInt32])
-    case run(UInt32, minimum: Int, maximum: Int?)
+    case run(ScalarClass, minimum: Int, maximum: Int?)
+    case either([ReplacePattern])
+
+    /// The characters one regex atom stands for.
+    enum ScalarClass: Sendable, Equatable {
+        case one(UInt32)
+        /// `\s`: Unicode White_Space, as the regex crate's.
+        case whitespace
+        /// `[...]` of characters and `\s`.
+        case set([UInt32], whitespace: Bool)
+
+        func contains(_ c: UInt32) -> Bool {
+            switch self {
+            case let .one(one): c == one
+            case .whitespace: NormalizerStep.isWhitespace(c)
+            case let .set(set, whitespace): set.contains(c) || (whitespace && NormalizerStep.isWhitespace(c))
+            }
+        }
+    }
 
     /// Reads {"String": "..."} or {"Regex": "..."}; nil for a regex this reader does not know.
     init?(json: JSONValue) {
@@ -162,71 +188,98 @@ enum ReplacePattern: Sendable {
             return
         }
         guard let regex = json["Regex"]?.string else { return nil }
-        var scalars = Array(regex.unicodeScalars)
-        guard !scalars.isEmpty else { return nil }
-        var character = scalars.removeFirst()
-        if character == "\\" {
-            guard !scalars.isEmpty else { return nil }
-            let escaped = scalars.removeFirst()
+        var branches: [[Unicode.Scalar]] = [[]], depth = 0, escaped = false
+        for scalar in regex.unicodeScalars {
+            if !escaped && scalar == "|" && depth == 0 { branches.append([]); continue }
+            if !escaped && scalar == "[" { depth += 1 }
+            if !escaped && scalar == "]" { depth -= 1 }
+            escaped = !escaped && scalar == "\\"
+            branches[branches.count - 1].append(scalar)
+        }
+        let patterns = branches.map(Self.branch)
+        guard !patterns.contains(where: { $0 == nil }) else { return nil }
+        self = patterns.count == 1 ? patterns[0]! : .either(patterns.map { $0! })
+    }
+
+    /// One alternative: an atom (a character, an escape, `\s` or a bracket class), then an
+    /// optional quantifier.
+    private static func branch(_ regex: [Unicode.Scalar]) -> ReplacePattern? {
+        var scalars = regex[...]
+        /// An escaped character, or `\s`'s class (nil: an escape this reader does not know).
+        func escape(_ escaped: Unicode.Scalar) -> ScalarClass? {
             switch escaped {
-            case "t": character = "\t"
-            case "n": character = "\n"
-            case "r": character = "\r"
-            case " ", ".", "-", "_", "*", "+", "?", "(", ")", "[", "]", "{", "}", "|", "\\", "^", "$", "/": character = escaped
-            default: return nil
+            case "t": .one(0x09)
+            case "n": .one(0x0A)
+            case "r": .one(0x0D)
+            case "s": .whitespace
+            case " ", ".", "-", "_", "*", "+", "?", "(", ")", "[", "]", "{", "}", "|", "\\", "^", "$", "/": .one(escaped.value)
+            default: nil
             }
-        } else if "()[]{}|.*+?^$\\".unicodeScalars.contains(character) {
+        }
+        guard let first = scalars.popFirst() else { return nil }
+        let atom: ScalarClass
+        switch first {
+        case "\\":
+            guard let escaped = scalars.popFirst(), let known = escape(escaped) else { return nil }
+            atom = known
+        case "[":
+            var members: [UInt32] = [], whitespace = false
+            while let next = scalars.popFirst(), next != "]" {
+                switch next {
+                case "\\":
+                    guard let escaped = scalars.popFirst(), let known = escape(escaped) else { return nil }
+                    if case let .one(c) = known { members.append(c) } else { whitespace = true }
+                case "^", "-", "[": return nil  // negation, ranges and nested classes: not read
+                default: members.append(next.value)
+                }
+            }
+            guard regex.contains("]"), !members.isEmpty || whitespace else { return nil }
+            atom = .set(members, whitespace: whitespace)
+        case "(", ")", "]", "{", "}", "|", ".", "*", "+", "?", "^", "$":
             return nil
+        default:
+            atom = .one(first.value)
         }
         let quantifier = String(String.UnicodeScalarView(scalars))
         if quantifier.isEmpty {
-            self = .literal([character.value])
-        } else if quantifier == "+" {
-            self = .run(character.value, minimum: 1, maximum: nil)
-        } else if quantifier.hasPrefix("{"), quantifier.hasSuffix("}") {
-            let body = quantifier.dropFirst().dropLast()
-            let parts = body.split(separator: ",", omittingEmptySubsequences: false)
-            guard let low = Int(parts[0]), low >= 1 else { return nil }
-            if parts.count == 1 {
-                self = .run(character.value, minimum: low, maximum: low)
-            } else if parts.count == 2, parts[1].isEmpty {
-                self = .run(character.value, minimum: low, maximum: nil)
-            } else {
-                return nil
-            }
-        } else {
+            if case let .one(c) = atom { return .literal([c]) }
+            return .run(atom, minimum: 1, maximum: 1)
+        }
+        if quantifier == "+" { return .run(atom, minimum: 1, maximum: nil) }
+        guard quantifier.hasPrefix("{"), quantifier.hasSuffix("}") else { return nil }
+        let parts = quantifier.dropFirst().dropLast().split(separator: ",", omittingEmptySubsequences: false)
+        guard let low = Int(parts[0]), low >= 1 else { return nil }
+        if parts.count == 1 { return .run(atom, minimum: low, maximum: low) }
+        if parts.count == 2, parts[1].isEmpty { return .run(atom, minimum: low, maximum: nil) }
+        return nil
+    }
+
+    /// The length of the match starting at `i`, or nil (runs are greedy).
+    func match(at i: Int, in scalars: [UInt32]) -> Int? {
+        switch self {
+        case let .literal(pattern):
+            guard i + pattern.count <= scalars.count, scalars[i..<(i + pattern.count)].elementsEqual(pattern) else { return nil }
+            return pattern.count
+        case let .run(atom, minimum, maximum):
+            var end = i
+            while end < scalars.count && atom.contains(scalars[end]) && (maximum.map { end - i < $0 } ?? true) { end += 1 }
+            return end - i >= minimum ? end - i : nil
+        case let .either(branches):
+            for branch in branches { if let length = branch.match(at: i, in: scalars) { return length } }
             return nil
         }
     }
 
-    /// Non-overlapping matches, left to right (greedy runs).
+    /// Non-overlapping matches, left to right.
     func matches(in scalars: [UInt32]) -> [Range<Int>] {
         var out: [Range<Int>] = []
         var i = 0
-        switch self {
-        case let .literal(pattern):
-            while i + pattern.count <= scalars.count {
-                if scalars[i] == pattern[0] && scalars[i..<(i + pattern.count)].elementsEqual(pattern) {
-                    out.append(i..<(i + pattern.count))
-                    i += pattern.count
-                } else {
-                    i += 1
-                }
-            }
-        case let .run(character, minimum, maximum):
-            while i < scalars.count {
-                guard scalars[i] == character else { i += 1; continue }
-                var end = i
-                while end < scalars.count && scalars[end] == character { end += 1 }
-                var start = i
-                // A bounded run {n} matches n at a time; an unbounded one takes it all.
-                while end - start >= minimum {
-                    let length = maximum.map { min($0, end - start) } ?? (end - start)
-                    out.append(start..<(start + length))
-                    start += length
-                    if maximum == nil { break }
-                }
-                i = end
+        while i < scalars.count {
+            if let length = match(at: i, in: scalars), length > 0 {
+                out.append(i..<(i + length))
+                i += length
+            } else {
+                i += 1
             }
         }
         return out

@@ -103,12 +103,33 @@ public final class RelativeAttentionBias: @unchecked Sendable {
     }
     deinit { table.deallocate() }
 
-    /// The bias of query `query` against keys `firstKey`, `firstKey` + 1, … in head `head`.
-    @inline(__always)
-    func row(head: Int, query: Int, firstKey: Int) -> UnsafePointer<Float> {
-        UnsafePointer(table + head * (2 * span - 1) + (firstKey - query + span - 1))
+    /// Head `head`'s bias as the kernel reads it: the row of query q starts one distance earlier
+    /// than query q − 1's.
+    func scores(head: Int) -> ScoreBias {
+        ScoreBias(base: UnsafePointer(table + head * (2 * span - 1) + span - 1), queryStride: -1, span: span)
     }
 }
+
+/// Scores added to every query's row of Q·Kᵀ (in unscaled score units) for one sequence and head:
+/// query q's bias against key k is `base[q · queryStride + k]`. A relative position bias (MPNet)
+/// reads one row per distance (stride −1); a pairwise bias (DeBERTa's disentangled attention)
+/// an [n × n] matrix (stride n).
+struct ScoreBias {
+    let base: UnsafePointer<Float>
+    let queryStride: Int
+    /// The longest sequence it covers.
+    let span: Int
+
+    /// The bias of query `query` against keys `firstKey`, `firstKey` + 1, ….
+    @inline(__always)
+    func row(query: Int, firstKey: Int) -> UnsafePointer<Float> { base + (query * queryStride + firstKey) }
+}
+
+/// Writes the scores one sequence's head adds to Q·Kᵀ, before the softmax scale, for every
+/// query and key: `(sequence, head, n, matrix)` fills matrix[q · n + k] for the sequence's n
+/// tokens. DeBERTa's content-to-position and position-to-content scores come this way: they
+/// depend on the query, the key and their distance, so no table over distances holds them.
+public typealias PairwiseAttentionBias = (_ sequence: Int, _ head: Int, _ n: Int, _ matrix: UnsafeMutablePointer<Float>) -> Void
 
 /// The keys each query sees, by their position relative to it: from `before` keys back to
 /// `after` keys ahead, itself included. `.all` in an encoder; `.around(w)` on sliding-window
@@ -140,18 +161,28 @@ public struct AttentionWindow: Sendable, Equatable {
 /// (ModernBERT's and Gemma's sliding-window layers, a decoder's causal mask); the key blocks
 /// beyond are skipped, so such a layer costs what its window costs. `tiles`: where BF16's
 /// products run on AMX tiles (or their emulator); nil runs them on the vector units.
+/// `pairwiseBias`: scores the caller writes per sequence and head (DeBERTa), added as `bias` is.
+/// `scale`: the softmax's factor on Q·Kᵀ (nil: 1/√headDim).
 public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
                         heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, arithmetic: AttentionPrecision = .fp32,
-                        bias: RelativeAttentionBias? = nil, window: AttentionWindow = .all, tiles: TileBackend? = TileBackend.preferred,
+                        bias: RelativeAttentionBias? = nil, pairwiseBias: PairwiseAttentionBias? = nil, scale: Float? = nil,
+                        window: AttentionWindow = .all, tiles: TileBackend? = TileBackend.preferred,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
-    let scale = 1 / Float(headDim).squareRoot()
+    precondition(bias == nil || pairwiseBias == nil, "one bias at a time")
+    let scale = scale ?? 1 / Float(headDim).squareRoot()
     // QKᵀ and P·V, all heads: each query meets at most the keys of its window.
     let work = lengths.reduce(0) { $0 + 2 * $1 * window.span(length: $1) * heads * headDim }
     parallelFor(lengths.count * heads, threads: threads, work: work) { task, worker in
         let s = task / heads, head = task % heads
         let row = starts[s] * ld + head * headDim
         let (n, target) = (lengths[s], out + starts[s] * ldo + head * headDim)
-        let bias = bias.map { ($0, head: head) }
+        var pairwise: UnsafeMutablePointer<Float>? = nil
+        if let pairwiseBias {
+            pairwise = .allocate(capacity: n * n)
+            pairwiseBias(s, head, n, pairwise!)
+        }
+        defer { pairwise?.deallocate() }
+        let bias = pairwise.map { ScoreBias(base: UnsafePointer($0), queryStride: n, span: n) } ?? bias?.scores(head: head)
         /// This head in `A`'s arithmetic.
         func attend<A: AttentionArithmetic>(_: A.Type) {
             attendHead(A.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale, bias: bias, window: window,
@@ -229,13 +260,13 @@ extension AttentionArithmetic {
 
 /// out[n × d] (row stride ldo) = softmax(q·kᵀ · scale)·v for one sequence of n tokens and one
 /// head, the products in `A`'s arithmetic: q, k, v point at the head's first column of its
-/// first token, rows `ld` floats apart. `bias`: a relative position bias and the head it is
-/// read for. `window`: the keys each query sees; the others are left out.
+/// first token, rows `ld` floats apart. `bias`: scores added to Q·Kᵀ (a relative position
+/// bias's head, or a pairwise matrix). `window`: the keys each query sees; the others are left out.
 func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>,
-                                        ld: Int, n: Int, scale: Float, bias: (RelativeAttentionBias, head: Int)? = nil,
+                                        ld: Int, n: Int, scale: Float, bias: ScoreBias? = nil,
                                         window: AttentionWindow = .all, into out: UnsafeMutablePointer<Float>, ldo: Int,
                                         _ scratch: AttentionScratch) {
-    precondition(n <= scratch.maxLength && n <= bias?.0.span ?? n)
+    precondition(n <= scratch.maxLength && n <= bias?.span ?? n)
     A.withPackedKeysAndValues(k: k, v: v, ld: ld, n: n, scratch) { keysT, values in
         attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window,
                      keysT: keysT, values: values, into: out, ldo: ldo, scratch)
@@ -244,7 +275,7 @@ func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: U
 
 /// `attendHead` with BF16 products, by `product`'s arithmetic (the same results either way).
 func attendHead(bf16 product: BF16Product, q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>,
-                ld: Int, n: Int, scale: Float, bias: (RelativeAttentionBias, head: Int)? = nil,
+                ld: Int, n: Int, scale: Float, bias: ScoreBias? = nil,
                 window: AttentionWindow = .all, into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     switch product {
     #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
@@ -261,7 +292,7 @@ func attendHead(bf16 product: BF16Product, q: UnsafePointer<Float>, k: UnsafePoi
 /// attendHead once Kᵀ and V are packed: query blocks × key blocks with the online softmax.
 @inline(__always)
 func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld: Int, n: Int, scale: Float,
-                                                  bias: (RelativeAttentionBias, head: Int)?, window: AttentionWindow, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
+                                                  bias: ScoreBias?, window: AttentionWindow, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
                                                   into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
     let scores = scratch.scores, o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
@@ -298,8 +329,8 @@ func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld
             // it now hide.
             for r in 0..<rows {
                 let s = scores + r * ldS
-                if let (table, head) = bias {
-                    let b = table.row(head: head, query: q0 + r, firstKey: k0)
+                if let bias {
+                    let b = bias.row(query: q0 + r, firstKey: k0)
                     for c in 0..<cols { s[c] += b[c] }
                 }
                 let columns = seen(r)

@@ -23,6 +23,7 @@ public enum Converter {
         if let report = try ModelFamilies.family(of: config).convert(source: source, config: config, to: destination) { return report }
         let file = try CheckpointShards(folder: source)
         let weightsPath = file.path
+        let family = ModelFamilies.family(of: config)
 
         // Canonical name -> name in the checkpoint.
         var names: [String: String] = [:]
@@ -36,6 +37,7 @@ public enum Converter {
             if config.isRoberta { name = robertaName(name) }
             if config.architecture == .mpnet { name = mpnetName(name) }
             if config.rotary != nil, let family = config.architecture { name = rotaryName(name, family, classifies: config.task != nil) }
+            name = family.canonicalName(name, config: config)
             // Two tensors under one name would leave the choice to dictionary order.
             if let other = names[name] {
                 throw SwiftBERTError.invalidWeights(path: weightsPath, reason: "tensors '\(printable(other))' and '\(printable(original))' both read as '\(printable(name))'; the checkpoint mixes two layouts: keep one of them")
@@ -97,9 +99,9 @@ public enum Converter {
         for module in TensorNames.modules(finalConfig) {
             switch module.kind {
             case .table where module.name == TensorNames.tokenTypeEmbeddings
-                && (config.lacksTokenTypeTable || (config.rotary != nil && names[module.name + ".weight"] == nil)):
-                // DistilBERT, MPNet, ModernBERT and some GTEs have no token types: one all-zero
-                // type row adds nothing, exactly.
+                && (config.lacksTokenTypeTable || ((config.rotary != nil || config.deberta != nil) && names[module.name + ".weight"] == nil)):
+                // DistilBERT, MPNet, ModernBERT, some GTEs and DeBERTa-v3 have no token types:
+                // one all-zero type row adds nothing, exactly.
                 out.append(.init(name: module.name + ".weight", shape: [module.rows, module.cols],
                                  floats: [Float](repeating: 0, count: module.rows * module.cols)))
             case .table where module.name == TensorNames.maskedLMDecoder && config.mobileBert != nil:

@@ -2,7 +2,7 @@
 /// picks its matrices from them, and each module of the model loads itself by the same names.
 /// Names are Hugging Face's BertModel/BertForMaskedLM names without the `bert.` prefix, with
 /// LayerNorm `weight`/`bias`, and with Q, K and V fused into `attention.self.qkv`.
-enum TensorNames {
+package enum TensorNames {
     // Embeddings
     static let wordEmbeddings = "embeddings.word_embeddings"
     static let positionEmbeddings = "embeddings.position_embeddings"
@@ -73,26 +73,24 @@ enum TensorNames {
 
     /// One module's parameters: `NAME.weight` [rows × cols] and, for Linear and LayerNorm,
     /// `NAME.bias` [rows] (a LayerNorm's weight and bias are both [cols]).
-    struct Module {
-        enum Kind { case linear, layerNorm, table }
-        let name: String
-        let kind: Kind
-        let rows: Int
-        let cols: Int
+    package struct Module {
+        package enum Kind { case linear, layerNorm, table }
+        package let name: String
+        package let kind: Kind
+        package let rows: Int
+        package let cols: Int
     }
 
     /// Every module of a converted checkpoint with this config, in file order: the encoder, the
     /// masked-LM head (its output bias is not a module), the pooler or pre_classifier and the
     /// classifier of a task head, and sentence-transformers' Dense modules.
+    /// The family of the config says which (`ModelFamily.tensorModules`).
     static func modules(_ config: BertConfig) -> [Module] {
-        if let mobile = config.mobileBert { return mobileBertModules(config, mobile) }
-        if let rotary = config.rotary { return rotaryModules(config, rotary) }
-        if let gemma = config.gemma {
-            return llamaStyleModules(config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads, layout: Converter.gemmaLayout)
-        }
-        if let qwen3 = config.qwen3 {
-            return llamaStyleModules(config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads, layout: Converter.qwen3Layout)
-        }
+        ModelFamilies.family(of: config).tensorModules(config) ?? bertModules(config)
+    }
+
+    /// BERT's table, for BERT, DistilBERT, RoBERTa, XLM-R and MPNet.
+    static func bertModules(_ config: BertConfig) -> [Module] {
         let h = config.hiddenSize, ffn = config.intermediateSize
         var modules: [Module] = [
             Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),

@@ -23,10 +23,19 @@ package protocol ModelFamily: Sendable {
     /// Converts a checkpoint of this family itself, when its tensors do not fit the BERT-shaped
     /// module table the converter walks (`TensorNames.modules`); nil leaves it to that table.
     func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report?
+    /// The converted tensors of a config of this family, in file order (what the converter
+    /// writes and `bert quantize` reads its matrices from); nil: BERT's table
+    /// (`TensorNames.bertModules`).
+    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]?
+    /// A checkpoint tensor's name as the BERT-shaped converter knows it (`TensorNames`), for a
+    /// family that goes through that converter under other names.
+    func canonicalName(_ name: String, config: BertConfig) -> String
 }
 
 extension ModelFamily {
     func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report? { nil }
+    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? { nil }
+    func canonicalName(_ name: String, config: BertConfig) -> String { name }
 }
 
 /// The families SwiftBERT runs, in the order they are asked.
@@ -35,6 +44,7 @@ package enum ModelFamilies {
         RotaryFamily(),
         GemmaFamily(),
         Qwen3Family(),
+        DebertaFamily(),
         MobileBertFamily(),
         BertFamily(),  // last: it also claims a config.json whose only clue is a Bert* class name
     ]

@@ -17,8 +17,8 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         let start = DispatchTime.now()
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
         let (config, weights) = (opened.config, opened.weights)
-        guard config.mobileBert == nil, config.rotary == nil else {
-            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.mobileBert != nil ? "MobileBERT" : config.architecture?.displayName ?? "non-BERT") model: load it with loadModel or loadEncoder")
+        guard ModelFamilies.family(of: config) is BertFamily else {
+            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is a \(ModelFamilies.family(of: config).name) model: load it with loadModel or loadEncoder")
         }
         let root = WeightScope(weights, precision: precision)
         embeddings = try BertEmbeddings(root, config)

@@ -19,6 +19,10 @@ struct GemmaFamily: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.gemma != nil }
 
+    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
+        config.gemma.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.gemmaLayout) }
+    }
+
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try GemmaEncoderModel(folder: folder, threads: threads, precision: precision)
     }

@@ -17,6 +17,10 @@ struct MobileBertFamily: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.mobileBert != nil }
 
+    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
+        config.mobileBert.map { TensorNames.mobileBertModules(config, $0) }
+    }
+
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try MobileBertModel(folder: folder, threads: threads, precision: precision)
     }

@@ -18,6 +18,10 @@ struct Qwen3Family: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.qwen3 != nil }
 
+    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
+        config.qwen3.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.qwen3Layout) }
+    }
+
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try Qwen3EncoderModel(folder: folder, threads: threads, precision: precision)
     }

@@ -17,6 +17,10 @@ struct RotaryFamily: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.rotary != nil }
 
+    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
+        config.rotary.map { TensorNames.rotaryModules(config, $0) }
+    }
+
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try RotaryEncoderModel(folder: folder, threads: threads, precision: precision)
     }

@@ -1,0 +1,204 @@
+import Foundation
+import SwiftBERTKernels
+
+/// DeBERTa-v2 and v3 (transformers' DebertaV2Model), loaded from a converted folder whose config
+/// carries `deberta`. BERT's post-LN layers, but for:
+/// - the input: word embeddings (+ absolute positions only when position_biased_input, which
+///   DeBERTa-v3 turns off; + token types when it has any), then LayerNorm;
+/// - disentangled attention: each layer adds to Q·Kᵀ the content-to-position and
+///   position-to-content scores (`disentangledScores`) from the relative embeddings
+///   (encoder.rel_embeddings, through encoder.LayerNorm), which the layer's own query and key
+///   projections turn into position queries and keys once, at load; all of it scaled by
+///   1/√(head_dim × (1 + the number of position scores)).
+/// Relative positions are counted within each packed sequence, so a batch gives each sequence
+/// what it gets alone. Immutable after loading: one instance can serve many threads at once.
+public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked Sendable {
+    let embeddings: DebertaEmbeddings
+    let layers: [DebertaLayer]
+    let deberta: DebertaConfig
+    let maskedLMHead: MaskedLMPredictionHead?
+
+    public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
+        let start = DispatchTime.now()
+        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let config = opened.config
+        guard let deberta = config.deberta else {
+            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a DeBERTa model: load it with loadModel or loadEncoder")
+        }
+        self.deberta = deberta
+        let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
+        embeddings = try DebertaEmbeddings(root, config, deberta)
+        // The relative embeddings as every layer reads them: normalised once.
+        var relative = Array(try opened.weights.floats(TensorNames.relativeEmbeddings + ".weight", shape: [2 * deberta.span, h]))
+        if deberta.normalizesRelativeEmbeddings {
+            let norm = try root[TensorNames.relativeEmbeddingsNorm].layerNorm(size: h, eps: config.layerNormEps)
+            relative.withUnsafeMutableBufferPointer { norm($0.baseAddress!, residual: nil, m: 2 * deberta.span) }
+        }
+        layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) {
+            try DebertaLayer(root[TensorNames.layer($0)], config, deberta, relativeEmbeddings: relative)
+        }
+        maskedLMHead = config.hasMaskedLMHead
+            ? try MaskedLMPredictionHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+        KernelReport.warnOnceIfSlower()
+        super.init(opened, loadStarted: start)
+    }
+
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
+        let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
+        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.hiddenSize, threads: threads) { part, ids, types, hidden in
+            let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
+                                         attention: precision.attention, profile: profile, hidden: config.hiddenSize,
+                                         wideColumns: max(3 * config.hiddenSize, config.intermediateSize), headDim: config.headDim)
+            forward(ids: ids, typeIds: types, hidden: hidden, context)
+        }
+    }
+
+    /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
+    func forward(ids: [Int32], typeIds: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        // 1. Embeddings: word (+ position) (+ token type), LayerNorm.
+        context.measure(.embeddings) { embeddings(ids: ids, typeIds: typeIds, into: x, context) }
+        // The table row of every distance the longest sequence holds, for every layer.
+        let longest = context.sequences.longest
+        let tableRows = (-(longest - 1)..<longest).map { Int32(deberta.tableRow(distance: $0)) }
+        tableRows.withUnsafeBufferPointer { rows in
+            let zero = rows.baseAddress! + (longest - 1)
+            for layer in layers {
+                // 2. Disentangled self-attention.
+                layer.attention(x, into: context.attended, tableRow: zero, context)
+                // 3. Attention output projection, residual, LayerNorm.
+                layer.attentionOutput(context.attended, residual: x, context)
+                // 4. Feed-forward in: dense, then GELU.
+                layer.intermediate(x, into: context.wide, context)
+                // 5. Feed-forward out: dense, residual, LayerNorm.
+                layer.output(context.wide, residual: x, context)
+            }
+        }
+    }
+
+    public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
+        guard let head = maskedLMHead else { throw missingMaskedLMHead }
+        return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
+    }
+}
+
+/// DebertaV2Embeddings: the word embeddings, the position table when position_biased_input, the
+/// token types when the model has them, then LayerNorm (padding is never packed, so its mask
+/// has nothing to zero).
+struct DebertaEmbeddings {
+    let wordEmbeddings: any LinearWeights
+    let positionEmbeddings: UnsafePointer<Float>?
+    let tokenTypeEmbeddings: UnsafePointer<Float>
+    let layerNorm: LayerNorm
+    let hidden: Int
+
+    init(_ scope: WeightScope, _ config: BertConfig, _ deberta: DebertaConfig) throws {
+        let h = config.hiddenSize, file = scope.file
+        hidden = h
+        wordEmbeddings = try scope[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
+        positionEmbeddings = deberta.positionBiasedInput
+            ? try file.floats(TensorNames.positionEmbeddings + ".weight", shape: [config.maxPositionEmbeddings, h]).baseAddress! : nil
+        // One all-zero row when the model has no token types (the converter writes it).
+        tokenTypeEmbeddings = try file.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
+        layerNorm = try scope[TensorNames.embeddingsLayerNorm].layerNorm(size: h, eps: config.layerNormEps)
+    }
+
+    func callAsFunction(ids: [Int32], typeIds: [Int32], into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let sequences = context.sequences
+        for (s, start) in sequences.starts.enumerated() {
+            for position in 0..<sequences.lengths[s] {
+                let t = start + position, row = out + t * hidden
+                wordEmbeddings.row(Int(ids[t]), into: row)
+                let type = tokenTypeEmbeddings + Int(typeIds[t]) * hidden
+                if let positionEmbeddings {
+                    let pos = positionEmbeddings + position * hidden
+                    for c in 0..<hidden { row[c] += pos[c] + type[c] }
+                } else {
+                    for c in 0..<hidden { row[c] += type[c] }
+                }
+            }
+        }
+        layerNorm(out, residual: nil, m: sequences.tokenCount, threads: context.threads)
+    }
+}
+
+/// DebertaV2Layer: disentangled self-attention and its output, then BERT's feed-forward block.
+struct DebertaLayer {
+    let attention: DisentangledSelfAttention
+    let attentionOutput: BertProjectionOutput
+    let intermediate: BertIntermediate
+    let output: BertProjectionOutput
+
+    init(_ scope: WeightScope, _ config: BertConfig, _ deberta: DebertaConfig, relativeEmbeddings: [Float]) throws {
+        let attentionScope = scope[TensorNames.attention]
+        attention = try DisentangledSelfAttention(attentionScope[TensorNames.selfAttention], config, deberta, relativeEmbeddings: relativeEmbeddings)
+        attentionOutput = try BertProjectionOutput(attentionScope[TensorNames.output], .selfOutput, config)
+        intermediate = try BertIntermediate(scope[TensorNames.intermediate], k: config.hiddenSize, config)
+        output = try BertProjectionOutput(scope[TensorNames.output], .output, config)
+    }
+}
+
+/// DisentangledSelfAttention with share_att_key: Q, K and V from one fused Linear (the converter
+/// stacks query_proj, key_proj and value_proj), and the position queries and keys, [2·span × H]
+/// each, made at load by the same projections from the relative embeddings (biases included, as
+/// transformers applies query_proj and key_proj to them).
+struct DisentangledSelfAttention {
+    let qkv: Linear
+    let heads: Int
+    let headDim: Int
+    /// query_proj(relative embeddings) for p2c, key_proj(relative embeddings) for c2p; nil when
+    /// pos_att_type leaves that score out.
+    let positionQueries: [Float]?
+    let positionKeys: [Float]?
+    let scale: Float
+
+    init(_ scope: WeightScope, _ config: BertConfig, _ deberta: DebertaConfig, relativeEmbeddings: [Float]) throws {
+        let h = config.hiddenSize, rows = 2 * deberta.span
+        let qkv = try scope[TensorNames.qkv].linear(k: h, n: 3 * h)
+        self.qkv = qkv
+        (heads, headDim) = (config.numAttentionHeads, config.headDim)
+        scale = 1 / (Float(config.headDim) * Float(deberta.scaleFactor)).squareRoot()
+        var projected = [Float](repeating: 0, count: rows * 3 * h)
+        relativeEmbeddings.withUnsafeBufferPointer { x in
+            projected.withUnsafeMutableBufferPointer { y in
+                qkv(x.baseAddress!, m: rows, into: y.baseAddress!, .forHead(rows: rows, threads: 1))
+            }
+        }
+        func columns(_ part: Int) -> [Float] {
+            (0..<rows).flatMap { r in projected[(r * 3 + part) * h ..< (r * 3 + part + 1) * h] }
+        }
+        positionQueries = deberta.positionToContent ? columns(0) : nil
+        positionKeys = deberta.contentToPosition ? columns(1) : nil
+    }
+
+    /// attended[T × H] = softmax((Q·Kᵀ + c2p + p2c) · scale)·V per sequence and head.
+    func callAsFunction(_ x: UnsafePointer<Float>, into attended: UnsafeMutablePointer<Float>, tableRow: UnsafePointer<Int32>,
+                        _ context: ForwardContext) {
+        let sequences = context.sequences, h = heads * headDim
+        let projections = context.wide  // [T × 3H]: Q | K | V per token
+        context.measure(.qkv) { qkv(x, m: sequences.tokenCount, into: projections, context) }
+        context.measure(.attention) {
+            withOptionalPointer(positionQueries) { positionQueries in
+                withOptionalPointer(positionKeys) { positionKeys in
+                    let (d, starts) = (headDim, sequences.starts)
+                    multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
+                                       heads: heads, headDim: d, starts: starts, lengths: sequences.lengths,
+                                       threads: context.threads, arithmetic: context.attention,
+                                       pairwiseBias: { s, head, n, scores in
+                                           let q = projections + starts[s] * 3 * h + head * d
+                                           disentangledScores(queries: q, keys: q + h, ld: 3 * h, n: n, headDim: d,
+                                                              positionKeys: positionKeys.map { $0 + head * d },
+                                                              positionQueries: positionQueries.map { $0 + head * d }, positionLD: h,
+                                                              tableRow: tableRow, into: scores)
+                                       },
+                                       scale: scale, scratch: context.attentionScratch, into: attended, ldo: h)
+                }
+            }
+        }
+    }
+}
+
+/// body(pointer to the array's storage), or body(nil) without an array.
+private func withOptionalPointer<R>(_ array: [Float]?, _ body: (UnsafePointer<Float>?) -> R) -> R {
+    guard let array else { return body(nil) }
+    return array.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
