@@ -39,9 +39,14 @@ struct Classify: ParsableCommand {
             per label when its problem_type is multi_label_classification, as Hugging Face's \
             text-classification pipeline gives them. Same inputs as embed.
 
+            With --labels, any labels, through an NLI classifier (one with an entailment label, \
+            such as a DeBERTa-v3 trained on MNLI): each text against "This example is {label}." \
+            (--hypothesis-template), scored as Hugging Face's zero-shot-classification pipeline does.
+
             Examples:
               bert classify --model weights/my-sentiment "What a lovely day."
               bert classify --model M --json --top-k 1 --input reviews.txt
+              bert classify --model weights/deberta-v3-mnli --labels sports,politics,cooking "The match went to penalties."
             """)
 
     @OptionGroup var input: InputOptions
@@ -52,18 +57,46 @@ struct Classify: ParsableCommand {
 
     @Flag(help: "JSON Lines: {\"labels\": [{\"label\", \"score\"}]} per input, best first.") var json = false
 
+    @Option(help: ArgumentHelp("Zero-shot: these labels, comma-separated, through an NLI classifier.", valueName: "labels"))
+    var labels: String?
+
+    @Option(name: .customLong("hypothesis-template"), help: "Zero-shot: the hypothesis each label goes into at {}.")
+    var hypothesisTemplate = ZeroShotClassifier.defaultTemplate
+
+    @Flag(name: .customLong("multi-label"), help: "Zero-shot: score each label on its own (entailment against contradiction), not across labels.")
+    var multiLabel = false
+
     @OptionGroup var batch: BatchOptions
 
     @OptionGroup var engine: EngineOptions
 
+    /// The --labels list, blanks dropped.
+    var candidates: [String]? {
+        labels.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+    }
+
     func validate() throws {
         if let topK, topK < 1 { throw ValidationError("--top-k must be at least 1") }
+        if let candidates, candidates.isEmpty { throw ValidationError("--labels needs at least one label, comma-separated") }
+        if labels == nil, multiLabel || hypothesisTemplate != ZeroShotClassifier.defaultTemplate {
+            throw ValidationError("--multi-label and --hypothesis-template go with --labels (zero-shot classification)")
+        }
+        if !hypothesisTemplate.contains("{}") { throw ValidationError("--hypothesis-template needs {} where the label goes") }
     }
 
     func run() throws {
         let classifier = try TextClassifier(engine.load(model))
-        try writeRecords(of: input, json: json, { try classifier.classify($0, topK: topK, batchSize: batch.batchSize, truncation: batch.truncation) },
-                         jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
+        let classify: ([String]) throws -> [[LabelScore]]
+        if let candidates {
+            let zeroShot = try ZeroShotClassifier(classifier: classifier)
+            classify = { texts in
+                try zeroShot.classify(texts, labels: candidates, template: hypothesisTemplate, multiLabel: multiLabel,
+                                      batchSize: batch.batchSize, truncation: batch.truncation).map { Array($0.prefix(topK ?? $0.count)) }
+            }
+        } else {
+            classify = { try classifier.classify($0, topK: topK, batchSize: batch.batchSize, truncation: batch.truncation) }
+        }
+        try writeRecords(of: input, json: json, classify, jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
     }
 }
 

@@ -150,6 +150,37 @@ final class DebertaTests: XCTestCase {
         XCTAssertLessThanOrEqual(worst, 1e-4)
     }
 
+    /// Zero-shot classification through the NLI classifier, against transformers'
+    /// zero-shot-classification pipeline: single-label (softmax of the entailment logits across
+    /// labels), multi-label (each label's entailment against contradiction), one label, and a
+    /// hypothesis template of its own: the same ranking, scores within 1e-5.
+    func testZeroShotMatchesTransformersPipeline() throws {
+        let zeroShot = try ZeroShotClassifier(classifier: TextClassifier(folder: Self.conversions.folder("classifier"), threads: 2))
+        XCTAssertEqual(zeroShot.entailment, 0)
+        XCTAssertEqual(zeroShot.contradiction, 2)
+        let records = try XCTUnwrap(Self.reference["zero_shot"]?.array)
+        XCTAssertEqual(records.count, 16)
+        for record in records {
+            let text = try XCTUnwrap(record["text"]?.string), labels = (record["labels"]?.array ?? []).compactMap(\.string)
+            let got = try zeroShot.classify([text], labels: labels, template: record["template"]?.string ?? ZeroShotClassifier.defaultTemplate,
+                                            multiLabel: record["multi_label"]?.bool ?? false)[0]
+            XCTAssertEqual(got.map(\.label), (record["ranked"]?.array ?? []).compactMap(\.string), text)
+            XCTAssertLessThanOrEqual(maxAbsDifference(got.map(\.score), Self.numbers(record["scores"])), 1e-5, text)
+        }
+        // A classifier without an entailment label cannot do it, and says so.
+        let relabelled = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-deberta-relabelled-\(ProcessInfo.processInfo.processIdentifier)")
+        try? FileManager.default.removeItem(at: relabelled)
+        try FileManager.default.copyItem(at: Self.conversions.folder("classifier"), to: relabelled)
+        defer { try? FileManager.default.removeItem(at: relabelled) }
+        var config = try BertConfig.load(from: relabelled.appendingPathComponent("config.json"))
+        config.task?.labels = ["yes", "maybe", "no"]
+        try config.write(to: relabelled.appendingPathComponent("config.json"))
+        XCTAssertThrowsError(try ZeroShotClassifier(classifier: TextClassifier(folder: relabelled, threads: 1))) {
+            XCTAssertTrue("\($0)".contains("entailment"), "\($0)")
+        }
+        XCTAssertThrowsError(try zeroShot.classify(["x"], labels: ["a"], template: "no placeholder")) { XCTAssertTrue("\($0)".contains("{}")) }
+    }
+
     /// DebertaV2ForTokenClassification: every token's logits.
     func testTokenClassifierLogitsMatchTransformers() throws {
         let encoder = try loadEncoder(folder: Self.conversions.folder("ner"), threads: 2)
@@ -201,7 +232,7 @@ final class DebertaTests: XCTestCase {
         let folder = try Self.conversions.folder("mlm")
         let sequences = try XCTUnwrap(Self.reference["hidden_states"]?.array).map { Self.ids($0["input_ids"]) }
         let reference = try loadEncoder(folder: folder, threads: 2).encode(sequences)
-        for precision in [Precision.bf16, .int8, .int8Weights] {
+        for precision in [Precision.bf16, .int8, .int8Weights, .int8Attention] {
             let output = try loadEncoder(folder: folder, threads: 2, precision: precision).encode(sequences)
             let h = output.hiddenSize
             var cosines: [Float] = [], largest: Float = 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SwiftBERT against ONNX Runtime on MPNet, NomicBERT, GTE and ModernBERT at real size, up to 8,192 tokens.
+"""SwiftBERT against ONNX Runtime on MPNet, NomicBERT, GTE, ModernBERT and DeBERTa-v3 at real size, up to 8,192 tokens.
 
 RANDOM weights (MPNet aside): honest for timing only. Speed depends on the shapes, not on the
 values, so the figures are fair; the outputs are meaningless. Every table this prints says so.
@@ -20,6 +20,10 @@ The models (`--models` takes the short names, comma-separated):
     modernbert  ModernBERT-base: transformers.ModernBertConfig() defaults (hidden 768, 22 layers,
                 intermediate 1152 (GeGLU), local attention 128 with a global layer every 3rd, vocab
                 50,368, 8,192 positions).
+    deberta     deberta-v3-base's shape: transformers.DebertaV2Model, hidden 768, 12 layers, 12 heads,
+                intermediate 3072, vocab 128,100, disentangled attention (c2p and p2c, shared position
+                keys, 256 log buckets, normalised relative embeddings), no absolute positions, no token
+                types. SwiftBERT takes up to 4,096 tokens (the [n x n] score bias per head): 128 to 2,048.
 
 make: for the random models, transformers' own class with torch.manual_seed(0), save_pretrained in
 float32 safetensors to weights/<name>-random-hf/ (gitignored, ~0.55-0.6 GB each) with the XLM-R
@@ -109,6 +113,14 @@ def modernbert_config():
     return transformers.ModernBertConfig()
 
 
+def deberta_config():
+    import transformers
+    return transformers.DebertaV2Config(**SIZES, vocab_size=128100, max_position_embeddings=512, type_vocab_size=0,
+                                        relative_attention=True, pos_att_type=["p2c", "c2p"], share_att_key=True,
+                                        position_biased_input=False, norm_rel_ebd="layer_norm", position_buckets=256,
+                                        max_relative_positions=-1, layer_norm_eps=1e-7, hidden_act="gelu")
+
+
 class Model:
     def __init__(self, key, name, class_name, lengths=LENGTHS, gated=True, make_config=None, real=False,
                  hf=None, converted=None, onnx=None):
@@ -130,6 +142,7 @@ MODELS = {m.key: m for m in [
     Model("nomic", "nomic-embed-text-v1.5", "NomicBertModel", make_config=nomic_config),
     Model("gte", "gte-base-en-v1.5", "GteModel", make_config=gte_config),
     Model("modernbert", "modernbert-base", "ModernBertModel", make_config=modernbert_config),
+    Model("deberta", "deberta-v3-base", "DebertaV2Model", lengths=(128, 512, 2048), gated=False, make_config=deberta_config),
 ]}
 
 
