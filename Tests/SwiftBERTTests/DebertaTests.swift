@@ -251,7 +251,6 @@ final class DebertaTests: XCTestCase {
     /// A DeBERTa checkpoint SwiftBERT does not run is refused at conversion, saying why.
     func testUnsupportedDebertaConfigsAreRefusedWithTheReason() throws {
         let source = Self.fixtures.appendingPathComponent("mlm")
-        let base = try JSONSerialization.jsonObject(with: Data(contentsOf: source.appendingPathComponent("config.json"))) as! [String: Any]
         let cases: [(String, [String: Any], String)] = [
             ("convolution", ["conv_kernel_size": 3], "conv_kernel_size"),
             ("separate position projections", ["share_att_key": false], "share_att_key"),
@@ -261,18 +260,6 @@ final class DebertaTests: XCTestCase {
             ("other scores", ["pos_att_type": ["c2p", "p2p"]], "p2p"),
             ("other activation", ["hidden_act": "relu"], "hidden_act"),
         ]
-        for (label, change, mention) in cases {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-deberta-bad-\(ProcessInfo.processInfo.processIdentifier)")
-            try? FileManager.default.removeItem(at: folder)
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: folder) }
-            for file in ["model.safetensors", "tokenizer.json", "tokenizer_config.json"] {
-                try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent(file), withDestinationURL: source.appendingPathComponent(file))
-            }
-            try JSONSerialization.data(withJSONObject: base.merging(change) { $1 }).write(to: folder.appendingPathComponent("config.json"))
-            XCTAssertThrowsError(try Converter.convert(huggingFaceFolder: folder, to: folder.appendingPathComponent("out")), label) { error in
-                XCTAssertTrue("\(error)".contains(mention), "\(label): \(error)")
-            }
-        }
+        try checkConfigChangesAreRefused(source, label: "deberta", cases)
     }
 }

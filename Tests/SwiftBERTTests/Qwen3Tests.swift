@@ -136,7 +136,6 @@ final class Qwen3Tests: XCTestCase {
     /// A Qwen3 checkpoint SwiftBERT does not run is refused at conversion, saying why.
     func testUnsupportedQwen3ConfigsAreRefusedWithTheReason() throws {
         let source = Self.fixtures.appendingPathComponent("model")
-        let base = try JSONSerialization.jsonObject(with: Data(contentsOf: source.appendingPathComponent("config.json"))) as! [String: Any]
         let cases: [(String, [String: Any], String)] = [
             ("sliding window", ["use_sliding_window": true], "use_sliding_window"),
             ("classifier head", ["architectures": ["Qwen3ForSequenceClassification"]], "Qwen3ForSequenceClassification"),
@@ -144,18 +143,6 @@ final class Qwen3Tests: XCTestCase {
             ("scaled RoPE", ["rope_parameters": ["rope_type": "yarn", "rope_theta": 1e6, "factor": 4]], "yarn"),
             ("uneven groups", ["num_key_value_heads": 3], "num_key_value_heads"),
         ]
-        for (label, change, mention) in cases {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-qwen3-bad-\(ProcessInfo.processInfo.processIdentifier)")
-            try? FileManager.default.removeItem(at: folder)
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: folder) }
-            for file in ["model.safetensors", "tokenizer.json", "tokenizer_config.json"] {
-                try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent(file), withDestinationURL: source.appendingPathComponent(file))
-            }
-            try JSONSerialization.data(withJSONObject: base.merging(change) { $1 }).write(to: folder.appendingPathComponent("config.json"))
-            XCTAssertThrowsError(try Converter.convert(huggingFaceFolder: folder, to: folder.appendingPathComponent("out")), label) { error in
-                XCTAssertTrue("\(error)".contains(mention), "\(label): \(error)")
-            }
-        }
+        try checkConfigChangesAreRefused(source, label: "qwen3", cases)
     }
 }

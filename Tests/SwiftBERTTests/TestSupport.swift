@@ -161,3 +161,24 @@ func checkLongBatchEqualsEachSequenceAlone(_ encoder: any EncoderModel, _ sequen
                                  file: file, line: line)
     }
 }
+
+/// Each change to `source`'s config.json (label, fields to merge, what the error must mention),
+/// converted beside the source's weights and tokenizer files, is refused at conversion with an
+/// error that names it.
+func checkConfigChangesAreRefused(_ source: URL, label prefix: String, _ cases: [(String, [String: Any], String)],
+                                  file: StaticString = #filePath, line: UInt = #line) throws {
+    let base = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: source.appendingPathComponent("config.json"))) as? [String: Any])
+    for (label, change, mention) in cases {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-\(prefix)-bad-\(ProcessInfo.processInfo.processIdentifier)")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for name in ["model.safetensors", "tokenizer.json", "tokenizer_config.json"] {
+            try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent(name), withDestinationURL: source.appendingPathComponent(name))
+        }
+        try JSONSerialization.data(withJSONObject: base.merging(change) { $1 }).write(to: folder.appendingPathComponent("config.json"))
+        XCTAssertThrowsError(try Converter.convert(huggingFaceFolder: folder, to: folder.appendingPathComponent("out")), label, file: file, line: line) { error in
+            XCTAssertTrue("\(error)".contains(mention), "\(label): \(error)", file: file, line: line)
+        }
+    }
+}

@@ -286,21 +286,15 @@ public struct BertConfig: Codable, Sendable, Equatable {
     /// model none (model_input_names has no token_type_ids), so every token is type 0 there,
     /// pairs included. DistilBERT, MPNet and ModernBERT have none at all, and a rotary model
     /// with one type row takes only type 0.
-    public var usesTokenTypes: Bool {
-        !isRoberta && architecture != .mpnet && architecture != .modernBERT && gemma == nil && qwen3 == nil
-            && !((rotary != nil || deberta != nil) && typeVocabSize < 2)
-    }
+    /// Each family says (`ModelFamily.usesTokenTypes`).
+    public var usesTokenTypes: Bool { ModelFamilies.family(of: self).usesTokenTypes(self) }
     /// Whether the checkpoint has no token-type table: the converter stores one all-zero row,
     /// which adds nothing, exactly (DistilBERT, MPNet).
     var lacksTokenTypeTable: Bool { architecture == .distilBERT || architecture == .mpnet || architecture == .modernBERT }
     /// Longest sequence the model takes: the rows of the position table, less the padding_idx + 1
     /// rows RoBERTa's positions skip (XLM-R: 514 - 2 = 512); with rotary positions,
-    /// max_position_embeddings.
-    public var positionLimit: Int {
-        // DeBERTa without absolute positions: relative ones only, which clamp at the far buckets.
-        if let deberta, !deberta.positionBiasedInput { return max(maxPositionEmbeddings, DebertaConfig.maximumPositions) }
-        return rotary != nil || gemma != nil || qwen3 != nil ? maxPositionEmbeddings : maxPositionEmbeddings - (paddingIdx.map { $0 + 1 } ?? 0)
-    }
+    /// max_position_embeddings. Each family says (`ModelFamily.positionLimit`).
+    public var positionLimit: Int { ModelFamilies.family(of: self).positionLimit(self) }
 
     /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
     /// low enough that no product of two sizes overflows and no table is sized before the
@@ -328,16 +322,12 @@ public struct BertConfig: Codable, Sendable, Equatable {
         guard hiddenSize % numAttentionHeads == 0 else {
             throw fail("hidden_size \(hiddenSize) is not divisible by num_attention_heads \(numAttentionHeads): \(fix)")
         }
-        // MobileBERT is trained with ReLU (its own modules run either); NomicBERT's gate with SiLU.
-        guard hiddenAct == "gelu" || (mobileBert != nil && hiddenAct == "relu") || (rotary != nil && hiddenAct == "silu")
-                || (gemma != nil && hiddenAct == "gelu_pytorch_tanh") || (qwen3 != nil && hiddenAct == "silu") else {
+        // BERT's exact GELU, or what the family's modules also run (MobileBERT's ReLU, SiLU gates…).
+        let family = ModelFamilies.family(of: self)
+        guard hiddenAct == "gelu" || family.otherActivations.contains(hiddenAct) else {
             throw fail("hidden_act '\(printable(hiddenAct))' is not supported; SwiftBERT implements BERT's exact erf GELU ('gelu'): use a checkpoint trained with it")
         }
-        try mobileBert?.validate(self) { fail("\($0): \(fix)") }
-        try rotary?.validate(self) { fail("\($0): \(fix)") }
-        try gemma?.validate(self) { fail("\($0): \(fix)") }
-        try qwen3?.validate(self) { fail("\($0): \(fix)") }
-        try deberta?.validate(self) { fail("\($0): \(fix)") }
+        try family.validate(self) { fail("\($0): \(fix)") }
         if let buckets = relativeAttentionNumBuckets, buckets < 2 || buckets > 1024 {
             throw fail("relative_attention_num_buckets is \(buckets); MPNet uses 32 (2 to 1024 are accepted): \(fix)")
         }

@@ -307,18 +307,26 @@ public enum Converter {
             config.relativeAttentionNumBuckets = try int("relative_attention_num_buckets", 32)
         }
         var withHead = config
-        if architectures.contains(where: { $0.hasSuffix("ForSequenceClassification") }) {
-            withHead.task = TaskHeadConfig(kind: .sequenceClassification)
-        } else if architectures.contains(where: { $0.hasSuffix("ForTokenClassification") }) {
-            withHead.task = TaskHeadConfig(kind: .tokenClassification)
-        }
-        if withHead.task != nil {
-            withHead.task?.labels = try readLabels(json, path: path)
-            withHead.task?.problemType = json["problem_type"]?.string
-        }
+        withHead.task = try taskHead(json, architectures: architectures, path: path)
         // Before any tensor is looked at: sizes drive loops and the shapes checked against the file.
         try withHead.validate(path: path)
         return withHead
+    }
+
+    /// The classification head a *ForSequenceClassification or *ForTokenClassification class
+    /// names, with its labels and problem_type; nil for any other class.
+    static func taskHead(_ json: [String: JSONValue], architectures: [String], path: String) throws -> TaskHeadConfig? {
+        var task: TaskHeadConfig
+        if architectures.contains(where: { $0.hasSuffix("ForSequenceClassification") }) {
+            task = TaskHeadConfig(kind: .sequenceClassification)
+        } else if architectures.contains(where: { $0.hasSuffix("ForTokenClassification") }) {
+            task = TaskHeadConfig(kind: .tokenClassification)
+        } else {
+            return nil
+        }
+        task.labels = try readLabels(json, path: path)
+        task.problemType = json["problem_type"]?.string
+        return task
     }
 
     /// DistilBERT's tensor names as the BERT names the engine loads (`TensorNames`' DistilBERT

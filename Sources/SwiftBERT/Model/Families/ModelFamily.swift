@@ -30,12 +30,26 @@ package protocol ModelFamily: Sendable {
     /// A checkpoint tensor's name as the BERT-shaped converter knows it (`TensorNames`), for a
     /// family that goes through that converter under other names.
     func canonicalName(_ name: String, config: BertConfig) -> String
+    /// Whether the tokenizer's token type ids reach the model (`BertConfig.usesTokenTypes`).
+    func usesTokenTypes(_ config: BertConfig) -> Bool
+    /// The longest sequence the model takes, [CLS] and [SEP] included (`BertConfig.positionLimit`).
+    func positionLimit(_ config: BertConfig) -> Int
+    /// The hidden_act values its modules run besides BERT's exact GELU ("gelu").
+    var otherActivations: Set<String> { get }
+    /// Checks of its own fields, before any weight is touched (`BertConfig.validate` calls it);
+    /// `fail` adds what to do.
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws
 }
 
 extension ModelFamily {
     func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report? { nil }
     func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? { nil }
     func canonicalName(_ name: String, config: BertConfig) -> String { name }
+    func usesTokenTypes(_ config: BertConfig) -> Bool { true }
+    /// The rows of the position table, less the padding_idx + 1 rows RoBERTa's positions skip.
+    func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings - (config.paddingIdx.map { $0 + 1 } ?? 0) }
+    var otherActivations: Set<String> { [] }
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {}
 }
 
 /// The families SwiftBERT runs, in the order they are asked.

@@ -18,6 +18,10 @@ struct BertFamily: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.mobileBert == nil && config.rotary == nil }
 
+    /// RoBERTa's tokenizers give the model no token types (every token is type 0, pairs
+    /// included); MPNet has none.
+    func usesTokenTypes(_ config: BertConfig) -> Bool { !config.isRoberta && config.architecture != .mpnet }
+
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try BertModel(folder: folder, threads: threads, precision: precision)
     }

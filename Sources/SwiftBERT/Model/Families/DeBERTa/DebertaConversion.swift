@@ -78,15 +78,7 @@ extension Converter {
             positionBiasedInput: json["position_biased_input"]?.bool ?? true,
             normalizesRelativeEmbeddings: normalizations.contains("layer_norm"),
             poolerActivation: json["pooler_hidden_act"]?.string ?? "gelu")
-        if architectures.contains("DebertaV2ForSequenceClassification") {
-            config.task = TaskHeadConfig(kind: .sequenceClassification)
-        } else if architectures.contains("DebertaV2ForTokenClassification") {
-            config.task = TaskHeadConfig(kind: .tokenClassification)
-        }
-        if config.task != nil {
-            config.task?.labels = try readLabels(json, path: path)
-            config.task?.problemType = json["problem_type"]?.string
-        }
+        config.task = try taskHead(json, architectures: architectures, path: path)
         try config.validate(path: path)
         return config
     }

@@ -19,6 +19,18 @@ struct DebertaFamily: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.deberta != nil }
 
+    /// DeBERTa-v3 has no token types (one all-zero row); v2-style checkpoints may have two.
+    func usesTokenTypes(_ config: BertConfig) -> Bool { config.typeVocabSize >= 2 }
+
+    /// Without absolute positions, relative ones alone, which clamp at the far buckets: up to
+    /// `DebertaConfig.maximumPositions`.
+    func positionLimit(_ config: BertConfig) -> Int {
+        guard let deberta = config.deberta, !deberta.positionBiasedInput else { return config.maxPositionEmbeddings }
+        return max(config.maxPositionEmbeddings, DebertaConfig.maximumPositions)
+    }
+
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.deberta?.validate(config, fail: fail) }
+
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try DebertaEncoderModel(folder: folder, threads: threads, precision: precision)
     }

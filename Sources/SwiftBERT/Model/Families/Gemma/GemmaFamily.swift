@@ -19,6 +19,12 @@ struct GemmaFamily: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.gemma != nil }
 
+    func usesTokenTypes(_ config: BertConfig) -> Bool { false }
+    func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings }
+    var otherActivations: Set<String> { ["gelu_pytorch_tanh"] }
+
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.gemma?.validate(config, fail: fail) }
+
     func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
         config.gemma.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.gemmaLayout) }
     }

@@ -17,6 +17,11 @@ struct MobileBertFamily: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.mobileBert != nil }
 
+    /// MobileBERT is trained with ReLU; its modules run either.
+    var otherActivations: Set<String> { ["relu"] }
+
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.mobileBert?.validate(config, fail: fail) }
+
     func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
         config.mobileBert.map { TensorNames.mobileBertModules(config, $0) }
     }

@@ -18,6 +18,12 @@ struct Qwen3Family: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.qwen3 != nil }
 
+    func usesTokenTypes(_ config: BertConfig) -> Bool { false }
+    func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings }
+    var otherActivations: Set<String> { ["silu"] }
+
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.qwen3?.validate(config, fail: fail) }
+
     func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
         config.qwen3.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.qwen3Layout) }
     }

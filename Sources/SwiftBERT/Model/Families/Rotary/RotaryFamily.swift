@@ -17,6 +17,15 @@ struct RotaryFamily: ModelFamily {
 
     func describes(_ config: BertConfig) -> Bool { config.rotary != nil }
 
+    /// ModernBERT has no token types, and a model with one type row takes only type 0.
+    func usesTokenTypes(_ config: BertConfig) -> Bool { config.architecture != .modernBERT && config.typeVocabSize >= 2 }
+    /// Rotary positions: max_position_embeddings.
+    func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings }
+    /// NomicBERT's gate runs SiLU.
+    var otherActivations: Set<String> { ["silu"] }
+
+    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.rotary?.validate(config, fail: fail) }
+
     func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
         config.rotary.map { TensorNames.rotaryModules(config, $0) }
     }
