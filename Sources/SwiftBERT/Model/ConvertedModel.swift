@@ -62,6 +62,17 @@ func openConvertedModel(folder: URL, precision: Precision, threads: Int?, checks
                         threads: max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount))
 }
 
+/// `openConvertedModel` for a family's own encoder class: the folder opened, and the family's
+/// fields (`fields`, its sub-config of `BertConfig`), which a folder of another family lacks.
+func openConvertedModel<Fields>(folder: URL, precision: Precision, threads: Int?, checksFiniteWeights: Bool,
+                                family fields: KeyPath<BertConfig, Fields?>, named name: String) throws -> (OpenedFolder, Fields) {
+    let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+    guard let own = opened.config[keyPath: fields] else {
+        throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a \(name) model: load it with loadModel or loadEncoder")
+    }
+    return (opened, own)
+}
+
 /// `count` layers made by `load`, one per thread at a time: FP32 layers repack their weights
 /// (PackedFloatMatrix), which is the cost of loading.
 func loadInParallel<Layer>(_ count: Int, threads: Int, _ load: (Int) throws -> Layer) throws -> [Layer] {

@@ -20,11 +20,9 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
 
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
-        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let (opened, deberta) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
+                                                family: \.deberta, named: "DeBERTa")
         let config = opened.config
-        guard let deberta = config.deberta else {
-            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a DeBERTa model: load it with loadModel or loadEncoder")
-        }
         self.deberta = deberta
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         embeddings = try DebertaEmbeddings(root, config, deberta)

@@ -24,11 +24,9 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
 
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
-        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let (opened, gemma) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
+                                                family: \.gemma, named: "Gemma 3")
         let config = opened.config
-        guard let gemma = config.gemma else {
-            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a Gemma encoder: load it with loadModel or loadEncoder")
-        }
         self.gemma = gemma
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)

@@ -20,11 +20,9 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
 
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
-        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let (opened, qwen3) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
+                                                family: \.qwen3, named: "Qwen3")
         let config = opened.config
-        guard let qwen3 = config.qwen3 else {
-            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a Qwen3 model: load it with loadModel or loadEncoder")
-        }
         self.qwen3 = qwen3
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)

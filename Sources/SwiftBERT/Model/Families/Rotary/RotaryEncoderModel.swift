@@ -23,11 +23,9 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
 
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
-        let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
+        let (opened, rotary) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
+                                                family: \.rotary, named: "rotary-position")
         let config = opened.config
-        guard let rotary = config.rotary else {
-            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) has no rotary positions: load it with loadModel or loadEncoder")
-        }
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
         tokenTypeEmbeddings = try opened.weights.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
