@@ -12,6 +12,9 @@ import XCTest
 final class DebertaTests: XCTestCase {
     static let fixtures = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/deberta")
     private static let conversions = ConvertedFixtures(fixtures, label: "deberta", quantizes: true)
+
+    /// A fixture folder converted (and quantized) with `bert convert`'s code, once per run.
+    static func converted(_ name: String) throws -> URL { try conversions.folder(name) }
     private static let reference: JSONValue = {
         (try? JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: fixtures.appendingPathComponent("reference.json")))) ?? .null
     }()
@@ -111,6 +114,18 @@ final class DebertaTests: XCTestCase {
         let longWorst = Self.worstError(rows, Self.floats(long["rows"]?.string))
         print("DeBERTa (random weights) \(ids.count) tokens vs transformers: worst error \(longWorst)")
         XCTAssertLessThanOrEqual(longWorst, 5e-4)
+    }
+
+    /// Without absolute positions the encoder takes up to 4,096 tokens (the score bias is n² floats
+    /// per head at work); a longer input is a typed error naming the limit, not a trap.
+    func testInputsPastTheLimitAreRefusedWithTheLimit() throws {
+        let encoder = try loadEncoder(folder: Self.conversions.folder("mlm"), threads: 2)
+        XCTAssertEqual(encoder.config.positionLimit, 4096)
+        let ids = [Int32](repeating: 100, count: 4097)
+        XCTAssertThrowsError(try encoder.encode([[1] + Array(ids.dropFirst(2)) + [2]] + [ids])) { error in
+            guard case SwiftBERTError.invalidInput = error else { return XCTFail("\(error)") }
+            XCTAssertTrue("\(error)".contains("4096"), "\(error)")
+        }
     }
 
     /// The v2 layout: absolute positions added to the input, two token types (pairs), c2p alone,

@@ -262,6 +262,47 @@ extension ServerTests {
 
     // MARK: - Every encoder serves every head its checkpoint has
 
+    /// DeBERTa-v3 (RANDOM-weight fixtures, checked against transformers by DebertaTests) through
+    /// `bert serve` and `bert classify --labels`: /predict gives TextClassifier's scores, for a
+    /// text and a pair, /fill FillMask's candidates, /embed SentenceEmbedder's vectors, and the
+    /// command line's zero-shot ZeroShotClassifier's.
+    func testDebertaServesPredictFillAndEmbed() throws {
+        let classifierFolder = try DebertaTests.converted("classifier"), mlmFolder = try DebertaTests.converted("mlm")
+        let server = try ServerProcess(bert: bertPath, arguments: ["--model", "\(classifierFolder.path),\(mlmFolder.path)"])
+        let classifier = try TextClassifier(folder: classifierFolder, threads: 2)
+        let (premise, hypothesis) = ("A man is eating food.", "Someone eats a meal.")
+        func assertScores(_ reply: HTTPReply, _ expected: [LabelScore], file: StaticString = #filePath, line: UInt = #line) throws {
+            XCTAssertEqual(reply.status, 200, reply.text, file: file, line: line)
+            let found = try XCTUnwrap(reply.json() as? [[String: Any]], file: file, line: line)
+            XCTAssertEqual(found.map { $0["label"] as? String }, expected.map(\.label), file: file, line: line)
+            for (label, want) in zip(found, expected) {
+                XCTAssertEqual((label["score"] as? NSNumber)?.floatValue ?? .nan, want.score, accuracy: 1e-5, file: file, line: line)
+            }
+        }
+        try assertScores(server.post("/predict", ["inputs": premise, "model": "classifier"]), classifier.classify([premise])[0])
+        try assertScores(server.post("/predict", ["inputs": [premise, hypothesis], "model": "classifier"]),
+                         classifier.scores(classifier.logits([premise], pairs: [hypothesis])[0]))
+        let text = "The licence is [MASK] by the author."
+        let fill = try XCTUnwrap(server.post("/fill", ["inputs": text, "top_k": 5, "model": "mlm"]).json() as? [String: Any])
+        let candidates = ((fill["predictions"] as? [[String: Any]])?.first?["candidates"] as? [[String: Any]]) ?? []
+        let want = try FillMask(folder: mlmFolder, threads: 2).predict(text, topK: 5)[0].candidates
+        XCTAssertEqual(candidates.map { $0["id"] as? Int }, want.map { Int($0.id) })
+        let texts = ["the cat sat on the mat.", "Le chat dort."]
+        assertVectorsClose(try floats(server.post("/embed", ["inputs": texts, "model": "mlm"])), try SentenceEmbedder(folder: mlmFolder, threads: 2).embed(texts).vectors)
+        XCTAssertEqual(server.terminate(), 0)
+
+        let labels = ["sports", "politics", "cooking"]
+        let zeroShot = try bert(["classify", "--model", classifierFolder.path, "--labels", labels.joined(separator: ","), "--json", premise])
+        XCTAssertEqual(zeroShot.status, 0, zeroShot.stderr)
+        let line = try XCTUnwrap(zeroShot.stdout.split(separator: "\n").first)
+        let record = try XCTUnwrap((JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["labels"] as? [[String: Any]])
+        let expected = try ZeroShotClassifier(classifier: classifier).classify([premise], labels: labels)[0]
+        XCTAssertEqual(record.map { $0["label"] as? String }, expected.map(\.label))
+        let refused = try bert(["classify", "--model", classifierFolder.path, "--labels", "a", "--hypothesis-template", "no slot", premise])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("{}"), refused.stderr)
+    }
+
     /// MobileBERT (RANDOM weights, a fixture) embeds with `bert embed` and fills masks in `bert serve`,
     /// as the library does over its encoder (checked against transformers by MobileBertTests).
     func testMobileBertEmbedsAndServesFillMask() throws {
