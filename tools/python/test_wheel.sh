@@ -19,7 +19,8 @@ if [ -z "${TEST_WHEEL_INNER:-}" ]; then
     trap 'rm -rf "$tmp"' EXIT
     python3 -m venv "$tmp/venv"
     pin() { grep -E "^$1==" tools/requirements.txt | sed 's/[[:space:]]*#.*//'; }
-    "$tmp/venv/bin/pip" install -q --disable-pip-version-check "$(pin numpy)" "$(pin pytest)" >&2
+    "$tmp/venv/bin/pip" install -q --disable-pip-version-check "$(pin numpy)" "$(pin pytest)" \
+        "$(pin langchain-core)" "$(pin llama-index-core)" "$(pin haystack-ai)" >&2
     "$tmp/venv/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$(dirname "$wheel")" swiftbert >&2
     echo "test_wheel.sh: installed $(basename "$wheel") into a fresh venv ($("$tmp/venv/bin/python" --version))" >&2
     # SWIFTBERT_HOME: a folder whose weights/ links to the repository's converted models.
