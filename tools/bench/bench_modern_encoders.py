@@ -24,6 +24,8 @@ The models (`--models` takes the short names, comma-separated):
                 intermediate 3072, vocab 128,100, disentangled attention (c2p and p2c, shared position
                 keys, 256 log buckets, normalised relative embeddings), no absolute positions, no token
                 types. SwiftBERT takes up to 4,096 tokens (the [n x n] score bias per head): 128 to 2,048.
+    qwen3       Qwen3-Embedding-0.6B's shape: transformers.Qwen3Model, hidden 1024, 28 layers, 16 query and
+                8 key/value heads of 128, intermediate 3072 (SwiGLU), vocab 151,669, causal; 128 to 2,048.
 
 make: for the random models, transformers' own class with torch.manual_seed(0), save_pretrained in
 float32 safetensors to weights/<name>-random-hf/ (gitignored, ~0.55-0.6 GB each) with the XLM-R
@@ -113,6 +115,13 @@ def modernbert_config():
     return transformers.ModernBertConfig()
 
 
+def qwen3_config():
+    import transformers
+    return transformers.Qwen3Config(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                                    num_key_value_heads=8, head_dim=128, max_position_embeddings=32768, rope_theta=1_000_000.0,
+                                    rms_norm_eps=1e-6, vocab_size=151669, tie_word_embeddings=True)
+
+
 def deberta_config():
     import transformers
     return transformers.DebertaV2Config(**SIZES, vocab_size=128100, max_position_embeddings=512, type_vocab_size=0,
@@ -143,6 +152,7 @@ MODELS = {m.key: m for m in [
     Model("gte", "gte-base-en-v1.5", "GteModel", make_config=gte_config),
     Model("modernbert", "modernbert-base", "ModernBertModel", make_config=modernbert_config),
     Model("deberta", "deberta-v3-base", "DebertaV2Model", lengths=(128, 512, 2048), gated=False, make_config=deberta_config),
+    Model("qwen3", "qwen3-embedding-0.6b", "Qwen3Model", lengths=(128, 512, 2048), make_config=qwen3_config),
 ]}
 
 
