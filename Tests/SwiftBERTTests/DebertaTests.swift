@@ -46,9 +46,11 @@ final class DebertaTests: XCTestCase {
         }
         let config = try BertConfig.load(from: Self.conversions.folder("mlm").appendingPathComponent("config.json"))
         XCTAssertEqual(config.deberta, DebertaConfig(positionBuckets: 16, maxRelativePositions: 512, contentToPosition: true, positionToContent: true,
-                                                     positionBiasedInput: false, normalizesRelativeEmbeddings: true, poolerActivation: "gelu"))
+                                                     positionBiasedInput: false, normalizesRelativeEmbeddings: true))
         XCTAssertFalse(config.usesTokenTypes)
         XCTAssertEqual(config.maxSequenceLength, 512)
+        let classifier = try BertConfig.load(from: Self.conversions.folder("classifier").appendingPathComponent("config.json"))
+        XCTAssertEqual(classifier.task?.poolerActivation, .gelu)
         let v2 = try BertConfig.load(from: Self.conversions.folder("v2-style").appendingPathComponent("config.json"))
         XCTAssertEqual(v2.deberta?.positionBiasedInput, true)
         XCTAssertEqual(v2.deberta?.span, 24)
@@ -62,7 +64,7 @@ final class DebertaTests: XCTestCase {
             let expected = try XCTUnwrap(Self.reference["buckets"]?[key]?.array).compactMap(\.int)
             XCTAssertEqual(expected.count, 4097)
             let config = DebertaConfig(positionBuckets: buckets, maxRelativePositions: 512, contentToPosition: true, positionToContent: true,
-                                       positionBiasedInput: false, normalizesRelativeEmbeddings: true, poolerActivation: "gelu")
+                                       positionBiasedInput: false, normalizesRelativeEmbeddings: true)
             // transformers clamps bucket + span into the table's 2 × span rows, as tableRow does.
             func row(_ bucket: Int) -> Int { min(max(bucket + buckets, 0), 2 * buckets - 1) }
             var differences = 0

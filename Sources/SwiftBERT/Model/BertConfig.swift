@@ -136,11 +136,15 @@ public struct TaskHeadConfig: Codable, Sendable, Equatable {
     /// ModernBERT's classifier_pooling: a sequence classifier reads the first token (cls) or the
     /// mean of all tokens, through its prediction head (dense, GELU, LayerNorm). nil: BERT's pooler.
     public var classifierPooling: Pooling? = nil
+    /// The activation after the pooler's dense layer, when not BERT's tanh (DistilBERT's ReLU
+    /// aside): DeBERTa's ContextPooler takes pooler_hidden_act, GELU. nil: the family's default.
+    public var poolerActivation: DenseLayerConfig.Activation? = nil
 
     public init(kind: TaskHead) { self.kind = kind }
 
     enum CodingKeys: String, CodingKey {
         case kind = "head", labels, problemType = "problem_type", classifierPooling = "classifier_pooling"
+        case poolerActivation = "pooler_activation"
     }
 }
 

@@ -11,7 +11,7 @@ struct BertPooler: Sendable {
     init(_ root: WeightScope, _ config: BertConfig) throws {
         let h = config.hiddenSize
         dense = try root[config.isDistilBERT ? TensorNames.preClassifier : TensorNames.pooler].linear(k: h, n: h)
-        activation = config.isDistilBERT ? .relu : config.deberta.flatMap { .init(rawValue: $0.poolerActivation) } ?? .tanh
+        activation = config.task?.poolerActivation ?? (config.isDistilBERT ? .relu : .tanh)
     }
 
     /// [sequences × H]: the pooled vector of every sequence of the batch.

@@ -99,7 +99,7 @@ public enum Converter {
         for module in TensorNames.modules(finalConfig) {
             switch module.kind {
             case .table where module.name == TensorNames.tokenTypeEmbeddings
-                && (config.lacksTokenTypeTable || ((config.rotary != nil || config.deberta != nil) && names[module.name + ".weight"] == nil)):
+                && (config.lacksTokenTypeTable || (family.mayLackTokenTypeTable && names[module.name + ".weight"] == nil)):
                 // DistilBERT, MPNet, ModernBERT, some GTEs and DeBERTa-v3 have no token types:
                 // one all-zero type row adds nothing, exactly.
                 out.append(.init(name: module.name + ".weight", shape: [module.rows, module.cols],

@@ -36,6 +36,9 @@ package protocol ModelFamily: Sendable {
     func positionLimit(_ config: BertConfig) -> Int
     /// The hidden_act values its modules run besides BERT's exact GELU ("gelu").
     var otherActivations: Set<String> { get }
+    /// Whether a checkpoint of it may have no token-type table (the converter then writes one
+    /// all-zero row, which adds nothing).
+    var mayLackTokenTypeTable: Bool { get }
     /// Checks of its own fields, before any weight is touched (`BertConfig.validate` calls it);
     /// `fail` adds what to do.
     func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws
@@ -49,6 +52,7 @@ extension ModelFamily {
     /// The rows of the position table, less the padding_idx + 1 rows RoBERTa's positions skip.
     func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings - (config.paddingIdx.map { $0 + 1 } ?? 0) }
     var otherActivations: Set<String> { [] }
+    var mayLackTokenTypeTable: Bool { false }
     func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {}
 }
 

@@ -21,21 +21,18 @@ public struct DebertaConfig: Codable, Sendable, Equatable {
     public var positionBiasedInput: Bool
     /// norm_rel_ebd contains "layer_norm": the relative embeddings pass through encoder.LayerNorm.
     public var normalizesRelativeEmbeddings: Bool
-    /// pooler_hidden_act: the activation of the sequence classifier's ContextPooler ("gelu").
-    public var poolerActivation: String
 
     public init(positionBuckets: Int, maxRelativePositions: Int, contentToPosition: Bool, positionToContent: Bool,
-                positionBiasedInput: Bool, normalizesRelativeEmbeddings: Bool, poolerActivation: String) {
+                positionBiasedInput: Bool, normalizesRelativeEmbeddings: Bool) {
         (self.positionBuckets, self.maxRelativePositions) = (positionBuckets, maxRelativePositions)
         (self.contentToPosition, self.positionToContent) = (contentToPosition, positionToContent)
         (self.positionBiasedInput, self.normalizesRelativeEmbeddings) = (positionBiasedInput, normalizesRelativeEmbeddings)
-        self.poolerActivation = poolerActivation
     }
 
     enum CodingKeys: String, CodingKey {
         case positionBuckets = "position_buckets", maxRelativePositions = "max_relative_positions"
         case contentToPosition = "c2p", positionToContent = "p2c", positionBiasedInput = "position_biased_input"
-        case normalizesRelativeEmbeddings = "norm_rel_ebd", poolerActivation = "pooler_hidden_act"
+        case normalizesRelativeEmbeddings = "norm_rel_ebd"
     }
 
     /// The relative embeddings' rows on each side of distance zero (transformers' pos_ebd_size):
@@ -74,9 +71,6 @@ public struct DebertaConfig: Codable, Sendable, Equatable {
         }
         if positionBuckets > 0, positionBuckets < 2 || maxRelativePositions <= positionBuckets / 2 + 1 {
             throw fail("position_buckets \(positionBuckets) needs max_relative_positions above \(positionBuckets / 2 + 1), not \(maxRelativePositions)")
-        }
-        guard ["gelu", "tanh", "relu"].contains(poolerActivation) else {
-            throw fail("pooler_hidden_act '\(printable(poolerActivation))' is not supported (gelu, tanh and relu are)")
         }
         guard config.maxPositionEmbeddings <= Self.maximumPositions || positionBiasedInput else {
             throw fail("max_position_embeddings \(config.maxPositionEmbeddings) is above \(Self.maximumPositions), the most SwiftBERT's DeBERTa takes")

@@ -76,9 +76,16 @@ extension Converter {
             maxRelativePositions: relativePositions < 1 ? maxPositions : relativePositions,
             contentToPosition: attentionTypes.contains("c2p"), positionToContent: attentionTypes.contains("p2c"),
             positionBiasedInput: json["position_biased_input"]?.bool ?? true,
-            normalizesRelativeEmbeddings: normalizations.contains("layer_norm"),
-            poolerActivation: json["pooler_hidden_act"]?.string ?? "gelu")
+            normalizesRelativeEmbeddings: normalizations.contains("layer_norm"))
         config.task = try taskHead(json, architectures: architectures, path: path)
+        if config.task?.kind == .sequenceClassification {
+            // ContextPooler: dense, then pooler_hidden_act (GELU in every DeBERTa).
+            let name = json["pooler_hidden_act"]?.string ?? "gelu"
+            guard let activation = DenseLayerConfig.Activation(rawValue: name), activation != .identity else {
+                throw fail("pooler_hidden_act '\(printable(name))' is not supported (gelu, tanh and relu are)")
+            }
+            config.task?.poolerActivation = activation
+        }
         try config.validate(path: path)
         return config
     }

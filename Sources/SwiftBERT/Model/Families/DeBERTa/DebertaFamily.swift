@@ -21,6 +21,7 @@ struct DebertaFamily: ModelFamily {
 
     /// DeBERTa-v3 has no token types (one all-zero row); v2-style checkpoints may have two.
     func usesTokenTypes(_ config: BertConfig) -> Bool { config.typeVocabSize >= 2 }
+    var mayLackTokenTypeTable: Bool { true }
 
     /// Without absolute positions, relative ones alone, which clamp at the far buckets: up to
     /// `DebertaConfig.maximumPositions`.

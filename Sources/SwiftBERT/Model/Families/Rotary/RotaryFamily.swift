@@ -23,6 +23,8 @@ struct RotaryFamily: ModelFamily {
     func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings }
     /// NomicBERT's gate runs SiLU.
     var otherActivations: Set<String> { ["silu"] }
+    /// NomicBERT and some GTEs have none.
+    var mayLackTokenTypeTable: Bool { true }
 
     func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.rotary?.validate(config, fail: fail) }
 
