@@ -61,7 +61,7 @@ extension Endpoints {
     private func writeResults(_ json: JSONWriter, scores: [Float], topN: Int?, documents: [String]?) {
         json.key("results")
         json.array {
-            for index in rankedIndices(scores).prefix(topN ?? scores.count) {
+            for index in bestFirst(scores).prefix(topN ?? scores.count) {
                 json.object {
                     json.key("index"); json.number(index)
                     json.key("relevance_score"); json.number(scores[index])
@@ -69,11 +69,6 @@ extension Endpoints {
                 }
             }
         }
-    }
-
-    /// Indices by score, best first; ties keep input order.
-    func rankedIndices(_ scores: [Float]) -> [Int] {
-        scores.indices.sorted { scores[$0] > scores[$1] || (scores[$0] == scores[$1] && $0 < $1) }
     }
 }
 #endif

@@ -250,7 +250,7 @@ extension Endpoints {
                                             fromLeft: try truncatesLeft(request.truncation_direction), raw: request.raw_scores ?? false, param: "texts")
         let json = JSONWriter()
         json.array {
-            for index in rankedIndices(scores) {
+            for index in bestFirst(scores) {
                 json.object {
                     json.key("index"); json.number(index)
                     json.key("score"); json.number(scores[index])

@@ -13,6 +13,12 @@ package func softmax(_ logits: [Float]) -> [Float] {
     return out
 }
 
+/// The indices of `scores`, best first; equal scores keep their input order, as Python's sorted
+/// does (labels in label order, documents in the order given).
+package func bestFirst(_ scores: [Float]) -> [Int] {
+    scores.indices.sorted { scores[$0] > scores[$1] || (scores[$0] == scores[$1] && $0 < $1) }
+}
+
 /// The k most probable entries, best first; ties keep the lower id first, as torch.topk does on CPU.
 /// `allowed` filters candidates (for example whole words only) before ranking.
 package func topK(_ probabilities: [Float], k: Int, where allowed: ((Int32) -> Bool)? = nil) -> [ScoredToken] {

@@ -51,8 +51,7 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
     /// Labels with their probabilities (softmax, or sigmoid as `usesSigmoid` says), best first.
     public func scores(_ logits: [Float], topK: Int? = nil) -> [LabelScore] {
         let probabilities = usesSigmoid ? logits.map(sigmoid) : softmax(logits)
-        // Stable sort: equal scores keep label order, as Python's sorted does.
-        let ranked = probabilities.indices.sorted { probabilities[$0] > probabilities[$1] || (probabilities[$0] == probabilities[$1] && $0 < $1) }
+        let ranked = bestFirst(probabilities)
         return ranked.prefix(topK ?? ranked.count).map { LabelScore(label: labels[$0], score: probabilities[$0]) }
     }
 }
@@ -96,7 +95,7 @@ public final class Reranker: @unchecked Sendable {
     /// Documents best first (ties keep input order); `topK` nil keeps all.
     public func rerank(query: String, documents: [String], topK: Int? = nil, batchSize: Int = 32) throws -> [Result] {
         let scores = try scores(query: query, documents: documents, batchSize: batchSize)
-        let order = scores.indices.sorted { scores[$0] > scores[$1] || (scores[$0] == scores[$1] && $0 < $1) }
+        let order = bestFirst(scores)
         return order.prefix(topK ?? order.count).map { Result(index: $0, score: scores[$0], text: documents[$0]) }
     }
 }

@@ -43,8 +43,7 @@ public final class ZeroShotClassifier: @unchecked Sendable {
             let scores = multiLabel || candidates.count == 1
                 ? rows.map { softmax([$0[contradiction], $0[entailment]])[1] }
                 : softmax(rows.map { $0[entailment] })
-            let ranked = scores.indices.sorted { scores[$0] > scores[$1] || (scores[$0] == scores[$1] && $0 < $1) }
-            return ranked.map { LabelScore(label: candidates[$0], score: scores[$0]) }
+            return bestFirst(scores).map { LabelScore(label: candidates[$0], score: scores[$0]) }
         }
     }
 }

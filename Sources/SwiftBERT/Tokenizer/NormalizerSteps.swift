@@ -258,7 +258,8 @@ indirect enum ReplacePattern: Sendable {
     func match(at i: Int, in scalars: [UInt32]) -> Int? {
         switch self {
         case let .literal(pattern):
-            guard i + pattern.count <= scalars.count, scalars[i..<(i + pattern.count)].elementsEqual(pattern) else { return nil }
+            guard i + pattern.count <= scalars.count, scalars[i] == pattern[0],
+                  scalars[i..<(i + pattern.count)].elementsEqual(pattern) else { return nil }
             return pattern.count
         case let .run(atom, minimum, maximum):
             var end = i

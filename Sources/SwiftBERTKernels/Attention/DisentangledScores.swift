@@ -19,17 +19,15 @@ public func disentangledScores(queries: UnsafePointer<Float>, keys: UnsafePointe
                                positionKeys: UnsafePointer<Float>?, positionQueries: UnsafePointer<Float>?, positionLD: Int,
                                tableRow: UnsafePointer<Int32>, into scores: UnsafeMutablePointer<Float>) {
     let first = Int(tableRow[-(n - 1)]), rows = Int(tableRow[n - 1]) - first + 1
-    // [n × rows] each: token t against the reachable table rows.
-    let contentToPosition = positionKeys.map { positions in
+    /// [n × rows]: each of the sequence's tokens (`x`: its queries or keys) against the reachable
+    /// table rows.
+    func products(_ x: UnsafePointer<Float>, _ positions: UnsafePointer<Float>) -> UnsafeMutablePointer<Float> {
         let products = UnsafeMutablePointer<Float>.allocate(capacity: n * rows)
-        matmulTransposedB(queries, lda: ld, positions + first * positionLD, ldb: positionLD, products, ldc: rows, m: n, n: rows, k: d)
+        matmulTransposedB(x, lda: ld, positions + first * positionLD, ldb: positionLD, products, ldc: rows, m: n, n: rows, k: d)
         return products
     }
-    let positionToContent = positionQueries.map { positions in
-        let products = UnsafeMutablePointer<Float>.allocate(capacity: n * rows)
-        matmulTransposedB(keys, lda: ld, positions + first * positionLD, ldb: positionLD, products, ldc: rows, m: n, n: rows, k: d)
-        return products
-    }
+    let contentToPosition = positionKeys.map { products(queries, $0) }
+    let positionToContent = positionQueries.map { products(keys, $0) }
     defer { contentToPosition?.deallocate(); positionToContent?.deallocate() }
     for i in 0..<n {
         let row = scores + i * n

@@ -20,10 +20,10 @@ public enum Converter {
             throw SwiftBERTError.fileNotFound(path: source.path, hint: "Give the folder of a Hugging Face BERT checkpoint.")
         }
         let config = try readConfig(source)
-        if let report = try ModelFamilies.family(of: config).convert(source: source, config: config, to: destination) { return report }
+        let family = ModelFamilies.family(of: config)
+        if let report = try family.convert(source: source, config: config, to: destination) { return report }
         let file = try CheckpointShards(folder: source)
         let weightsPath = file.path
-        let family = ModelFamilies.family(of: config)
 
         // Canonical name -> name in the checkpoint.
         var names: [String: String] = [:]

@@ -1,22 +1,26 @@
 import SwiftBERTKernels
 
 /// BertEmbeddings: word + position + token type embeddings, then LayerNorm. RobertaEmbeddings
-/// is the same but for its positions (see `positionIds`).
+/// is the same but for its positions (see `positionIds`); DebertaV2Embeddings without absolute
+/// positions (position_biased_input false) has no position table.
 struct BertEmbeddings {
     let wordEmbeddings: any LinearWeights
-    let positionEmbeddings: UnsafePointer<Float>
+    /// nil: no absolute positions (DeBERTa-v3).
+    let positionEmbeddings: UnsafePointer<Float>?
     let tokenTypeEmbeddings: UnsafePointer<Float>
     let layerNorm: LayerNorm
     let hidden: Int
     /// RoBERTa's padding_idx; nil for BERT.
     let paddingIdx: Int32?
 
-    init(_ scope: WeightScope, _ config: BertConfig) throws {
+    /// `positions` false: the model adds no absolute positions, and its file has no table.
+    init(_ scope: WeightScope, _ config: BertConfig, positions: Bool = true) throws {
         let h = config.hiddenSize, file = scope.file
         hidden = h
         paddingIdx = config.paddingIdx.map(Int32.init)
         wordEmbeddings = try scope[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
-        positionEmbeddings = try file.floats(TensorNames.positionEmbeddings + ".weight", shape: [config.maxPositionEmbeddings, h]).baseAddress!
+        positionEmbeddings = positions
+            ? try file.floats(TensorNames.positionEmbeddings + ".weight", shape: [config.maxPositionEmbeddings, h]).baseAddress! : nil
         tokenTypeEmbeddings = try file.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
         layerNorm = try scope[TensorNames.embeddingsLayerNorm].layerNorm(size: h, eps: config.layerNormEps)
     }
@@ -30,9 +34,13 @@ struct BertEmbeddings {
                 let t = start + position
                 let row = out + t * hidden
                 wordEmbeddings.row(Int(ids[t]), into: row)
-                let pos = positionEmbeddings + positionId * hidden
                 let type = tokenTypeEmbeddings + Int(typeIds[t]) * hidden
-                for c in 0..<hidden { row[c] += pos[c] + type[c] }
+                if let positionEmbeddings {
+                    let pos = positionEmbeddings + positionId * hidden
+                    for c in 0..<hidden { row[c] += pos[c] + type[c] }
+                } else {
+                    for c in 0..<hidden { row[c] += type[c] }
+                }
             }
         }
         layerNorm(out, residual: nil, m: sequences.tokenCount, threads: context.threads)

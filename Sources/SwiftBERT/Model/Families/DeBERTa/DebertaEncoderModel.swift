@@ -13,7 +13,9 @@ import SwiftBERTKernels
 /// Relative positions are counted within each packed sequence, so a batch gives each sequence
 /// what it gets alone. Immutable after loading: one instance can serve many threads at once.
 public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked Sendable {
-    let embeddings: DebertaEmbeddings
+    /// DebertaV2Embeddings: BERT's, with absolute positions only when position_biased_input
+    /// (padding is never packed, so its mask has nothing to zero).
+    let embeddings: BertEmbeddings
     let layers: [DebertaLayer]
     let deberta: DebertaConfig
     let maskedLMHead: MaskedLMPredictionHead?
@@ -25,7 +27,7 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
         let config = opened.config
         self.deberta = deberta
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
-        embeddings = try DebertaEmbeddings(root, config, deberta)
+        embeddings = try BertEmbeddings(root, config, positions: deberta.positionBiasedInput)
         // The relative embeddings as every layer reads them: normalised once.
         var relative = Array(try opened.weights.floats(TensorNames.relativeEmbeddings + ".weight", shape: [2 * deberta.span, h]))
         if deberta.normalizesRelativeEmbeddings {
@@ -76,46 +78,6 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
     public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
         guard let head = maskedLMHead else { throw missingMaskedLMHead }
         return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
-    }
-}
-
-/// DebertaV2Embeddings: the word embeddings, the position table when position_biased_input, the
-/// token types when the model has them, then LayerNorm (padding is never packed, so its mask
-/// has nothing to zero).
-struct DebertaEmbeddings {
-    let wordEmbeddings: any LinearWeights
-    let positionEmbeddings: UnsafePointer<Float>?
-    let tokenTypeEmbeddings: UnsafePointer<Float>
-    let layerNorm: LayerNorm
-    let hidden: Int
-
-    init(_ scope: WeightScope, _ config: BertConfig, _ deberta: DebertaConfig) throws {
-        let h = config.hiddenSize, file = scope.file
-        hidden = h
-        wordEmbeddings = try scope[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
-        positionEmbeddings = deberta.positionBiasedInput
-            ? try file.floats(TensorNames.positionEmbeddings + ".weight", shape: [config.maxPositionEmbeddings, h]).baseAddress! : nil
-        // One all-zero row when the model has no token types (the converter writes it).
-        tokenTypeEmbeddings = try file.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
-        layerNorm = try scope[TensorNames.embeddingsLayerNorm].layerNorm(size: h, eps: config.layerNormEps)
-    }
-
-    func callAsFunction(ids: [Int32], typeIds: [Int32], into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let sequences = context.sequences
-        for (s, start) in sequences.starts.enumerated() {
-            for position in 0..<sequences.lengths[s] {
-                let t = start + position, row = out + t * hidden
-                wordEmbeddings.row(Int(ids[t]), into: row)
-                let type = tokenTypeEmbeddings + Int(typeIds[t]) * hidden
-                if let positionEmbeddings {
-                    let pos = positionEmbeddings + position * hidden
-                    for c in 0..<hidden { row[c] += pos[c] + type[c] }
-                } else {
-                    for c in 0..<hidden { row[c] += type[c] }
-                }
-            }
-        }
-        layerNorm(out, residual: nil, m: sequences.tokenCount, threads: context.threads)
     }
 }
 
