@@ -1,0 +1,151 @@
+"""sentence-transformers parity (issue 46): `SentenceEncoder.encode` against sentence-transformers'
+own `SentenceTransformer.encode` on the original Hugging Face checkpoints, same texts.
+
+Needs sentence-transformers (with torch) and the original checkpoints that `bert pull --all
+--keep-source` (`make setup`) leaves in $SWIFTBERT_HOME/weights/.cache/hf/<name>; skips cleanly
+without them, so the wheel's own test venv (tools/python/test_wheel.sh, no torch) skips it. Run it
+from tools/.venv (`tools/venv.sh reference`) against the build tree:
+
+    cd python && SWIFTBERT_LIBRARY=../.build/release/libswiftbert.so SWIFTBERT_HOME=.. PYTHONPATH=. \
+        ../tools/.venv/bin/python -m pytest -q -s -p no:cacheprovider tests/test_sentence_transformers_parity.py
+
+Checks: min cosine >= 0.9999 over the 300 sentences of Tests/SwiftBERTTests/Fixtures/sentences.txt
+for all-MiniLM-L6-v2 and all-mpnet-base-v2 (printed with -s), and the same shapes and dtypes as
+sentence-transformers for a str, a list, an empty list, normalize_embeddings, truncate_dim and
+prompt_name (both given the same named prompts).
+"""
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import swiftbert
+
+sentence_transformers = pytest.importorskip("sentence_transformers")
+torch = pytest.importorskip("torch")
+
+MODELS = ["all-MiniLM-L6-v2", "all-mpnet-base-v2"]
+MIN_COSINE = 0.9999
+PROMPTS = {"query": "query: ", "passage": "passage: "}
+HOME = Path(os.environ.get("SWIFTBERT_HOME", Path(__file__).resolve().parents[2]))
+
+
+def checkpoint(name):
+    folder = HOME / "weights/.cache/hf" / name
+    if not (folder / "modules.json").is_file():
+        pytest.skip(f"no original checkpoint at {folder} (make setup: bert pull --all --keep-source)")
+    return folder
+
+
+def converted_with_prompts(name, tmp_path_factory):
+    """The converted folder with PROMPTS in its config.json (as conversion writes them from
+    config_sentence_transformers.json); the other files are symlinks to the real ones."""
+    source = HOME / "weights" / name
+    folder = tmp_path_factory.mktemp(f"{name}-prompts")
+    for item in source.iterdir():
+        if item.name != "config.json":
+            (folder / item.name).symlink_to(item.resolve())
+    config = json.loads((source / "config.json").read_text())
+    config["prompts"] = PROMPTS
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def pair(request, tmp_path_factory):
+    """(name, sentence-transformers model with PROMPTS, SwiftBERT encoder, SwiftBERT encoder with PROMPTS)."""
+    name = request.param
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    reference = sentence_transformers.SentenceTransformer(str(checkpoint(name)), device="cpu", prompts=PROMPTS)
+    with swiftbert.SentenceEncoder(name) as encoder, \
+            swiftbert.SentenceEncoder(str(converted_with_prompts(name, tmp_path_factory))) as prompted:
+        yield name, reference, encoder, prompted
+
+
+def cosines(a, b):
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def test_vectors_match_sentence_transformers(pair, sentences):
+    name, reference, encoder, _ = pair
+    expected = reference.encode(sentences, batch_size=32, convert_to_numpy=True)
+    got = encoder.encode(sentences, batch_size=32)
+    assert got.shape == expected.shape == (300, encoder.dimension)
+    assert got.dtype == expected.dtype == np.float32
+    cos = cosines(got, expected)
+    worst = int(np.argmin(cos))
+    print(f"\nparity {name}: {len(sentences)} sentences, min cosine {cos.min():.9f} (1 - min {1 - cos.min():.1e}, sentence {worst}), "
+          f"mean {cos.mean():.9f}, max |difference| {np.abs(got - expected).max():.2e}")
+    assert cos.min() >= MIN_COSINE, f"sentence {worst}: cosine {cos[worst]:.7f}: {sentences[worst]!r}"
+
+
+def test_str_gives_a_1d_vector_as_sentence_transformers(pair, sentences):
+    _, reference, encoder, _ = pair
+    expected, got = reference.encode(sentences[0]), encoder.encode(sentences[0])
+    assert got.shape == expected.shape == (encoder.dimension,)
+    assert got.dtype == expected.dtype == np.float32
+    assert cosines(got[None], expected[None])[0] >= MIN_COSINE
+
+
+def test_list_shape_and_dtype_as_sentence_transformers(pair, sentences):
+    _, reference, encoder, _ = pair
+    expected, got = reference.encode(sentences[:3]), encoder.encode(sentences[:3])
+    assert got.shape == expected.shape == (3, encoder.dimension)
+    assert got.dtype == expected.dtype == np.float32 and got.flags["C_CONTIGUOUS"]
+
+
+def test_empty_list(pair):
+    """sentence-transformers gives an empty float32 array for []; SwiftBERT gives (0, dim), which
+    keeps the dimension (stacking and concatenating with other batches work)."""
+    _, reference, encoder, _ = pair
+    expected, got = reference.encode([]), encoder.encode([])
+    assert isinstance(expected, np.ndarray) and expected.size == 0
+    assert got.shape == (0, encoder.dimension) and got.size == 0
+    assert got.dtype == np.float32
+    print(f"\nempty list: sentence-transformers {expected.shape} {expected.dtype}, SwiftBERT {got.shape} {got.dtype}")
+
+
+def test_normalize_embeddings(pair, sentences):
+    _, reference, encoder, _ = pair
+    expected = reference.encode(sentences[:8], normalize_embeddings=True)
+    got = encoder.encode(sentences[:8], normalize_embeddings=True)
+    assert got.shape == expected.shape and got.dtype == expected.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-6)
+    assert cosines(got, expected).min() >= MIN_COSINE
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_truncate_dim(pair, sentences, normalize):
+    _, reference, encoder, _ = pair
+    expected = reference.encode(sentences[:8], truncate_dim=64, normalize_embeddings=normalize)
+    got = encoder.encode(sentences[:8], truncate_dim=64, normalize_embeddings=normalize)
+    assert got.shape == expected.shape == (8, 64) and got.dtype == expected.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), np.linalg.norm(expected, axis=1), atol=1e-4)
+    assert cosines(got, expected).min() >= MIN_COSINE
+    one_expected = reference.encode(sentences[0], truncate_dim=32, normalize_embeddings=normalize)
+    one = encoder.encode(sentences[0], truncate_dim=32, normalize_embeddings=normalize)
+    assert one.shape == one_expected.shape == (32,) and one.dtype == one_expected.dtype
+
+
+@pytest.mark.parametrize("prompt_name", ["query", "passage"])
+def test_prompt_name(pair, sentences, prompt_name):
+    _, reference, _, prompted = pair
+    expected = reference.encode(sentences[:8], prompt_name=prompt_name)
+    got = prompted.encode(sentences[:8], prompt_name=prompt_name)
+    assert got.shape == expected.shape and got.dtype == expected.dtype == np.float32
+    assert cosines(got, expected).min() >= MIN_COSINE
+    # The prompt changes the vectors in both.
+    assert cosines(got, prompted.encode(sentences[:8])).min() < 0.9999
+    one_expected, one = reference.encode(sentences[0], prompt_name=prompt_name), prompted.encode(sentences[0], prompt_name=prompt_name)
+    assert one.shape == one_expected.shape and cosines(one[None], one_expected[None])[0] >= MIN_COSINE
+
+
+def test_unknown_prompt_name_is_a_value_error_in_both(pair):
+    _, reference, encoder, _ = pair
+    with pytest.raises(ValueError):
+        reference.encode("x", prompt_name="no-such-prompt")
+    with pytest.raises(ValueError):
+        encoder.encode("x", prompt_name="no-such-prompt")
