@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     builder = SparkSession.builder.appName("swiftbert-embed")
     if args.master:
         builder = builder.master(args.master)
+    if (args.master or "").startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+        # Local workers start `python3` from PATH unless told otherwise, not this interpreter, so
+        # a venv's pyarrow, pandas and swiftbert (whose bert this job starts) would be missing.
+        # On a cluster the executors' interpreter is the cluster's: set PYSPARK_PYTHON there.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = builder.getOrCreate()
     try:
         if os.path.exists(SHARED):  # else it came with spark-submit --py-files
