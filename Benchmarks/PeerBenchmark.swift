@@ -120,8 +120,8 @@ public func runPeerBenchmark(arguments: [String]) throws {
             "OPENBLAS_CORETYPE": env["OPENBLAS_CORETYPE"] ?? "(unset)",
             "OPENBLAS_L2_SIZE": env["OPENBLAS_L2_SIZE"] ?? "(unset)",
             "load_seconds": models.values.map { ($0 as? BertModel)?.loadSeconds ?? ($0 as? MobileBertModel)?.loadSeconds ?? .nan }.max() ?? 0,
-            "hidden_size": config.hiddenSize, "layers": config.numHiddenLayers,
-            "intermediate_size": config.intermediateSize, "heads": config.numAttentionHeads,
+            "hidden_size": config.encoder.hiddenSize, "layers": config.encoder.numHiddenLayers,
+            "intermediate_size": config.encoder.intermediateSize, "heads": config.encoder.numAttentionHeads,
         ]
     }
 
@@ -176,7 +176,7 @@ public func runPeerBenchmark(arguments: [String]) throws {
                 writeJSON(["stage_ms": stages])
             case "sgemm":
                 let batches = try workload(request["workload"] as? String ?? "")
-                let buffers = sgemmBuffers ?? SgemmModelBuffers(config: config)
+                let buffers = sgemmBuffers ?? SgemmModelBuffers(config: config.encoder)
                 sgemmBuffers = buffers
                 let split = request["split"] as? String ?? "engine"
                 let (ms, cpu) = buffers.time(batches: batches, threads: threads, openBLASThreads: split == "openblas",
@@ -247,7 +247,7 @@ private final class SgemmModelBuffers {
     var y: UnsafeMutablePointer<Float>?
     var rows = 0
 
-    init(config: BertConfig) {
+    init(config: EncoderConfig) {
         let h = config.hiddenSize, f = config.intermediateSize
         let shapes = [(k: h, n: 3 * h), (k: h, n: h), (k: h, n: f), (k: f, n: h)]
         self.shapes = shapes

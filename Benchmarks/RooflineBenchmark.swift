@@ -65,7 +65,7 @@ func runRooflineBenchmark(arguments: [String]) throws {
         }
     } while Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 < seconds || totals[0].count < 5
 
-    let (t, h, ffn, layers) = (Double(tokens), Double(config.hiddenSize), Double(config.intermediateSize), Double(config.numHiddenLayers))
+    let (t, h, ffn, layers) = (Double(tokens), Double(config.encoder.hiddenSize), Double(config.encoder.intermediateSize), Double(config.encoder.numHiddenLayers))
     let flops: [StageProfile.Stage: Double] = [
         .qkv: 2 * t * h * 3 * h * layers,
         .attention: 4 * t * t * h * layers,  // QKᵀ and P·V over all heads

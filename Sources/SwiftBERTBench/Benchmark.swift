@@ -58,10 +58,10 @@ package final class Benchmark {
 
     private func measure(model name: String, sentences: [String]?) throws -> BenchmarkReport.Model {
         let folder = try ModelLocator.resolve(name)
-        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
+        let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
         let tokenizer = try Tokenizer.load(folder: folder)
-        if let long = plan.shapes.first(where: { $0.sequenceLength > config.positionLimit }) {
-            throw BenchmarkError("--seq \(long.sequenceLength): \(name) takes at most \(config.positionLimit) tokens")
+        if let long = plan.shapes.first(where: { $0.sequenceLength > config.encoder.positionLimit }) {
+            throw BenchmarkError("--seq \(long.sequenceLength): \(name) takes at most \(config.encoder.positionLimit) tokens")
         }
         var notes: [String] = []
         let precisions = runnablePrecisions(config, notes: &notes)
@@ -79,11 +79,11 @@ package final class Benchmark {
             for model in models {
                 loadSeconds[model.precision] = min(loadSeconds[model.precision] ?? .infinity, model.loadSeconds)
                 // Fault the weights in before the first timed pass.
-                _ = try model.encode(inputs(.init(batch: 1, sequenceLength: 16), text: text, tokenizer: tokenizer, vocabulary: config.vocabSize))
+                _ = try model.encode(inputs(.init(batch: 1, sequenceLength: 16), text: text, tokenizer: tokenizer, vocabulary: config.encoder.vocabSize))
             }
             let heads = plan.timesHeads ? try outputHeads(models[0], tokenizer: tokenizer) : []
             for shape in plan.shapes {
-                let batch = inputs(shape, text: text, tokenizer: tokenizer, vocabulary: config.vocabSize)
+                let batch = inputs(shape, text: text, tokenizer: tokenizer, vocabulary: config.encoder.vocabSize)
                 let measured = try measureCell(models, batch: batch, shape: shape, threads: threads, heads: heads)
                 cells += measured
                 progress("\(name) \(shape), \(threads) thread\(threads == 1 ? "" : "s"): "
@@ -108,8 +108,8 @@ package final class Benchmark {
     private var mobileBertPrecisions: String { MobileBertModel.precisions.map(\.rawValue).joined(separator: ", ") }
 
     /// The plan's precisions this model runs in; each other one gets a note saying why it is left out.
-    private func runnablePrecisions(_ config: BertConfig, notes: inout [String]) -> [Precision] {
-        guard config.mobileBert != nil else { return plan.precisions }
+    private func runnablePrecisions(_ config: ModelConfig, notes: inout [String]) -> [Precision] {
+        guard config.encoder.mobileBert != nil else { return plan.precisions }
         for precision in plan.precisions where !MobileBertModel.precisions.contains(precision) {
             notes.append("\(precision.rawValue) not measured: MobileBERT runs in \(mobileBertPrecisions) only")
             progress("\(precision.rawValue) left out: MobileBERT runs in \(mobileBertPrecisions) only")
@@ -135,14 +135,14 @@ package final class Benchmark {
         return usage
     }
 
-    private func measureAccuracy(folder: URL, name: String, config: BertConfig, tokenizer: Tokenizer, precisions: [Precision], sentences: [String]?,
+    private func measureAccuracy(folder: URL, name: String, config: ModelConfig, tokenizer: Tokenizer, precisions: [Precision], sentences: [String]?,
                                  notes: inout [String]) throws -> [Precision: BenchmarkAccuracy] {
         guard plan.accuracySentences != 0, precisions.contains(where: { $0 != .fp32 }) else { return [:] }
         if BenchmarkPlan.hasRandomWeights(model: name) {
             notes.append("random weights: outputs are meaningless, so no accuracy figures")
             return [:]
         }
-        if config.mobileBert != nil, !config.hasMaskedLMHead {
+        if config.encoder.mobileBert != nil, !config.heads.hasMaskedLMHead {
             notes.append("no accuracy figures: a MobileBERT model without its masked-LM head has neither fill-mask nor sentence embeddings")
             return [:]
         }

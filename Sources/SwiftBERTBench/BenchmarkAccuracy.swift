@@ -44,7 +44,7 @@ package enum BenchmarkAccuracy: Sendable, Equatable {
         guard !compared.isEmpty, !sentences.isEmpty else { return [:] }
         let reference = try loadTimedModel(folder: folder, threads: threads, precision: .fp32)
         var figures: [Precision: BenchmarkAccuracy] = [:]
-        if reference.config.hasMaskedLMHead {
+        if reference.config.heads.hasMaskedLMHead {
             let masked = maskedSentences(sentences, tokenizer: tokenizer)
             let expected = try topFive(FillMask(model: reference, tokenizer: tokenizer), masked)
             for precision in compared {

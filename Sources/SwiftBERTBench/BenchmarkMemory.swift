@@ -72,12 +72,12 @@ package enum BenchmarkMemoryProbe {
         let model = try loadTimedModel(folder: folder, threads: 1, precision: precision)
         let afterLoad = ProcessMemory.residentBytes() ?? 0
         do {
-            let output = try model.encode([syntheticIDs(16, vocabulary: model.config.vocabSize)])
-            if model.config.hasMaskedLMHead { _ = try model.maskedLMLogits(output, at: [(sequence: 0, position: 1)]) }
+            let output = try model.encode([syntheticIDs(16, vocabulary: model.config.encoder.vocabSize)])
+            if model.config.heads.hasMaskedLMHead { _ = try model.maskedLMLogits(output, at: [(sequence: 0, position: 1)]) }
         }
         let afterFirstPass = ProcessMemory.residentBytes() ?? 0
-        let length = min(largest.sequenceLength, model.config.positionLimit)
-        _ = try model.encode((0..<largest.batch).map { _ in syntheticIDs(length, vocabulary: model.config.vocabSize) })
+        let length = min(largest.sequenceLength, model.config.encoder.positionLimit)
+        _ = try model.encode((0..<largest.batch).map { _ in syntheticIDs(length, vocabulary: model.config.encoder.vocabSize) })
         return Usage(residentBeforeLoad: before, residentAfterLoad: afterLoad, residentAfterFirstPass: afterFirstPass,
                      peakResident: ProcessMemory.peakResidentBytes() ?? 0, batch: largest.batch, sequenceLength: length)
     }

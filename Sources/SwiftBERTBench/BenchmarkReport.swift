@@ -15,7 +15,7 @@ package struct BenchmarkReport: Sendable {
     package struct Model: Sendable {
         package let name: String
         package let path: String
-        package let config: BertConfig
+        package let config: ModelConfig
         /// One per precision of the plan, in its order.
         package let precisions: [PrecisionFigures]
         /// Threads, then shape, then precision, in the plan's orders.
@@ -61,12 +61,12 @@ package struct BenchmarkReport: Sendable {
         /// With --profile: the encoder's Linear layers' multiply-adds, 2·M·N·K summed over the
         /// layers, per second of the stages that run them, in billions (GFLOP/s for FP32 and BF16,
         /// GOP/s for INT8), comparable with `SwiftBERTBenchmarks gemm`'s rates.
-        package func linearRate(_ config: BertConfig) -> Double? {
+        package func linearRate(_ config: ModelConfig) -> Double? {
             guard let profile = profileMilliseconds else { return nil }
             let seconds = [StageProfile.Stage.qkv, .attentionOutput, .feedForwardIn, .feedForwardOut]
                 .reduce(0) { $0 + (profile[$1] ?? 0) } / 1e3
-            let h = Double(config.hiddenSize), ffn = Double(config.intermediateSize)
-            let operations = 2 * Double(shape.tokens) * Double(config.numHiddenLayers) * (4 * h * h + 2 * h * ffn)
+            let h = Double(config.encoder.hiddenSize), ffn = Double(config.encoder.intermediateSize)
+            let operations = 2 * Double(shape.tokens) * Double(config.encoder.numHiddenLayers) * (4 * h * h + 2 * h * ffn)
             return seconds > 0 ? operations / seconds / 1e9 : nil
         }
     }
@@ -154,7 +154,7 @@ package struct BenchmarkReport: Sendable {
     }
 
     private func summary(_ model: Model) -> String {
-        let c = model.config
+        let c = model.config.encoder
         let title = "## \(model.label): \(c.numHiddenLayers) layers, hidden \(c.hiddenSize), feed-forward \(c.intermediateSize), "
             + "vocabulary \(c.vocabSize)\n\n"
         let shape = model.precisions.compactMap(\.memory).first.map { " (after \($0.batch)x\($0.sequenceLength))" } ?? ""

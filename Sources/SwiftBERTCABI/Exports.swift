@@ -77,9 +77,9 @@ public func swiftbert_model_info(_ handle: UInt64, _ result: ResultOut) -> Int32
         let slot = try models.get(handle)
         let config = slot.model.config
         let info = ModelInfo(name: slot.name, folder: slot.model.folder.path, precision: slot.precision.rawValue,
-                             dimension: config.embeddingDimension, max_length: config.maxSequenceLength,
-                             heads: slot.model.heads.map(\.rawValue), labels: config.task?.labels ?? [],
-                             prompts: config.sentence.prompts ?? [:], default_prompt_name: config.sentence.defaultPromptName)
+                             dimension: config.embeddingDimension, max_length: config.encoder.maxSequenceLength,
+                             heads: slot.model.heads.map(\.rawValue), labels: config.heads.task?.labels ?? [],
+                             prompts: config.heads.sentence.prompts ?? [:], default_prompt_name: config.heads.sentence.defaultPromptName)
         try returnResult(ResultSlot(json: encodeJSON(info)), result)
     }
 }
@@ -248,7 +248,7 @@ public func swiftbert_tokenize(_ handle: UInt64, _ input: UnsafePointer<CChar>?,
     call {
         let slot = try models.get(handle)
         let inputText = try text(input, length: length, what: "text")
-        let limit = try SwiftBERTCABI.maxLength(maxLength) ?? slot.model.config.maxSequenceLength
+        let limit = try SwiftBERTCABI.maxLength(maxLength) ?? slot.model.config.encoder.maxSequenceLength
         let encoding = slot.model.tokenizer.encode(inputText, maxLength: limit)
         try returnResult(ResultSlot(json: encodeJSON(TokenizeJSON(ids: encoding.ids, tokens: encoding.tokens,
                                                                   offsets: encoding.offsets.map { [$0.lowerBound, $0.upperBound] },

@@ -10,7 +10,7 @@ package struct ModelReport: Sendable {
     package let name: String
     package let path: String
     package let architecture: String
-    package let config: BertConfig
+    package let config: ModelConfig
     package let parameters: Int
     package let files: [File]
     /// Each precision and whether this build loads the model with it (the reason if not).
@@ -31,9 +31,9 @@ package struct ModelReport: Sendable {
         config = model.config
         name = model.folder.lastPathComponent
         path = model.folder.path
-        let family = (model.config.architecture ?? .bert).className
-        let task = model.config.task.map { $0.kind == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
-        architecture = "\(family)\(task ?? (model.config.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"
+        let family = (model.config.encoder.architecture ?? .bert).className
+        let task = model.config.heads.task.map { $0.kind == .sequenceClassification ? "ForSequenceClassification" : "ForTokenClassification" }
+        architecture = "\(family)\(task ?? (model.config.heads.hasMaskedLMHead ? "ForMaskedLM" : "Model")) (heads: \(model.heads.map(\.rawValue).joined(separator: ", ")))"
         parameters = model.parameterCount
         loadSeconds = model.loadSeconds
         let fm = FileManager.default
@@ -53,11 +53,11 @@ package struct ModelReport: Sendable {
     package var json: OrderedJSON {
         .object([
             ("name", .string(name)), ("path", .string(path)), ("architecture", .string(architecture)),
-            ("layers", .int(config.numHiddenLayers)), ("hidden_size", .int(config.hiddenSize)),
-            ("attention_heads", .int(config.numAttentionHeads)), ("intermediate_size", .int(config.intermediateSize)),
-            ("vocabulary_size", .int(config.vocabSize)), ("max_sequence_length", .int(config.maxSequenceLength)),
-            ("max_position_embeddings", .int(config.maxPositionEmbeddings)), ("parameters", .int(parameters)),
-            ("pooling", .string(config.sentence.pooling.rawValue)), ("masked_lm_head", .bool(config.hasMaskedLMHead)),
+            ("layers", .int(config.encoder.numHiddenLayers)), ("hidden_size", .int(config.encoder.hiddenSize)),
+            ("attention_heads", .int(config.encoder.numAttentionHeads)), ("intermediate_size", .int(config.encoder.intermediateSize)),
+            ("vocabulary_size", .int(config.encoder.vocabSize)), ("max_sequence_length", .int(config.encoder.maxSequenceLength)),
+            ("max_position_embeddings", .int(config.encoder.maxPositionEmbeddings)), ("parameters", .int(parameters)),
+            ("pooling", .string(config.heads.sentence.pooling.rawValue)), ("masked_lm_head", .bool(config.heads.hasMaskedLMHead)),
             ("files", .object(files.map { ($0.name, .int($0.bytes)) })),
             ("precisions", .array(precisions.filter { $0.unavailable == nil }.map { .string($0.precision.rawValue) })),
             ("precisions_unavailable", .object(precisions.compactMap { p in p.unavailable.map { (p.precision.rawValue, .string($0)) } })),
@@ -82,13 +82,13 @@ package struct ModelReport: Sendable {
         if let tokenizerLoadSeconds { loadTime += String(format: ", %.1f ms tokenizer", tokenizerLoadSeconds * 1000) }
         var rows: [(String, String)] = [
             ("model", name), ("path", path), ("architecture", architecture),
-            ("layers", "\(config.numHiddenLayers)"), ("hidden size", "\(config.hiddenSize)"),
-            ("attention heads", "\(config.numAttentionHeads) (head size \(config.headDim))"),
-            ("intermediate size", "\(config.intermediateSize)"),
-            ("vocabulary", "\(config.vocabSize) tokens"),
-            ("max tokens", "\(config.maxSequenceLength) (\(config.rotary != nil ? "rotary positions to" : "position table") \(config.maxPositionEmbeddings))"),
+            ("layers", "\(config.encoder.numHiddenLayers)"), ("hidden size", "\(config.encoder.hiddenSize)"),
+            ("attention heads", "\(config.encoder.numAttentionHeads) (head size \(config.encoder.headDim))"),
+            ("intermediate size", "\(config.encoder.intermediateSize)"),
+            ("vocabulary", "\(config.encoder.vocabSize) tokens"),
+            ("max tokens", "\(config.encoder.maxSequenceLength) (\(config.encoder.rotary != nil ? "rotary positions to" : "position table") \(config.encoder.maxPositionEmbeddings))"),
             ("parameters", "\(parameters.formatted(separator: ",")) (\(millions) M)"),
-            ("pooling", config.sentence.pooling.rawValue),
+            ("pooling", config.heads.sentence.pooling.rawValue),
             ("precisions", missing.isEmpty ? available : "\(available) (\(missing.joined(separator: "; ")))"),
         ]
         rows += files.map { ("file", "\($0.name)  \(byteCount($0.bytes))") }

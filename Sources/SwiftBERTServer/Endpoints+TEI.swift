@@ -185,11 +185,11 @@ extension Endpoints {
         let (model, sequences) = try await tokenRequest(body)
         // Sized before the forward pass: every token's vector, each number at its longest.
         let tokens = sequences.reduce(0) { $0 + $1.count }
-        try checkResponseSize(Self.multiVectorJSONBytes(sequences, dimension: model.config.hiddenSize) + 2,
-                              route: "/embed_all", of: "\(tokens) tokens × \(model.config.hiddenSize) numbers")
+        try checkResponseSize(Self.multiVectorJSONBytes(sequences, dimension: model.config.encoder.hiddenSize) + 2,
+                              route: "/embed_all", of: "\(tokens) tokens × \(model.config.encoder.hiddenSize) numbers")
         let states = try await run(sequences, head: TokenEmbeddingsHead(), on: model)
         return try await offload {
-            let json = JSONWriter(capacity: sequences.reduce(0) { $0 + $1.count } * model.config.hiddenSize * 13 + 16)
+            let json = JSONWriter(capacity: sequences.reduce(0) { $0 + $1.count } * model.config.encoder.hiddenSize * 13 + 16)
             json.array { for tokens in states { json.array { for vector in tokens { json.floats(vector) } } } }
             return json.bytes
         }
@@ -361,7 +361,7 @@ extension Endpoints {
                     json.object { json.key("pooling"); json.string(model.embedder.head.pooling.rawValue) }
                 }
             }
-            json.key("architecture"); json.string((model.config.architecture ?? .bert).rawValue)
+            json.key("architecture"); json.string((model.config.encoder.architecture ?? .bert).rawValue)
             json.key("heads"); json.array { for head in model.loaded.heads { json.string(head.rawValue) } }
             json.key("dimension"); json.number(model.dimension)
             json.key("max_input_length"); json.number(model.maxLength)

@@ -107,10 +107,10 @@ final class ServedModel: Sendable {
     }
 
     var tokenizer: Tokenizer { loaded.tokenizer }
-    var config: BertConfig { loaded.config }
-    var maxLength: Int { min(config.maxSequenceLength, config.positionLimit) }
+    var config: ModelConfig { loaded.config }
+    var maxLength: Int { min(config.encoder.maxSequenceLength, config.encoder.positionLimit) }
     var dimension: Int { config.embeddingDimension }
-    var prompts: [String: String] { config.sentence.prompts ?? [:] }
+    var prompts: [String: String] { config.heads.sentence.prompts ?? [:] }
     /// A cross-encoder: a sequence classifier with one label, scored on (query, document) pairs.
     var reranks: Bool { classifier?.labels.count == 1 }
 

@@ -12,10 +12,10 @@ struct Convert: ParsableCommand {
 
     func run() throws {
         let report = try Converter.convert(huggingFaceFolder: URL(fileURLWithPath: source), to: URL(fileURLWithPath: destination))
-        let c = report.config
-        var text = "converted \(source) -> \(destination): \(c.numHiddenLayers) layers, hidden \(c.hiddenSize), \(report.tensorCount) tensors, pooling \(c.sentence.pooling.rawValue), masked-LM head \(c.hasMaskedLMHead ? "yes" : "no")"
-            + (c.hasLexicalWeights == true ? ", sparse head (sparse_linear)" : "")
-            + (c.colbertDimension.map { ", multi-vector head (colbert_linear, \($0) wide)" } ?? "") + "\n"
+        let (encoder, heads) = (report.config.encoder, report.config.heads)
+        var text = "converted \(source) -> \(destination): \(encoder.numHiddenLayers) layers, hidden \(encoder.hiddenSize), \(report.tensorCount) tensors, pooling \(heads.sentence.pooling.rawValue), masked-LM head \(heads.hasMaskedLMHead ? "yes" : "no")"
+            + (heads.hasLexicalWeights == true ? ", sparse head (sparse_linear)" : "")
+            + (heads.colbertDimension.map { ", multi-vector head (colbert_linear, \($0) wide)" } ?? "") + "\n"
         if !report.droppedTensors.isEmpty {
             text += "not used by the engine: \(report.droppedTensors.joined(separator: ", "))\n"
         }

@@ -234,6 +234,6 @@ extension Embed {
 }
 
 /// The token limit inputs are truncated to.
-func effectiveLimit(_ requested: Int?, _ config: BertConfig) -> Int {
-    min(requested ?? config.maxSequenceLength, config.positionLimit)
+func effectiveLimit(_ requested: Int?, _ config: ModelConfig) -> Int {
+    min(requested ?? config.encoder.maxSequenceLength, config.encoder.positionLimit)
 }

@@ -67,7 +67,7 @@ struct Models: ParsableCommand {
         let fm = FileManager.default
         var models: [Local] = []
         for (name, folder) in ModelLocator.modelFolders() {
-            guard let config = try? BertConfig.load(from: folder.appendingPathComponent("config.json")),
+            guard let config = try? ModelConfig.load(from: folder.appendingPathComponent("config.json")),
                   fm.fileExists(atPath: folder.appendingPathComponent("model.safetensors").path) else { continue }
             let files = (try? fm.contentsOfDirectory(atPath: folder.path)) ?? []
             let bytes = files.reduce(0) { total, file in
@@ -77,13 +77,13 @@ struct Models: ParsableCommand {
             if files.contains(Quantizer.fileName) { precisions += ["int8", "int8-attention", "int8-weights"] }
             if files.contains(Precision.int8Static.fileName) { precisions.append("int8-static") }
             var heads: [String] = []
-            heads.append("embed(\(config.sentence.pooling.rawValue))")
-            if config.hasMaskedLMHead { heads.append("fill,sparse") }
-            if let task = config.task { heads.append(task.kind.rawValue) }
-            if config.hasLexicalWeights == true { heads.append("sparse(lexical)") }
-            if config.colbertDimension != nil { heads.append("multi-vector") }
+            heads.append("embed(\(config.heads.sentence.pooling.rawValue))")
+            if config.heads.hasMaskedLMHead { heads.append("fill,sparse") }
+            if let task = config.heads.task { heads.append(task.kind.rawValue) }
+            if config.heads.hasLexicalWeights == true { heads.append("sparse(lexical)") }
+            if config.heads.colbertDimension != nil { heads.append("multi-vector") }
             models.append(Local(name: name, folder: folder, bytes: bytes,
-                                architecture: (config.architecture ?? .bert).displayName, precisions: precisions, heads: heads))
+                                architecture: (config.encoder.architecture ?? .bert).displayName, precisions: precisions, heads: heads))
         }
         return models
     }

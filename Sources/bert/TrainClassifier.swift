@@ -120,8 +120,8 @@ struct TrainClassifier: ParsableCommand {
             guard let set else { return nil }
             guard let stored else { return try compute(set, name) }
             let rows = try readNpy(stored.appendingPathComponent("\(name).npy"))
-            guard rows.count == set.count, rows.allSatisfy({ $0.count == bert.config.hiddenSize }) else {
-                throw SwiftBERTError.invalidInput(reason: "\(stored.path)/\(name).npy holds \(rows.count) rows of \(rows.first?.count ?? 0) features; \(name) has \(set.count) texts and the model \(bert.config.hiddenSize) features")
+            guard rows.count == set.count, rows.allSatisfy({ $0.count == bert.config.encoder.hiddenSize }) else {
+                throw SwiftBERTError.invalidInput(reason: "\(stored.path)/\(name).npy holds \(rows.count) rows of \(rows.first?.count ?? 0) features; \(name) has \(set.count) texts and the model \(bert.config.encoder.hiddenSize) features")
             }
             return rows
         }

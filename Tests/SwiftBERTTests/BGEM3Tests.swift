@@ -61,9 +61,9 @@ final class BGEM3Tests: XCTestCase {
 
     /// The converter reads both torch.save files (no Python) and the model says it has both heads.
     func testConvertsTheHeadsFromTorchFiles() throws {
-        let config = try BertConfig.load(from: Self.converted().appendingPathComponent("config.json"))
-        XCTAssertEqual(config.hasLexicalWeights, true)
-        XCTAssertEqual(config.colbertDimension, 128)
+        let config = try ModelConfig.load(from: Self.converted().appendingPathComponent("config.json"))
+        XCTAssertEqual(config.heads.hasLexicalWeights, true)
+        XCTAssertEqual(config.heads.colbertDimension, 128)
         let encoder = try loadEncoder(folder: Self.converted(), threads: 1)
         XCTAssertEqual(encoder.heads, [.sentenceEmbedding, .sparseEmbedding, .multiVector, .tokenEmbeddings])
     }

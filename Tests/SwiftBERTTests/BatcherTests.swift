@@ -24,7 +24,7 @@ final class BatcherTests: XCTestCase {
         let head = try SentenceHead(model)
         let batch = HeadBatch(threads: 1)
         let good: [[Int32]] = [[101, 7592, 2088, 102], [101, 2088, 102]]
-        let bad: [[Int32]] = [[101, 7592, 102], [101, Int32(model.config.vocabSize), 102]]
+        let bad: [[Int32]] = [[101, 7592, 102], [101, Int32(model.config.encoder.vocabSize), 102]]
         let badReturned = Flag()
         let badResult = Task {
             defer { badReturned.set() }
@@ -48,7 +48,7 @@ final class BatcherTests: XCTestCase {
             _ = try await badResult.value
             XCTFail("a token id outside the vocabulary was accepted")
         } catch let SwiftBERTError.invalidInput(reason) {
-            XCTAssertEqual(reason, "input 1 holds token id \(model.config.vocabSize), outside the vocabulary of \(model.config.vocabSize)")
+            XCTAssertEqual(reason, "input 1 holds token id \(model.config.encoder.vocabSize), outside the vocabulary of \(model.config.encoder.vocabSize)")
         }
     }
 
@@ -59,11 +59,11 @@ final class BatcherTests: XCTestCase {
         let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 4096, maxWait: .milliseconds(1), queueCapacity: 64),
                               metrics: Self.metrics)
         do {
-            _ = try await batcher.run([[101, 7592, 102]], typeIds: [[0, 0, Int32(model.config.typeVocabSize)]], head: SentenceHead(model),
+            _ = try await batcher.run([[101, 7592, 102]], typeIds: [[0, 0, Int32(model.config.encoder.typeVocabSize)]], head: SentenceHead(model),
                                       batch: HeadBatch(threads: 1), timeout: .seconds(5))
             XCTFail("a token type outside the model's was accepted")
         } catch let SwiftBERTError.invalidInput(reason) {
-            XCTAssertEqual(reason, "input 0 holds token type id \(model.config.typeVocabSize); the model has \(model.config.typeVocabSize) types")
+            XCTAssertEqual(reason, "input 0 holds token type id \(model.config.encoder.typeVocabSize); the model has \(model.config.encoder.typeVocabSize) types")
         }
         XCTAssertEqual(batcher.queueDepth, 0, "nothing of a refused request is queued")
     }

@@ -314,7 +314,7 @@ final class CLICommandTests: CLITestCase {
         let json = try bert("info", "--json", "--model", "splade-tiny")
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any])
         let model = try loadModel("splade-tiny")
-        XCTAssertEqual(object["layers"] as? Int, model.config.numHiddenLayers)
+        XCTAssertEqual(object["layers"] as? Int, model.config.encoder.numHiddenLayers)
         XCTAssertEqual(object["parameters"] as? Int, model.parameterCount)
         XCTAssertEqual(object["masked_lm_head"] as? Bool, true)
         XCTAssertGreaterThan(object["resident_bytes"] as? Int ?? 0, 1 << 20)

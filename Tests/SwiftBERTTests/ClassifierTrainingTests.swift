@@ -75,7 +75,7 @@ final class ClassifierTrainingTests: XCTestCase {
     func testWrittenFolderHoldsWhatTransformersSaved() throws {
         let fixture = HeadFixtureTests.fixtures.appendingPathComponent("bert-classifier")
         let model = try BertModel(folder: HeadFixtureTests.converted("bert-classifier"), threads: 2)
-        let labels = model.config.task!.labels!, h = model.config.hiddenSize
+        let labels = model.config.heads.task!.labels!, h = model.config.encoder.hiddenSize
         let own = ClassifierTraining.Result(
             weight: Array(try model.weights.floats("classifier.weight")), bias: Array(try model.weights.floats("classifier.bias")),
             classes: labels.count, features: h, kept: 0, inverseRegularization: nil, history: [], fits: [], seconds: 0)

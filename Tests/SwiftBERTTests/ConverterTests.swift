@@ -25,8 +25,8 @@ final class ConverterTests: XCTestCase {
     /// splade-tiny: `bert.` prefix, LayerNorm gamma/beta, a decoder tied to the word embeddings.
     func testSpladeVariationsAreNormalised() throws {
         let report = try Converter.convert(huggingFaceFolder: huggingFaceFolder("splade-tiny"), to: scratch)
-        XCTAssertTrue(report.config.hasMaskedLMHead)
-        XCTAssertFalse(report.config.hasUntiedDecoder, "a tied decoder is stored once")
+        XCTAssertTrue(report.config.heads.hasMaskedLMHead)
+        XCTAssertFalse(report.config.heads.hasUntiedDecoder, "a tied decoder is stored once")
         let file = try SafeTensorsFile(path: scratch.appendingPathComponent("model.safetensors").path)
         XCTAssertNotNil(file.tensors["embeddings.LayerNorm.weight"])
         XCTAssertNotNil(file.tensors["encoder.layer.1.attention.self.qkv.weight"])
@@ -40,11 +40,11 @@ final class ConverterTests: XCTestCase {
     func testMiniLMSentenceTransformersSettingsAndFusedQKV() throws {
         let source = try huggingFaceFolder("all-MiniLM-L6-v2")
         let report = try Converter.convert(huggingFaceFolder: source, to: scratch)
-        XCTAssertEqual(report.config.sentence.pooling, .mean)
-        XCTAssertEqual(report.config.maxSequenceLength, 256)
+        XCTAssertEqual(report.config.heads.sentence.pooling, .mean)
+        XCTAssertEqual(report.config.encoder.maxSequenceLength, 256)
         XCTAssertEqual(Set(report.droppedTensors), ["embeddings.position_ids"])
-        XCTAssertEqual(report.config.hasPooler, true)
-        XCTAssertEqual(report.config.sentence.normalize, true)  // its 2_Normalize module
+        XCTAssertEqual(report.config.heads.hasPooler, true)
+        XCTAssertEqual(report.config.heads.sentence.normalize, true)  // its 2_Normalize module
         let original = try SafeTensorsFile(path: source.appendingPathComponent("model.safetensors").path)
         let converted = try SafeTensorsFile(path: scratch.appendingPathComponent("model.safetensors").path)
         let qkv = try converted.floats("encoder.layer.3.attention.self.qkv.weight")

@@ -40,21 +40,21 @@ final class DebertaTests: XCTestCase {
                                     ("ner", .tokenClassification, ["embed", "ner", "embed_all"]), ("v2-style", nil, ["embed", "embed_all"])] {
             let model = try loadModel(folder: Self.conversions.folder(name), threads: 1)
             XCTAssertTrue(model.encoder is DebertaEncoderModel, name)
-            XCTAssertEqual(model.config.architecture, .debertaV2, name)
-            XCTAssertEqual(model.config.task?.kind, task, name)
+            XCTAssertEqual(model.config.encoder.architecture, .debertaV2, name)
+            XCTAssertEqual(model.config.heads.task?.kind, task, name)
             XCTAssertEqual(Set(model.heads.map(\.rawValue)), Set(heads), name)
         }
-        let config = try BertConfig.load(from: Self.conversions.folder("mlm").appendingPathComponent("config.json"))
-        XCTAssertEqual(config.deberta, DebertaConfig(positionBuckets: 16, maxRelativePositions: 512, contentToPosition: true, positionToContent: true,
+        let config = try ModelConfig.load(from: Self.conversions.folder("mlm").appendingPathComponent("config.json"))
+        XCTAssertEqual(config.encoder.deberta, DebertaConfig(positionBuckets: 16, maxRelativePositions: 512, contentToPosition: true, positionToContent: true,
                                                      positionBiasedInput: false, normalizesRelativeEmbeddings: true))
-        XCTAssertFalse(config.usesTokenTypes)
-        XCTAssertEqual(config.maxSequenceLength, 512)
-        let classifier = try BertConfig.load(from: Self.conversions.folder("classifier").appendingPathComponent("config.json"))
-        XCTAssertEqual(classifier.task?.poolerActivation, .gelu)
-        let v2 = try BertConfig.load(from: Self.conversions.folder("v2-style").appendingPathComponent("config.json"))
-        XCTAssertEqual(v2.deberta?.positionBiasedInput, true)
-        XCTAssertEqual(v2.deberta?.span, 24)
-        XCTAssertTrue(v2.usesTokenTypes)
+        XCTAssertFalse(config.encoder.usesTokenTypes)
+        XCTAssertEqual(config.encoder.maxSequenceLength, 512)
+        let classifier = try ModelConfig.load(from: Self.conversions.folder("classifier").appendingPathComponent("config.json"))
+        XCTAssertEqual(classifier.heads.task?.poolerActivation, .gelu)
+        let v2 = try ModelConfig.load(from: Self.conversions.folder("v2-style").appendingPathComponent("config.json"))
+        XCTAssertEqual(v2.encoder.deberta?.positionBiasedInput, true)
+        XCTAssertEqual(v2.encoder.deberta?.span, 24)
+        XCTAssertTrue(v2.encoder.usesTokenTypes)
     }
 
     /// transformers' make_log_bucket_position for every distance up to 4,096, at this fixture's
@@ -111,7 +111,7 @@ final class DebertaTests: XCTestCase {
         let long = try XCTUnwrap(Self.reference["long"])
         let ids = Self.ids(long["input_ids"]), positions = (long["positions"]?.array ?? []).compactMap(\.int)
         XCTAssertGreaterThanOrEqual(ids.count, 2000)
-        let got = try encoder.encode([ids]).hiddenStates(0), h = encoder.config.hiddenSize
+        let got = try encoder.encode([ids]).hiddenStates(0), h = encoder.config.encoder.hiddenSize
         let rows = positions.flatMap { got[$0 * h ..< ($0 + 1) * h] }
         let longWorst = Self.worstError(rows, Self.floats(long["rows"]?.string))
         print("DeBERTa (random weights) \(ids.count) tokens vs transformers: worst error \(longWorst)")
@@ -122,7 +122,7 @@ final class DebertaTests: XCTestCase {
     /// per head at work); a longer input is a typed error naming the limit, not a trap.
     func testInputsPastTheLimitAreRefusedWithTheLimit() throws {
         let encoder = try loadEncoder(folder: Self.conversions.folder("mlm"), threads: 2)
-        XCTAssertEqual(encoder.config.positionLimit, 4096)
+        XCTAssertEqual(encoder.config.encoder.positionLimit, 4096)
         let ids = [Int32](repeating: 100, count: 4097)
         XCTAssertThrowsError(try encoder.encode([[1] + Array(ids.dropFirst(2)) + [2]] + [ids])) { error in
             guard case SwiftBERTError.invalidInput = error else { return XCTFail("\(error)") }
@@ -189,8 +189,8 @@ final class DebertaTests: XCTestCase {
         try? FileManager.default.removeItem(at: relabelled)
         try FileManager.default.copyItem(at: Self.conversions.folder("classifier"), to: relabelled)
         defer { try? FileManager.default.removeItem(at: relabelled) }
-        var config = try BertConfig.load(from: relabelled.appendingPathComponent("config.json"))
-        config.task?.labels = ["yes", "maybe", "no"]
+        var config = try ModelConfig.load(from: relabelled.appendingPathComponent("config.json"))
+        config.heads.task?.labels = ["yes", "maybe", "no"]
         try config.write(to: relabelled.appendingPathComponent("config.json"))
         XCTAssertThrowsError(try ZeroShotClassifier(classifier: TextClassifier(folder: relabelled, threads: 1))) {
             XCTAssertTrue("\($0)".contains("entailment"), "\($0)")
@@ -225,7 +225,7 @@ final class DebertaTests: XCTestCase {
         for record in records {
             let ids = Self.ids(record["input_ids"]), position = try XCTUnwrap(record["position"]?.int)
             let expectedIds = Self.ids(record["top_ids"]), expectedLogits = Self.numbers(record["top_logits"])
-            let hidden = try encoder.encode([ids]).hiddenStates(0), h = encoder.config.hiddenSize
+            let hidden = try encoder.encode([ids]).hiddenStates(0), h = encoder.config.encoder.hiddenSize
             let logits = try encoder.maskedLMLogits(hiddenRows: Array(hidden[position * h ..< (position + 1) * h]), count: 1)
             let top = logits.indices.sorted { logits[$0] > logits[$1] }.prefix(10)
             XCTAssertEqual(top.map(Int32.init), expectedIds, describeLine(record["text"]?.string ?? ""))

@@ -34,19 +34,19 @@ final class EncoderFixtureTests: XCTestCase {
 
     func testConfigCarriesWhatRobertaChanges() throws {
         for (name, architecture) in [("xlmr-mlm", Architecture.xlmRoberta), ("roberta-mlm", .roberta), ("xlmr-st", .xlmRoberta)] {
-            let config = try BertConfig.load(from: Self.converted(name).appendingPathComponent("config.json"))
-            XCTAssertEqual(config.architecture, architecture, name)
-            XCTAssertEqual(config.paddingIdx, 1, name)
-            XCTAssertEqual(config.typeVocabSize, 1, name)
-            XCTAssertEqual(config.positionLimit, 128, name)
-            XCTAssertEqual(config.maxSequenceLength, 128, name)
-            XCTAssertEqual(config.hasMaskedLMHead, name != "xlmr-st", name)
-            XCTAssertEqual(config.hasUntiedDecoder, false, name)
-            XCTAssertNil(config.hasPooler, "\(name): XLM-R's pooler is not BERT's train-classifier feature")
+            let config = try ModelConfig.load(from: Self.converted(name).appendingPathComponent("config.json"))
+            XCTAssertEqual(config.encoder.architecture, architecture, name)
+            XCTAssertEqual(config.encoder.paddingIdx, 1, name)
+            XCTAssertEqual(config.encoder.typeVocabSize, 1, name)
+            XCTAssertEqual(config.encoder.positionLimit, 128, name)
+            XCTAssertEqual(config.encoder.maxSequenceLength, 128, name)
+            XCTAssertEqual(config.heads.hasMaskedLMHead, name != "xlmr-st", name)
+            XCTAssertEqual(config.heads.hasUntiedDecoder, false, name)
+            XCTAssertNil(config.heads.hasPooler, "\(name): XLM-R's pooler is not BERT's train-classifier feature")
         }
-        let st = try BertConfig.load(from: Self.converted("xlmr-st").appendingPathComponent("config.json"))
-        XCTAssertEqual(st.sentence.pooling, .cls)
-        XCTAssertEqual(st.sentence.normalize, true)
+        let st = try ModelConfig.load(from: Self.converted("xlmr-st").appendingPathComponent("config.json"))
+        XCTAssertEqual(st.heads.sentence.pooling, .cls)
+        XCTAssertEqual(st.heads.sentence.normalize, true)
     }
 
     /// Checkpoints with and without the `roberta.` prefix (save_pretrained of a *ForMaskedLM
@@ -114,7 +114,7 @@ final class EncoderFixtureTests: XCTestCase {
         // The tokenizer's ids are transformers'; the last sequence holds <pad> ids inside it.
         XCTAssertEqual(texts.map { tokenizer.encode($0).ids }, Array(ids.prefix(texts.count)), model)
         XCTAssertEqual(ids.last!.filter { $0 == tokenizer.padId }.count, 2)
-        let layers = bert.config.numHiddenLayers
+        let layers = bert.config.encoder.numHiddenLayers
         let output = try bert.encode(ids)
         var worst: Float = 0
         for i in ids.indices {
@@ -125,7 +125,7 @@ final class EncoderFixtureTests: XCTestCase {
         print("\(model) last_hidden_state: worst max-abs difference \(worst) over \(ids.count) sequences")
 
         // Layer by layer, each fed PyTorch's own input.
-        let h = bert.config.hiddenSize
+        let h = bert.config.encoder.hiddenSize
         for (i, sequence) in ids.enumerated() {
             let context = bert.context(for: PackedSequences(lengths: [sequence.count]))
             var x = [Float](repeating: 0, count: sequence.count * h)
@@ -228,7 +228,7 @@ final class EncoderFixtureTests: XCTestCase {
         XCTAssertEqual(try converted.floatArray("pooler.dense.weight"), try head.floatArray("classifier.dense.weight"))
         XCTAssertEqual(try converted.floatArray("classifier.weight"), try head.floatArray("classifier.out_proj.weight"))
         let reranker = try Reranker(folder: Self.converted("xlmr-reranker"), threads: 2)
-        XCTAssertEqual(reranker.classifier.model.config.architecture, .xlmRoberta)
+        XCTAssertEqual(reranker.classifier.model.config.encoder.architecture, .xlmRoberta)
         for case_ in reference["cases"] as! [[String: Any]] {
             let query = case_["query"] as! String, documents = case_["documents"] as! [String]
             XCTAssertEqual(documents.map { reranker.classifier.tokenizer.encode(query, pair: $0).ids }, Self.ids(case_["input_ids"]))
@@ -244,7 +244,7 @@ final class EncoderFixtureTests: XCTestCase {
         let section = Self.section("xlmr")["sentence_transformers"] as! [String: Any]
         let embedder = try SentenceEmbedder(folder: Self.converted("xlmr-st"), threads: 2)
         let texts = section["texts"] as! [String]
-        let limit = embedder.model.config.maxSequenceLength
+        let limit = embedder.model.config.encoder.maxSequenceLength
         XCTAssertEqual(texts.map { embedder.tokenizer.encode($0, maxLength: limit).ids }, Self.ids(section["input_ids"]))
         let result = try embedder.embed(texts)
         XCTAssertEqual(result.truncated, [texts.count - 1], "the long text is cut at max_seq_length")
@@ -323,6 +323,6 @@ extension EncoderFixtureTests {
             }
         }
         let fine = #"{"model_type": "xlm-roberta", "pad_token_id": 1, "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 20, "type_vocab_size": 1}"#
-        XCTAssertEqual(try Converter.readConfig(Data(fine.utf8), path: "config.json", folder: ".").maxSequenceLength, 18)
+        XCTAssertEqual(try Converter.readConfig(Data(fine.utf8), path: "config.json", folder: ".").encoder.maxSequenceLength, 18)
     }
 }

@@ -61,7 +61,7 @@ final class EngineExactnessTests: XCTestCase {
     func checkLayers(_ name: String) throws {
         let reference = try Reference(name)
         let model = try loadModel(name)
-        let h = model.config.hiddenSize
+        let h = model.config.encoder.hiddenSize
         for i in 0..<4 {
             let ids = reference.meta.input_ids[i]
             let context = model.context(for: PackedSequences(lengths: [ids.count]))

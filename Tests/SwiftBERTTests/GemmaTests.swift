@@ -82,12 +82,12 @@ final class GemmaTests: XCTestCase {
     func testTokenizerMatchesSentenceTransformersOnEveryEmbeddingText() throws {
         let folder = try convertedFolder("tokenizer.json")
         let tokenizer = try Tokenizer.load(folder: folder)
-        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
+        let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
         let records = try Self.records()
         var failures: [String] = []
         for record in records {
-            let prompt = record.prompt.flatMap { config.sentence.prompts?[$0] } ?? ""
-            let ids = tokenizer.encode(prompt + record.text, maxLength: config.maxSequenceLength).ids
+            let prompt = record.prompt.flatMap { config.heads.sentence.prompts?[$0] } ?? ""
+            let ids = tokenizer.encode(prompt + record.text, maxLength: config.encoder.maxSequenceLength).ids
             if ids != record.ids { failures.append(describeLine(record.text)) }
         }
         XCTAssertTrue(failures.isEmpty, "\(failures.count) of \(records.count) texts differ:\n" + failures.prefix(5).joined(separator: "\n"))
@@ -128,8 +128,8 @@ final class GemmaTests: XCTestCase {
         XCTAssertTrue(records.contains { $0.ids.count > 512 })
         // The ids sentence-transformers fed its model: prompt, framing and truncation as its own.
         for record in records {
-            let prompt = record.prompt.flatMap { embedder.model.config.sentence.prompts?[$0] } ?? ""
-            let ids = embedder.tokenizer.encode(prompt + record.text, maxLength: embedder.model.config.maxSequenceLength).ids
+            let prompt = record.prompt.flatMap { embedder.model.config.heads.sentence.prompts?[$0] } ?? ""
+            let ids = embedder.tokenizer.encode(prompt + record.text, maxLength: embedder.model.config.encoder.maxSequenceLength).ids
             XCTAssertEqual(ids, record.ids, describeLine(record.text))
         }
         let vectors = try Self.embed(embedder, records)

@@ -34,11 +34,11 @@ final class HeadFixtureTests: XCTestCase {
             let name = variant["folder"] as! String
             let embedder = try SentenceEmbedder(folder: Self.converted(name), threads: 2)
             let config = embedder.model.config
-            XCTAssertEqual(config.sentence.pooling.rawValue, variant["pooling_mode"] as? String, name)
-            XCTAssertEqual(config.sentence.includePrompt ?? true, variant["include_prompt"] as? Bool, name)
-            XCTAssertEqual(config.sentence.normalize, variant["normalize"] as? Bool, name)
-            XCTAssertEqual(config.maxSequenceLength, variant["max_seq_length"] as? Int, name)
-            XCTAssertEqual(config.sentence.defaultPromptName, variant["default_prompt_name"] as? String, name)
+            XCTAssertEqual(config.heads.sentence.pooling.rawValue, variant["pooling_mode"] as? String, name)
+            XCTAssertEqual(config.heads.sentence.includePrompt ?? true, variant["include_prompt"] as? Bool, name)
+            XCTAssertEqual(config.heads.sentence.normalize, variant["normalize"] as? Bool, name)
+            XCTAssertEqual(config.encoder.maxSequenceLength, variant["max_seq_length"] as? Int, name)
+            XCTAssertEqual(config.heads.sentence.defaultPromptName, variant["default_prompt_name"] as? String, name)
             let texts = variant["texts"] as! [String]
             for case_ in variant["cases"] as! [[String: Any]] {
                 let arguments = case_["arguments"] as! [String: String]
@@ -47,7 +47,7 @@ final class HeadFixtureTests: XCTestCase {
                 // sentence-transformers treats "" as no prompt, as SwiftBERT does.
                 XCTAssertEqual(prompt ?? "", case_["effective_prompt"] as? String ?? "", "\(name) \(case_["call"]!)")
                 let ids = (case_["input_ids"] as! [[Int]]).map { $0.map(Int32.init) }
-                let limit = config.maxSequenceLength
+                let limit = config.encoder.maxSequenceLength
                 XCTAssertEqual(texts.map { embedder.tokenizer.encode((prompt ?? "") + $0, maxLength: limit).ids }, ids, "\(name): ids")
                 let vectors = try embedder.embed(texts, options: options).vectors
                 let expected = case_["embeddings"] as! [[Double]]
@@ -84,7 +84,7 @@ final class HeadFixtureTests: XCTestCase {
             try config.write(to: folder.appendingPathComponent("2_Dense/config.json"), atomically: true, encoding: .utf8)
             let converted = root.appendingPathComponent("converted-" + folder.lastPathComponent)
             let report = try Converter.convert(huggingFaceFolder: folder, to: converted)
-            XCTAssertEqual(report.config.sentence.denseLayers?.first?.hasBias, hasBias)
+            XCTAssertEqual(report.config.heads.sentence.denseLayers?.first?.hasBias, hasBias)
             vectors.append(try SentenceEmbedder(folder: converted, threads: 2).embed(texts).vectors)
         }
         XCTAssertEqual(vectors[0].count, texts.count)
@@ -175,7 +175,7 @@ final class HeadFixtureTests: XCTestCase {
         let reference = distilbert["model"] as! [String: Any]
         let folder = try Self.converted("distilbert-mlm")
         let model = try BertModel(folder: folder, threads: 2)
-        XCTAssertEqual(model.config.architecture, .distilBERT)
+        XCTAssertEqual(model.config.encoder.architecture, .distilBERT)
         let tokenizer = try Tokenizer.load(folder: folder)
         let texts = reference["texts"] as! [String]
         let ids = texts.map { tokenizer.encode($0).ids }

@@ -61,7 +61,7 @@ final class HostileFuzzCorpusTests: XCTestCase {
         guard let selector = bytes.first else { return }
         let body = Data(bytes.dropFirst())
         switch selector % 4 {
-        case 0: _ = try? BertConfig.decode(body, path: "config.json")
+        case 0: _ = try? ModelConfig.decode(body, path: "config.json")
         case 1: _ = try? Converter.readConfig(body, path: "config.json", folder: "checkpoint")
         case 2:
             guard let configuration = try? TokenizerConfiguration(tokenizerJSON: body, path: "tokenizer.json"),

@@ -393,7 +393,7 @@ final class HostileInputTests: CLITestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 1)
         XCTAssertLessThan(residentBytes() - before, 64 << 20)
         // Within the limit but not backed by the file: the shape check against the file refuses it.
-        try folder.config { $0["vocab_size"] = BertConfig.maximumSize; $0["max_position_embeddings"] = 512 }
+        try folder.config { $0["vocab_size"] = ModelConfig.maximumSize; $0["max_position_embeddings"] = 512 }
         XCTAssertThrowsError(try BertModel(folder: folder.url)) { error in
             XCTAssertTrue("\(error)".contains("has shape [30522, 128], but config.json implies [16777216, 128]"), "\(error)")
         }
@@ -429,7 +429,7 @@ final class HostileInputTests: CLITestCase {
             case "safetensors":
                 outcome = Result { _ = try data.withUnsafeBytes { try SafeTensorsFile(image: $0, path: name) } }
             case "config":
-                outcome = Result { _ = try BertConfig.decode(data, path: name) }
+                outcome = Result { _ = try ModelConfig.decode(data, path: name) }
             case "hfconfig":
                 outcome = Result { _ = try Converter.readConfig(data, path: name, folder: name) }
             case "tokenizerjson":

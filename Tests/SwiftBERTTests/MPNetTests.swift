@@ -56,7 +56,7 @@ final class MPNetTests: XCTestCase {
         let folder = try convertedModel("all-mpnet-base-v2")
         if precision.fileName == WeightFiles.int8 { _ = try quantizedOnce(folder) }
         let embedder = try SentenceEmbedder(folder: folder, threads: 2, precision: precision)
-        XCTAssertEqual(embedder.model.config.maxSequenceLength, fixture.max_seq_length)
+        XCTAssertEqual(embedder.model.config.encoder.maxSequenceLength, fixture.max_seq_length)
         let indices = indices ?? Array(fixture.sentences.indices)
         let got = try embedder.embed(indices.map { fixture.sentences[$0] }).vectors
         let expected = try expectedEmbeddings()

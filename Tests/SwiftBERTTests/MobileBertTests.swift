@@ -96,7 +96,7 @@ final class MobileBertTests: XCTestCase {
         for name in Self.variants {
             let (model, meta, tensors) = try load(name)
             func expected(_ key: String, _ i: Int) throws -> [Float] { Array(try tensors.floats("\(key).\(i)")) }
-            let (h, t) = (model.config.hiddenSize, model.mobile.trueHiddenSize(model.config))
+            let (h, t) = (model.config.encoder.hiddenSize, model.mobile.trueHiddenSize(model.config.encoder))
             for i in 0..<meta.layer_check_sentences {
                 let ids = meta.input_ids[i], n = ids.count
                 let (context, buffers) = model.scratch(for: PackedSequences(lengths: [n]))
@@ -194,13 +194,13 @@ final class MobileBertTests: XCTestCase {
 
     func testConverterFusesTheWidenedDecoder() throws {
         let folder = try Self.converted("mobilebert-nonorm")
-        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-        XCTAssertEqual(config.architecture, .mobileBERT)
-        XCTAssertEqual(config.mobileBert?.normalization, .noNorm)
-        XCTAssertEqual(config.hiddenAct, "relu")
+        let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
+        XCTAssertEqual(config.encoder.architecture, .mobileBERT)
+        XCTAssertEqual(config.encoder.mobileBert?.normalization, .noNorm)
+        XCTAssertEqual(config.encoder.hiddenAct, "relu")
         let converted = try SafeTensorsFile(path: folder.appendingPathComponent("model.safetensors").path)
         let original = try SafeTensorsFile(path: Self.fixtures.appendingPathComponent("mobilebert-nonorm/model.safetensors").path)
-        let (v, h, e) = (config.vocabSize, config.hiddenSize, config.mobileBert!.embeddingSize)
+        let (v, h, e) = (config.encoder.vocabSize, config.encoder.hiddenSize, config.encoder.mobileBert!.embeddingSize)
         let decoder = try converted.floats("cls.predictions.decoder.weight", shape: [v, h])
         let embeddings = try original.floatArray("mobilebert.embeddings.word_embeddings.weight")
         let extra = try original.floatArray("cls.predictions.dense.weight")  // [(h - e) × v]

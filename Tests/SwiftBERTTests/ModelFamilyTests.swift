@@ -45,8 +45,8 @@ final class ModelFamilyTests: XCTestCase {
             (try RotaryEncoderTests.conversions.folder("gte"), "rotary encoders", RotaryEncoderModel.self),
         ]
         for (folder, family, type) in folders {
-            let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-            XCTAssertEqual(ModelFamilies.all.filter { $0.describes(config) }.map(\.name), [family], folder.lastPathComponent)
+            let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
+            XCTAssertEqual(ModelFamilies.all.filter { $0.describes(config.encoder) }.map(\.name), [family], folder.lastPathComponent)
             let encoder = try loadEncoder(folder: folder, threads: 1)
             XCTAssertTrue(Swift.type(of: encoder) == type, "\(folder.lastPathComponent): \(Swift.type(of: encoder))")
         }

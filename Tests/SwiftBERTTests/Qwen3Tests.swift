@@ -36,12 +36,12 @@ final class Qwen3Tests: XCTestCase {
 
     func testConvertsAsQwen3WithCausalLastTokenPooling() throws {
         let folder = try Self.conversions.folder("model")
-        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-        XCTAssertEqual(config.architecture, .qwen3)
-        XCTAssertEqual(config.qwen3, Qwen3Config(headDim: 32, keyValueHeads: 2, ropeTheta: 1_000_000))
-        XCTAssertEqual(config.sentence.pooling, .lastToken)
-        XCTAssertEqual(config.sentence.prompts?["query"], try Self.fixture("reference.json")["query_prompt"]?.string)
-        XCTAssertFalse(config.usesTokenTypes)
+        let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
+        XCTAssertEqual(config.encoder.architecture, .qwen3)
+        XCTAssertEqual(config.encoder.qwen3, Qwen3Config(headDim: 32, keyValueHeads: 2, ropeTheta: 1_000_000))
+        XCTAssertEqual(config.heads.sentence.pooling, .lastToken)
+        XCTAssertEqual(config.heads.sentence.prompts?["query"], try Self.fixture("reference.json")["query_prompt"]?.string)
+        XCTAssertFalse(config.encoder.usesTokenTypes)
         XCTAssertTrue(try loadEncoder(folder: folder) is Qwen3EncoderModel)
     }
 
@@ -72,7 +72,7 @@ final class Qwen3Tests: XCTestCase {
             let ids = (state["input_ids"]?.array ?? []).compactMap(\.int).map(Int32.init)
             let rows = try XCTUnwrap(state["rows"]?.array).map { GemmaTests.halfVector($0.string) }
             XCTAssertEqual(rows.count, ids.count)
-            let got = try encoder.encode([ids]).hiddenStates(0), h = encoder.config.hiddenSize
+            let got = try encoder.encode([ids]).hiddenStates(0), h = encoder.config.encoder.hiddenSize
             var worst: Float = 0
             for (t, row) in rows.enumerated() {
                 for c in 0..<h {
@@ -95,8 +95,8 @@ final class Qwen3Tests: XCTestCase {
         XCTAssertGreaterThanOrEqual(records.count, 190)
         XCTAssertTrue(records.contains { $0.ids.count > 2048 })
         for record in records {
-            let prompt = record.prompt.flatMap { embedder.model.config.sentence.prompts?[$0] } ?? ""
-            let ids = embedder.tokenizer.encode(prompt + record.text, maxLength: embedder.model.config.maxSequenceLength).ids
+            let prompt = record.prompt.flatMap { embedder.model.config.heads.sentence.prompts?[$0] } ?? ""
+            let ids = embedder.tokenizer.encode(prompt + record.text, maxLength: embedder.model.config.encoder.maxSequenceLength).ids
             XCTAssertEqual(ids, record.ids, describeLine(record.text))
         }
         let vectors = try GemmaTests.embed(embedder, records.map { .init(text: $0.text, prompt: $0.prompt, ids: $0.ids, vector: $0.vector, vector256: []) })

@@ -79,7 +79,7 @@ final class RotaryEncoderTests: XCTestCase {
         var worstDocument: Float = 0
         for (i, document) in reference.documents.enumerated() {
             let output = try encoder.encode([document.input_ids])
-            let rows = try tensors.floats("\(name).document.\(i).rows"), h = encoder.config.hiddenSize
+            let rows = try tensors.floats("\(name).document.\(i).rows"), h = encoder.config.encoder.hiddenSize
             let all = output.hiddenStates(0)
             var got: [Float] = []
             for row in stride(from: 0, to: output.lengths[0], by: reference.document_row_step) { got += all[row * h..<(row + 1) * h] }
@@ -106,10 +106,10 @@ final class RotaryEncoderTests: XCTestCase {
         for tensor in native.tensors.keys.sorted() {
             XCTAssertEqual(Array(try native.floats(tensor)), Array(try remote.floats(tensor)), "\(name): \(tensor)")
         }
-        let a = try BertConfig.load(from: try Self.conversions.folder(name).appendingPathComponent("config.json"))
-        let b = try BertConfig.load(from: try Self.conversions.folder(name + "-remote").appendingPathComponent("config.json"))
-        XCTAssertEqual(a.rotary, b.rotary)
-        XCTAssertEqual(a.hiddenAct, b.hiddenAct)
+        let a = try ModelConfig.load(from: try Self.conversions.folder(name).appendingPathComponent("config.json"))
+        let b = try ModelConfig.load(from: try Self.conversions.folder(name + "-remote").appendingPathComponent("config.json"))
+        XCTAssertEqual(a.encoder.rotary, b.encoder.rotary)
+        XCTAssertEqual(a.encoder.hiddenAct, b.encoder.hiddenAct)
     }
 
     func testNomicRemoteCodeLayoutConvertsToTheSameTensors() throws { try checkRemoteLayout("nomic") }
@@ -176,7 +176,7 @@ final class RotaryEncoderTests: XCTestCase {
         let reference = try classifiers().rerank
         let folder = try Self.conversions.folder("modernbert-rerank")
         let loaded = try loadModel(folder: folder, threads: 2)
-        XCTAssertEqual(loaded.encoder.config.task?.classifierPooling, .mean)
+        XCTAssertEqual(loaded.encoder.config.heads.task?.classifierPooling, .mean)
         XCTAssertTrue(loaded.encoder.heads.contains(.sequenceClassification))
         let head = try SequenceClassificationHead(loaded.encoder)
         let scores = head(try loaded.encoder.encode(reference.input_ids), HeadBatch(threads: 2))

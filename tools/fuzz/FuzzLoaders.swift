@@ -1,5 +1,5 @@
 // libFuzzer target: the small files a model folder holds. The first byte picks the loader:
-//   0  config.json as `bert convert` writes it (BertConfig.decode + validate)
+//   0  config.json as `bert convert` writes it (ModelConfig.decode + validate)
 //   1  a Hugging Face config.json as the converter reads it
 //   2  tokenizer.json, then a tokenizer built from it encodes and decodes a few texts
 //   3  vocab.txt, the same
@@ -31,12 +31,12 @@ func fuzzLoaders(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let body = Data(bytes: data + 1, count: size - 1)
     switch data[0] % 4 {
     case 0:
-        if let config = try? BertConfig.decode(body, path: "config.json") {
-            precondition(config.hiddenSize % config.numAttentionHeads == 0 && config.vocabSize > 0)
+        if let config = try? ModelConfig.decode(body, path: "config.json") {
+            precondition(config.encoder.hiddenSize % config.encoder.numAttentionHeads == 0 && config.encoder.vocabSize > 0)
         }
     case 1:
         if let config = try? Converter.readConfig(body, path: "config.json", folder: "checkpoint") {
-            precondition(config.hiddenSize > 0 && config.numHiddenLayers > 0)
+            precondition(config.encoder.hiddenSize > 0 && config.encoder.numHiddenLayers > 0)
         }
     case 2:
         if let configuration = try? TokenizerConfiguration(tokenizerJSON: body, path: "tokenizer.json"),

@@ -1,6 +1,6 @@
 import Foundation
 
-extension BertConfig {
+extension EncoderConfig {
     /// Why `ids` (with `typeIds`, when given) cannot run through this model, or nil when they
     /// can: empty, longer than the positions, an id outside the vocabulary, a token type the
     /// model does not have. The one check, per sequence, so a caller that batches sequences

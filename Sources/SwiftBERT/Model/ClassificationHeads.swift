@@ -8,10 +8,10 @@ struct BertPooler: Sendable {
     let dense: Linear
     let activation: DenseLayerConfig.Activation
 
-    init(_ root: WeightScope, _ config: BertConfig) throws {
-        let h = config.hiddenSize
-        dense = try root[config.isDistilBERT ? TensorNames.preClassifier : TensorNames.pooler].linear(k: h, n: h)
-        activation = config.task?.poolerActivation ?? (config.isDistilBERT ? .relu : .tanh)
+    init(_ root: WeightScope, _ config: ModelConfig) throws {
+        let h = config.encoder.hiddenSize
+        dense = try root[config.encoder.isDistilBERT ? TensorNames.preClassifier : TensorNames.pooler].linear(k: h, n: h)
+        activation = config.heads.task?.poolerActivation ?? (config.encoder.isDistilBERT ? .relu : .tanh)
     }
 
     /// [sequences × H]: the pooled vector of every sequence of the batch.
@@ -37,10 +37,10 @@ struct ModernBertPredictionHead: @unchecked Sendable {
     let dense: Linear
     let layerNorm: LayerNorm
 
-    init(_ root: WeightScope, _ config: BertConfig) throws {
-        let h = config.hiddenSize, scope = root[TensorNames.classifierTransform]
+    init(_ root: WeightScope, _ config: ModelConfig) throws {
+        let h = config.encoder.hiddenSize, scope = root[TensorNames.classifierTransform]
         dense = try scope[TensorNames.dense].linear(k: h, n: h)
-        layerNorm = try scope[TensorNames.layerNorm].layerNorm(size: h, eps: config.layerNormEps)
+        layerNorm = try scope[TensorNames.layerNorm].layerNorm(size: h, eps: config.encoder.layerNormEps)
     }
 
     /// [m × H] rows through the head, into fresh rows.
@@ -73,7 +73,7 @@ public struct SequenceClassificationHead: Head {
 
     public init(_ encoder: any EncoderModel) throws {
         (labels, classifier) = try encoder.classifier(.sequenceClassification, HeadKind.sequenceClassification, "*ForSequenceClassification")
-        if let pooling = encoder.config.task?.classifierPooling {
+        if let pooling = encoder.config.heads.task?.classifierPooling {
             pooler = .modernBERT(try ModernBertPredictionHead(encoder.headScope, encoder.config), pooling)
         } else {
             pooler = .bert(try BertPooler(encoder.headScope, encoder.config))
@@ -111,7 +111,7 @@ public struct TokenClassificationHead: Head {
 
     public init(_ encoder: any EncoderModel) throws {
         (labels, classifier) = try encoder.classifier(.tokenClassification, HeadKind.tokenClassification, "*ForTokenClassification")
-        transform = encoder.config.task?.classifierPooling != nil ? try ModernBertPredictionHead(encoder.headScope, encoder.config) : nil
+        transform = encoder.config.heads.task?.classifierPooling != nil ? try ModernBertPredictionHead(encoder.headScope, encoder.config) : nil
     }
 
     public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[[Float]]] {
@@ -135,10 +135,10 @@ extension EncoderModel {
     /// The labels and the classifier layer (hidden → labels) of the task head `task`, or an error
     /// saying which checkpoint to use.
     func classifier(_ task: TaskHead, _ kind: HeadKind, _ savedFrom: String) throws -> ([String], Linear) {
-        guard config.task?.kind == task, let labels = config.task?.labels else {
+        guard config.heads.task?.kind == task, let labels = config.heads.task?.labels else {
             throw missingHead(kind, "use a checkpoint saved from a \(savedFrom) model (bert convert keeps its classifier)")
         }
-        return (labels, try headScope[TensorNames.classifier].linear(k: config.hiddenSize, n: labels.count))
+        return (labels, try headScope[TensorNames.classifier].linear(k: config.encoder.hiddenSize, n: labels.count))
     }
 }
 

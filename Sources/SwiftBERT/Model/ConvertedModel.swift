@@ -6,7 +6,7 @@ import SwiftBERTKernels
 /// What `BertModel` and `MobileBertModel` hold alike: the converted folder they were loaded
 /// from, its config and memory-mapped weights, and how they run. Each subclass adds its modules.
 public class ConvertedModel: @unchecked Sendable {
-    public let config: BertConfig
+    public let config: ModelConfig
     public let folder: URL
     /// Worker threads used inside one forward pass.
     public let threads: Int
@@ -36,7 +36,7 @@ public class ConvertedModel: @unchecked Sendable {
 /// threads a forward pass will use.
 struct OpenedFolder {
     let folder: URL
-    let config: BertConfig
+    let config: ModelConfig
     let weights: SafeTensorsFile
     let precision: Precision
     let threads: Int
@@ -47,7 +47,7 @@ func openConvertedModel(folder: URL, precision: Precision, threads: Int?, checks
     guard FileManager.default.fileExists(atPath: folder.path) else {
         throw SwiftBERTError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
     }
-    let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
+    let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
     let weightsPath = folder.appendingPathComponent(precision.fileName).path
     if precision.fileName != WeightFiles.fp32, !FileManager.default.fileExists(atPath: weightsPath) {
         let command = precision == .int8Static ? "bert quantize --calibrate SENTENCES.txt" : "bert quantize"
@@ -63,11 +63,11 @@ func openConvertedModel(folder: URL, precision: Precision, threads: Int?, checks
 }
 
 /// `openConvertedModel` for a family's own encoder class: the folder opened, and the family's
-/// fields (`fields`, its sub-config of `BertConfig`), which a folder of another family lacks.
+/// fields (`fields`, its sub-config of `EncoderConfig`), which a folder of another family lacks.
 func openConvertedModel<Fields>(folder: URL, precision: Precision, threads: Int?, checksFiniteWeights: Bool,
-                                family fields: KeyPath<BertConfig, Fields?>, named name: String) throws -> (OpenedFolder, Fields) {
+                                family fields: KeyPath<EncoderConfig, Fields?>, named name: String) throws -> (OpenedFolder, Fields) {
     let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
-    guard let own = opened.config[keyPath: fields] else {
+    guard let own = opened.config.encoder[keyPath: fields] else {
         throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a \(name) model: load it with loadModel or loadEncoder")
     }
     return (opened, own)

@@ -22,7 +22,7 @@ extension EncoderModel {
 
     /// Vocabulary logits at the given (sequence, position) pairs of an encoded batch.
     public func maskedLMLogits(_ output: EncoderOutput, at positions: [(sequence: Int, position: Int)]) throws -> [[Float]] {
-        guard config.hasMaskedLMHead else { throw missingMaskedLMHead }
+        guard config.heads.hasMaskedLMHead else { throw missingMaskedLMHead }
         guard !positions.isEmpty else { return [] }
         let h = output.hiddenSize
         var gathered = [Float](repeating: 0, count: positions.count * h)
@@ -35,7 +35,7 @@ extension EncoderModel {
             }
         }
         let logits = try maskedLMLogits(hiddenRows: gathered, count: positions.count)
-        let v = config.vocabSize
+        let v = config.encoder.vocabSize
         return (0..<positions.count).map { Array(logits[$0 * v..<($0 + 1) * v]) }
     }
 
@@ -44,7 +44,7 @@ extension EncoderModel {
     /// same check `encode` makes over a whole batch. A caller that batches sequences of many
     /// requests checks each request's own with it first, so a bad one fails alone.
     public func validate(_ ids: [Int32], typeIds: [Int32]? = nil, name: String) throws {
-        if let problem = config.problem(ids: ids, typeIds: typeIds) {
+        if let problem = config.encoder.problem(ids: ids, typeIds: typeIds) {
             throw SwiftBERTError.invalidInput(reason: "\(name) \(problem)")
         }
     }
@@ -61,8 +61,8 @@ public func loadEncoder(folder: URL, threads: Int? = nil, precision: Precision =
     guard FileManager.default.fileExists(atPath: folder.path) else {
         throw SwiftBERTError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
     }
-    let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-    return try ModelFamilies.family(of: config).loadEncoder(folder: folder, threads: threads, precision: precision)
+    let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
+    return try ModelFamilies.family(of: config.encoder).loadEncoder(folder: folder, threads: threads, precision: precision)
 }
 
 /// Last-layer hidden states of a batch, packed [T × H] without padding, with the token ids they

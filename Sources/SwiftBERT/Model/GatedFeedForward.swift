@@ -10,14 +10,14 @@ struct GatedFeedForward {
     let activation: GatedActivation
     let width: Int
 
-    init(_ scope: WeightScope, _ config: BertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig) throws {
         let (h, f) = (config.hiddenSize, config.intermediateSize)
         gateUp = try scope[TensorNames.gateUp].linear(k: h, n: 2 * f)
         down = try scope[TensorNames.down].linear(k: f, n: h)
         activation = switch config.hiddenAct {
         case "silu": .silu
         case "gelu_pytorch_tanh": .tanhGELU
-        default: .gelu  // BertConfig.validate admits no other
+        default: .gelu  // EncoderConfig.validate admits no other
         }
         width = f
     }

@@ -26,21 +26,21 @@ struct GroupedQueryAttention {
     /// Columns of `ForwardContext.wide` the attention uses per token: the projections, the
     /// expanded Q | K | V, and the heads' output.
     /// Rejects head shapes the attention cannot run, before any weight is read.
-    static func validate(headDim: Int, keyValueHeads: Int, _ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
+    static func validate(headDim: Int, keyValueHeads: Int, _ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {
         guard headDim > 0, headDim % 2 == 0, headDim <= 4096 else { throw fail("head_dim must be a positive even number up to 4096, not \(headDim)") }
         guard keyValueHeads > 0, config.numAttentionHeads % keyValueHeads == 0 else {
             throw fail("num_attention_heads \(config.numAttentionHeads) is not a multiple of num_key_value_heads \(keyValueHeads)")
         }
-        guard config.numAttentionHeads * headDim <= BertConfig.maximumSize else { throw fail("num_attention_heads × head_dim is too large") }
+        guard config.numAttentionHeads * headDim <= ModelConfig.maximumSize else { throw fail("num_attention_heads × head_dim is too large") }
     }
 
-    static func scratchColumns(_ config: BertConfig, headDim: Int, keyValueHeads: Int) -> Int {
+    static func scratchColumns(_ config: EncoderConfig, headDim: Int, keyValueHeads: Int) -> Int {
         let queries = config.numAttentionHeads * headDim
         return queries + 2 * keyValueHeads * headDim + 3 * queries + queries
     }
 
     /// `normOffset`: Q's and K's RMSNorms scale by normOffset + weight (`RMSNorm`).
-    init(_ scope: WeightScope, _ config: BertConfig, headDim d: Int, keyValueHeads: Int, queryScalar: Double, normOffset: Float,
+    init(_ scope: WeightScope, _ config: EncoderConfig, headDim d: Int, keyValueHeads: Int, queryScalar: Double, normOffset: Float,
          rotary: RotaryEmbedding, window: AttentionWindow) throws {
         let h = config.hiddenSize, names = TensorNames.self
         let queries = config.numAttentionHeads * d
@@ -111,14 +111,14 @@ extension ConvertedModel {
     /// blocks, and `forward` run on each chunk.
     func encodeGroupedQueryLayers(_ batch: [[Int32]], headDim: Int, keyValueHeads: Int, profile: StageProfile?,
                                   forward: (_ ids: [Int32], _ hidden: UnsafeMutablePointer<Float>, ForwardContext) -> Void) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.pack(batch, typeIds: nil)
-        let h = config.hiddenSize
-        let attentionColumns = GroupedQueryAttention.scratchColumns(config, headDim: headDim, keyValueHeads: keyValueHeads)
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: nil)
+        let h = config.encoder.hiddenSize
+        let attentionColumns = GroupedQueryAttention.scratchColumns(config.encoder, headDim: headDim, keyValueHeads: keyValueHeads)
         return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, _, hidden in
             let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
                                          attention: precision.attention, profile: profile, hidden: h,
-                                         wideColumns: max(attentionColumns, 2 * config.intermediateSize), headDim: headDim,
-                                         gatedColumns: config.intermediateSize)
+                                         wideColumns: max(attentionColumns, 2 * config.encoder.intermediateSize), headDim: headDim,
+                                         gatedColumns: config.encoder.intermediateSize)
             forward(ids, hidden, context)
         }
     }

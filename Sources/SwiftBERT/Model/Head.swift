@@ -49,11 +49,11 @@ extension EncoderModel {
         HeadKind.allCases.filter { kind in
             switch kind {
             case .sentenceEmbedding, .tokenEmbeddings: return true
-            case .maskedLM: return config.hasMaskedLMHead
-            case .sparseEmbedding: return config.hasMaskedLMHead || config.hasLexicalWeights == true
-            case .multiVector: return config.colbertDimension != nil
-            case .sequenceClassification: return config.task?.kind == .sequenceClassification && config.task?.labels != nil
-            case .tokenClassification: return config.task?.kind == .tokenClassification && config.task?.labels != nil
+            case .maskedLM: return config.heads.hasMaskedLMHead
+            case .sparseEmbedding: return config.heads.hasMaskedLMHead || config.heads.hasLexicalWeights == true
+            case .multiVector: return config.heads.colbertDimension != nil
+            case .sequenceClassification: return config.heads.task?.kind == .sequenceClassification && config.heads.task?.labels != nil
+            case .tokenClassification: return config.heads.task?.kind == .tokenClassification && config.heads.task?.labels != nil
             }
         }
     }
@@ -92,7 +92,7 @@ public struct MaskedLMHead: Head {
     let maskId: Int32
 
     public init(_ encoder: any EncoderModel, maskId: Int32) throws {
-        guard encoder.config.hasMaskedLMHead else {
+        guard encoder.config.heads.hasMaskedLMHead else {
             throw encoder.missingHead(.maskedLM, "use a *ForMaskedLM checkpoint such as splade-tiny")
         }
         (self.encoder, self.maskId) = (encoder, maskId)
@@ -125,14 +125,14 @@ public struct SpladeHead: Head {
     static let rowsPerPass = 64
 
     public init(_ encoder: any EncoderModel) throws {
-        guard encoder.config.hasMaskedLMHead else {
+        guard encoder.config.heads.hasMaskedLMHead else {
             throw encoder.missingHead(.sparseEmbedding, "sparse output needs a *ForMaskedLM SPLADE checkpoint such as splade-tiny, or BGE-M3 converted with its sparse_linear.pt")
         }
         self.encoder = encoder
     }
 
     public func callAsFunction(_ encoded: EncoderOutput, _ batch: HeadBatch) throws -> [SparseVector] {
-        let v = encoder.config.vocabSize, h = encoded.hiddenSize
+        let v = encoder.config.encoder.vocabSize, h = encoded.hiddenSize
         return try (0..<encoded.count).map { s in
             var weights = [Float](repeating: 0, count: v)
             let n = encoded.lengths[s]

@@ -5,7 +5,7 @@ import SwiftBERTKernels
 enum HiddenActivation {
     case gelu, relu
 
-    init(_ config: BertConfig) { self = config.hiddenAct == "relu" ? .relu : .gelu }
+    init(_ config: EncoderConfig) { self = config.hiddenAct == "relu" ? .relu : .gelu }
 
     func callAsFunction(_ x: UnsafeMutablePointer<Float>, count: Int) {
         switch self {

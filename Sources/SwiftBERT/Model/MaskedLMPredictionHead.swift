@@ -11,18 +11,18 @@ struct MaskedLMPredictionHead {
     let decoder: Linear
     let hidden: Int
 
-    init(_ root: WeightScope, _ config: BertConfig, wordEmbeddings: any LinearWeights) throws {
-        let h = config.hiddenSize, names = TensorNames.self
+    init(_ root: WeightScope, _ config: ModelConfig, wordEmbeddings: any LinearWeights) throws {
+        let h = config.encoder.hiddenSize, names = TensorNames.self
         // The head stays FP32 under BF16 (it runs on the mask positions only).
         let scope = root[names.maskedLMTransform].with(.fp32)
         transform = try scope[names.dense].linear(k: h, n: h)
-        activation = HiddenActivation(config)
-        layerNorm = try scope[names.layerNorm].layerNorm(size: h, eps: config.layerNormEps)
-        let weight = config.hasUntiedDecoder
-            ? try root[names.maskedLMDecoder].matrix(n: config.vocabSize, k: h)
+        activation = HiddenActivation(config.encoder)
+        layerNorm = try scope[names.layerNorm].layerNorm(size: h, eps: config.encoder.layerNormEps)
+        let weight = config.heads.hasUntiedDecoder
+            ? try root[names.maskedLMDecoder].matrix(n: config.encoder.vocabSize, k: h)
             : wordEmbeddings
-        let bias = try root.file.floats(names.maskedLMBias, shape: [config.vocabSize]).baseAddress!
-        decoder = Linear(weight: weight, bias: bias, k: h, n: config.vocabSize)
+        let bias = try root.file.floats(names.maskedLMBias, shape: [config.encoder.vocabSize]).baseAddress!
+        decoder = Linear(weight: weight, bias: bias, k: h, n: config.encoder.vocabSize)
         hidden = h
     }
 

@@ -13,10 +13,10 @@ public struct LexicalWeightsHead: Head {
 
     /// `excludedIds`: the tokenizer's cls, eos, pad and unk ids (FlagEmbedding's unused_tokens).
     public init(_ encoder: any EncoderModel, excludedIds: Set<Int32>) throws {
-        guard encoder.config.hasLexicalWeights == true else {
+        guard encoder.config.heads.hasLexicalWeights == true else {
             throw encoder.missingHead(.sparseEmbedding, "BGE-M3's lexical weights need sparse_linear.pt beside the checkpoint when it is converted")
         }
-        linear = try encoder.headScope[TensorNames.sparseLinear].linear(k: encoder.config.hiddenSize, n: 1)
+        linear = try encoder.headScope[TensorNames.sparseLinear].linear(k: encoder.config.encoder.hiddenSize, n: 1)
         self.excludedIds = excludedIds
     }
 
@@ -45,7 +45,7 @@ public enum SparseHead: Head {
     case lexicalWeights(LexicalWeightsHead)
 
     public init(_ encoder: any EncoderModel, tokenizer: Tokenizer) throws {
-        if encoder.config.hasLexicalWeights == true {
+        if encoder.config.heads.hasLexicalWeights == true {
             self = .lexicalWeights(try LexicalWeightsHead(encoder, excludedIds: [tokenizer.clsId, tokenizer.sepId, tokenizer.padId, tokenizer.unkId]))
         } else {
             self = .splade(try SpladeHead(encoder))
@@ -68,10 +68,10 @@ public struct MultiVectorHead: Head {
     public var dimension: Int { linear.n }
 
     public init(_ encoder: any EncoderModel) throws {
-        guard let width = encoder.config.colbertDimension else {
+        guard let width = encoder.config.heads.colbertDimension else {
             throw encoder.missingHead(.multiVector, "multi-vector output needs colbert_linear.pt beside the checkpoint (BGE-M3) when it is converted")
         }
-        linear = try encoder.headScope[TensorNames.colbertLinear].linear(k: encoder.config.hiddenSize, n: width)
+        linear = try encoder.headScope[TensorNames.colbertLinear].linear(k: encoder.config.encoder.hiddenSize, n: width)
     }
 
     public func callAsFunction(_ encoded: EncoderOutput, _ batch: HeadBatch) throws -> [[[Float]]] {

@@ -14,10 +14,10 @@ public struct SentenceHead: Head {
 
     public init(_ encoder: any EncoderModel) throws {
         let config = encoder.config, root = encoder.headScope
-        pooling = config.sentence.pooling
-        includePrompt = config.sentence.includePrompt ?? true
-        normalize = config.sentence.normalize ?? true
-        dense = try (config.sentence.denseLayers ?? []).enumerated().map { index, layer in
+        pooling = config.heads.sentence.pooling
+        includePrompt = config.heads.sentence.includePrompt ?? true
+        normalize = config.heads.sentence.normalize ?? true
+        dense = try (config.heads.sentence.denseLayers ?? []).enumerated().map { index, layer in
             (try root[TensorNames.sentenceDense(index)].linear(k: layer.inFeatures, n: layer.outFeatures), layer.activation)
         }
     }

@@ -6,11 +6,11 @@ public enum ClassifierExport {
     /// classifier, so a classifier trained on these features drops into that class unchanged.
     public static func features(_ model: any EncoderModel, _ tokenizer: Tokenizer, _ texts: [String], batchSize: Int = 32,
                                 progress: ((Int) -> Void)? = nil) throws -> [[Float]] {
-        guard model.config.hasPooler == true, !model.config.isDistilBERT else {
+        guard model.config.heads.hasPooler == true, !model.config.encoder.isDistilBERT else {
             throw SwiftBERTError.invalidInput(reason: "\(model.folder.lastPathComponent) has no BERT pooler (pooler.dense); train-classifier needs a BERT checkpoint that kept it (convert the Hugging Face folder again with this version of `bert convert`)")
         }
         let pooler = try BertPooler(model.headScope, model.config)
-        let limit = model.config.maxSequenceLength
+        let limit = model.config.encoder.maxSequenceLength
         var out = [[Float]](repeating: [], count: texts.count)
         let order = texts.indices.sorted { texts[$0].utf8.count < texts[$1].utf8.count }
         var done = 0
@@ -31,7 +31,7 @@ public enum ClassifierExport {
     /// config.json with id2label, and the tokenizer files. transformers loads it as it is.
     public static func writeSequenceClassifier(model: any EncoderModel, classifier: ClassifierTraining.Result,
                                                labels: [String], to destination: URL) throws {
-        let c = model.config, h = c.hiddenSize
+        let c = model.config, h = c.encoder.hiddenSize
         guard model.precision == .fp32 else {
             throw SwiftBERTError.invalidInput(reason: "the exported encoder must be the float32 one; load the model with precision fp32")
         }
@@ -41,8 +41,8 @@ public enum ClassifierExport {
         // The encoder and its pooler, from the table of names: `bert.` + each module's name,
         // with Q, K and V split again (they are stacked by output channel).
         var encoder = c
-        (encoder.hasMaskedLMHead, encoder.hasUntiedDecoder, encoder.sentence.denseLayers) = (false, false, nil)
-        (encoder.task, encoder.hasPooler) = (nil, true)
+        (encoder.heads.hasMaskedLMHead, encoder.heads.hasUntiedDecoder, encoder.heads.sentence.denseLayers) = (false, false, nil)
+        (encoder.heads.task, encoder.heads.hasPooler) = (nil, true)
         let weights = model.weights, names = TensorNames.self
         var entries: [SafeTensorsWriter.Entry] = []
         func copy(_ name: String) throws {
@@ -75,10 +75,10 @@ public enum ClassifierExport {
         try SafeTensorsWriter.write(entries, metadata: ["format": "pt"], to: destination.appendingPathComponent("model.safetensors").path)
         let config: OrderedJSON = .object([
             ("architectures", .array([.string("BertForSequenceClassification")])), ("model_type", .string("bert")),
-            ("vocab_size", .int(c.vocabSize)), ("hidden_size", .int(h)), ("num_hidden_layers", .int(c.numHiddenLayers)),
-            ("num_attention_heads", .int(c.numAttentionHeads)), ("intermediate_size", .int(c.intermediateSize)),
-            ("max_position_embeddings", .int(c.maxPositionEmbeddings)), ("type_vocab_size", .int(c.typeVocabSize)),
-            ("layer_norm_eps", .float(c.layerNormEps)), ("hidden_act", .string(c.hiddenAct)),
+            ("vocab_size", .int(c.encoder.vocabSize)), ("hidden_size", .int(h)), ("num_hidden_layers", .int(c.encoder.numHiddenLayers)),
+            ("num_attention_heads", .int(c.encoder.numAttentionHeads)), ("intermediate_size", .int(c.encoder.intermediateSize)),
+            ("max_position_embeddings", .int(c.encoder.maxPositionEmbeddings)), ("type_vocab_size", .int(c.encoder.typeVocabSize)),
+            ("layer_norm_eps", .float(c.encoder.layerNormEps)), ("hidden_act", .string(c.encoder.hiddenAct)),
             ("position_embedding_type", .string("absolute")), ("pad_token_id", .int(0)),
             ("hidden_dropout_prob", .double(0.1)), ("attention_probs_dropout_prob", .double(0.1)), ("initializer_range", .double(0.02)),
             ("id2label", .object(labels.enumerated().map { ("\($0.offset)", .string($0.element)) })),

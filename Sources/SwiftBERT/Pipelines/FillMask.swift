@@ -64,12 +64,12 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
     /// forward pass, then `finish`; the server runs the forward pass in a batch shared with
     /// other requests.
     public func prepare(_ text: String) throws -> Encoding {
-        let encoding = tokenizer.encode(text, maxLength: model.config.maxSequenceLength)
+        let encoding = tokenizer.encode(text, maxLength: model.config.encoder.maxSequenceLength)
         guard encoding.ids.contains(tokenizer.maskId) else {
             // The model's own mask token: [MASK] for BERT, <mask> for RoBERTa and XLM-R.
             let mask = tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"
             throw SwiftBERTError.invalidInput(reason: encoding.wasTruncated
-                ? "the text is longer than \(model.config.maxSequenceLength) tokens and its \(mask) was cut off"
+                ? "the text is longer than \(model.config.encoder.maxSequenceLength) tokens and its \(mask) was cut off"
                 : "the text has no \(mask); write \(mask) where a word should be predicted")
         }
         return encoding

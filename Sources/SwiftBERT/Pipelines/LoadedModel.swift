@@ -11,7 +11,7 @@ public struct LoadedModel: Sendable {
         (self.encoder, self.tokenizer) = (encoder, tokenizer)
     }
 
-    public var config: BertConfig { encoder.config }
+    public var config: ModelConfig { encoder.config }
     public var folder: URL { encoder.folder }
     public var heads: [HeadKind] { encoder.heads }
 }

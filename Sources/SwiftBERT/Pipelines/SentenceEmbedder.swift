@@ -62,7 +62,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     /// prompt named `promptName`, else the model's default prompt; nil for none.
     public func prompt(for options: Options) throws -> String? {
         if let prompt = options.prompt { return prompt.isEmpty ? nil : prompt }
-        let prompts = model.config.sentence.prompts ?? [:]
+        let prompts = model.config.heads.sentence.prompts ?? [:]
         if let name = options.promptName {
             guard let text = prompts[name] else {
                 let known = prompts.keys.sorted().joined(separator: ", ")
@@ -72,7 +72,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
             }
             return text
         }
-        return model.config.sentence.defaultPromptName.flatMap { prompts[$0] }
+        return model.config.heads.sentence.defaultPromptName.flatMap { prompts[$0] }
     }
 
     public func embed(_ text: String, options: Options = Options()) throws -> [Float] {
@@ -149,10 +149,10 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     }
 
     func maxLength(_ requested: Int?) throws -> Int {
-        let limit = model.config.maxSequenceLength
+        let limit = model.config.encoder.maxSequenceLength
         guard let requested else { return limit }
         guard requested >= 2 else { throw SwiftBERTError.invalidInput(reason: "max length \(requested) leaves no room for [CLS] and [SEP]; use 2 or more") }
-        return min(requested, model.config.positionLimit)
+        return min(requested, model.config.encoder.positionLimit)
     }
 }
 

@@ -25,7 +25,7 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
     }
 
     /// Sigmoid per label (multi-label, or a single score), else softmax across labels.
-    public var usesSigmoid: Bool { model.config.task?.problemType == "multi_label_classification" || labels.count == 1 }
+    public var usesSigmoid: Bool { model.config.heads.task?.problemType == "multi_label_classification" || labels.count == 1 }
 
     /// Raw classifier outputs, one row per input; `pairs` gives each text its second segment.
     /// Inputs longer than the model's limit are cut or refused as `truncation` says.
@@ -33,7 +33,7 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
         if let pairs, pairs.count != texts.count {
             throw SwiftBERTError.invalidInput(reason: "\(texts.count) texts but \(pairs.count) pair texts")
         }
-        let encodings = try tokenizer.encode(texts, pairs: pairs, limit: model.config.maxSequenceLength, truncation: truncation)
+        let encodings = try tokenizer.encode(texts, pairs: pairs, limit: model.config.encoder.maxSequenceLength, truncation: truncation)
         var rows = [[Float]](repeating: [], count: texts.count)
         for start in stride(from: 0, to: encodings.count, by: max(1, batchSize)) {
             let chunk = Array(start..<min(start + max(1, batchSize), encodings.count))

@@ -48,7 +48,7 @@ public final class TokenClassifier: ModelPipeline, @unchecked Sendable {
     /// entities found in what is kept) or refused as `truncation` says.
     public func entities(_ texts: [String], aggregation: AggregationStrategy = .simple, batchSize: Int = 32,
                          truncation: Truncation = Truncation()) throws -> [[Entity]] {
-        let encodings = try tokenizer.encode(texts, limit: model.config.maxSequenceLength, truncation: truncation)
+        let encodings = try tokenizer.encode(texts, limit: model.config.encoder.maxSequenceLength, truncation: truncation)
         var result = [[Entity]](repeating: [], count: texts.count)
         for start in stride(from: 0, to: texts.count, by: max(1, batchSize)) {
             let chunk = Array(start..<min(start + max(1, batchSize), texts.count))

@@ -41,14 +41,14 @@ public enum Quantizer {
             throw SwiftBERTError.invalidInput(reason: "the calibration text has no sentences: give a file of real text, one sentence or passage a line")
         }
         guard alpha > 0, alpha < 1 else { throw SwiftBERTError.invalidInput(reason: "smoothing must lie between 0 and 1, got \(alpha)") }
-        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
-        guard ModelFamilies.family(of: config) is BertFamily else {
-            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.mobileBert != nil ? "MobileBERT" : config.architecture?.displayName ?? "rotary") model; int8-static calibrates BERT-family encoders (BERT, RoBERTa, XLM-R, MPNet): use int8 or int8-weights for it")
+        let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
+        guard ModelFamilies.family(of: config.encoder) is BertFamily else {
+            throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is a \(config.encoder.mobileBert != nil ? "MobileBERT" : config.encoder.architecture?.displayName ?? "rotary") model; int8-static calibrates BERT-family encoders (BERT, RoBERTa, XLM-R, MPNet): use int8 or int8-weights for it")
         }
         let model = try BertModel(folder: folder, precision: .fp32)
         let tokenizer = try Tokenizer.load(folder: folder)
         let ranges = ActivationRanges()
-        let limit = min(maxLength, model.config.positionLimit)
+        let limit = min(maxLength, model.config.encoder.positionLimit)
         for start in stride(from: 0, to: texts.count, by: 16) {
             let encodings = texts[start..<min(start + 16, texts.count)].map { tokenizer.encode($0, maxLength: limit) }
             var batch = encodings.map { ($0.ids, $0.typeIds) }
@@ -101,7 +101,7 @@ public enum Quantizer {
     private static func write(folder: URL, fileName: String, format: String,
                               transform: (_ name: String, _ weights: UnsafePointer<Float>, _ n: Int, _ k: Int)
                                   -> (UnsafePointer<Float>, [SafeTensorsWriter.Entry])) throws -> Report {
-        let config = try BertConfig.load(from: folder.appendingPathComponent("config.json"))
+        let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
         let source = try SafeTensorsFile(path: folder.appendingPathComponent(WeightFiles.fp32).path)
         let matrices = TensorNames.int8Matrices(config)
         let quantized = Set(matrices.map { $0.name + ".weight" })

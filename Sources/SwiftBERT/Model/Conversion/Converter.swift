@@ -8,7 +8,7 @@ public enum Converter {
 
     /// What a conversion read and wrote.
     public struct Report: Sendable {
-        public let config: BertConfig
+        public let config: ModelConfig
         public let tensorCount: Int
         public let droppedTensors: [String]
     }
@@ -20,7 +20,7 @@ public enum Converter {
             throw SwiftBERTError.fileNotFound(path: source.path, hint: "Give the folder of a Hugging Face BERT checkpoint.")
         }
         let config = try readConfig(source)
-        let family = ModelFamilies.family(of: config)
+        let family = ModelFamilies.family(of: config.encoder)
         if let report = try family.convert(source: source, config: config, to: destination) { return report }
         let file = try CheckpointShards(folder: source)
         let weightsPath = file.path
@@ -33,10 +33,10 @@ public enum Converter {
             if name.hasPrefix("mobilebert.") { name.removeFirst("mobilebert.".count) }
             if name.hasSuffix("LayerNorm.gamma") { name = String(name.dropLast(5)) + "weight" }
             if name.hasSuffix("LayerNorm.beta") { name = String(name.dropLast(4)) + "bias" }
-            if config.isDistilBERT { name = distilBERTName(name) }
-            if config.isRoberta { name = robertaName(name) }
-            if config.architecture == .mpnet { name = mpnetName(name) }
-            if config.rotary != nil, let family = config.architecture { name = rotaryName(name, family, classifies: config.task != nil) }
+            if config.encoder.isDistilBERT { name = distilBERTName(name) }
+            if config.encoder.isRoberta { name = robertaName(name) }
+            if config.encoder.architecture == .mpnet { name = mpnetName(name) }
+            if config.encoder.rotary != nil, let family = config.encoder.architecture { name = rotaryName(name, family, classifies: config.heads.task != nil) }
             name = family.canonicalName(name, config: config)
             // Two tensors under one name would leave the choice to dictionary order.
             if let other = names[name] {
@@ -56,13 +56,13 @@ public enum Converter {
         }
 
         var finalConfig = config
-        finalConfig.hasMaskedLMHead = names[TensorNames.join(TensorNames.maskedLMTransform, TensorNames.dense, "weight")] != nil
+        finalConfig.heads.hasMaskedLMHead = names[TensorNames.join(TensorNames.maskedLMTransform, TensorNames.dense, "weight")] != nil
         try checkTaskHead(config, hasClassifier: names[TensorNames.join(TensorNames.classifier, "weight")] != nil)
         // BERT's pooler comes before a sequence classifier; a plain encoder's is kept too (h×h,
         // small) for `bert train-classifier`, whose features are its output.
-        if !config.isDistilBERT, config.rotary == nil, config.task?.kind == .sequenceClassification
-            || (config.task?.kind == nil && names[TensorNames.join(TensorNames.pooler, "weight")] != nil) {
-            finalConfig.hasPooler = true
+        if !config.encoder.isDistilBERT, config.encoder.rotary == nil, config.heads.task?.kind == .sequenceClassification
+            || (config.heads.task?.kind == nil && names[TensorNames.join(TensorNames.pooler, "weight")] != nil) {
+            finalConfig.heads.hasPooler = true
         }
         var out: [SafeTensorsWriter.Entry] = []
         var used: Set<String> = []
@@ -73,7 +73,7 @@ public enum Converter {
         // The rotary families leave out biases (NomicBERT all, ModernBERT all, GTE its gate):
         // a zero bias adds nothing, exactly, and keeps one Linear and one LayerNorm in the engine.
         func copyBias(_ name: String, _ size: Int) throws {
-            if config.rotary != nil, names[name] == nil {
+            if config.encoder.rotary != nil, names[name] == nil {
                 out.append(.init(name: name, shape: [size], floats: [Float](repeating: 0, count: size)))
             } else {
                 try copy(name, [size])
@@ -86,12 +86,12 @@ public enum Converter {
         }
         // A decoder equal to the word embeddings is tied: stored once, as the embeddings.
         let decoderName = TensorNames.join(TensorNames.maskedLMDecoder, "weight")
-        if finalConfig.hasMaskedLMHead, config.mobileBert != nil {
-            finalConfig.hasUntiedDecoder = true  // the embeddings widened by cls.predictions.dense
-        } else if finalConfig.hasMaskedLMHead, names[decoderName] != nil {
-            let shape = [config.vocabSize, config.hiddenSize]
+        if finalConfig.heads.hasMaskedLMHead, config.encoder.mobileBert != nil {
+            finalConfig.heads.hasUntiedDecoder = true  // the embeddings widened by cls.predictions.dense
+        } else if finalConfig.heads.hasMaskedLMHead, names[decoderName] != nil {
+            let shape = [config.encoder.vocabSize, config.encoder.hiddenSize]
             used.insert(decoderName)
-            finalConfig.hasUntiedDecoder = try tensor(decoderName, shape) != tensor(TensorNames.join(TensorNames.wordEmbeddings, "weight"), shape)
+            finalConfig.heads.hasUntiedDecoder = try tensor(decoderName, shape) != tensor(TensorNames.join(TensorNames.wordEmbeddings, "weight"), shape)
         }
         // Every module of the table: the encoder, the masked-LM transform, the task head. (The
         // config has no Dense modules yet: SentenceTransformersFolder reads them, with their
@@ -99,13 +99,13 @@ public enum Converter {
         for module in TensorNames.modules(finalConfig) {
             switch module.kind {
             case .table where module.name == TensorNames.tokenTypeEmbeddings
-                && (config.lacksTokenTypeTable || (family.mayLackTokenTypeTable && names[module.name + ".weight"] == nil)):
+                && (config.encoder.lacksTokenTypeTable || (family.mayLackTokenTypeTable && names[module.name + ".weight"] == nil)):
                 // DistilBERT, MPNet, ModernBERT, some GTEs and DeBERTa-v3 have no token types:
                 // one all-zero type row adds nothing, exactly.
                 out.append(.init(name: module.name + ".weight", shape: [module.rows, module.cols],
                                  floats: [Float](repeating: 0, count: module.rows * module.cols)))
-            case .table where module.name == TensorNames.maskedLMDecoder && config.mobileBert != nil:
-                let (v, h, e) = (module.rows, module.cols, config.mobileBert!.embeddingSize)
+            case .table where module.name == TensorNames.maskedLMDecoder && config.encoder.mobileBert != nil:
+                let (v, h, e) = (module.rows, module.cols, config.encoder.mobileBert!.embeddingSize)
                 // transformers ties decoder.weight to the word embeddings and may not save it.
                 let embeddings = names[decoderName] ?? TensorNames.join(TensorNames.wordEmbeddings, "weight")
                 let extraRows = TensorNames.join(TensorNames.maskedLMExtraRows, "weight")
@@ -149,7 +149,7 @@ public enum Converter {
                 for part in [TensorNames.query, TensorNames.key, TensorNames.value] {
                     weight += try tensor(prefix + part + ".weight", [h, h])
                     // NomicBERT's projections have no bias.
-                    bias += config.rotary != nil && names[prefix + part + ".bias"] == nil
+                    bias += config.encoder.rotary != nil && names[prefix + part + ".bias"] == nil
                         ? [Float](repeating: 0, count: h) : try tensor(prefix + part + ".bias", [h])
                     used.formUnion([prefix + part + ".weight", prefix + part + ".bias"])
                 }
@@ -160,13 +160,13 @@ public enum Converter {
                 try copyBias(module.name + ".bias", module.rows)
             }
         }
-        if finalConfig.hasMaskedLMHead {
+        if finalConfig.heads.hasMaskedLMHead {
             // The output bias is saved as cls.predictions.bias, or (older checkpoints) as decoder.bias.
             let legacy = TensorNames.join(TensorNames.maskedLMDecoder, "bias")
-            if config.rotary != nil, names[TensorNames.maskedLMBias] == nil, names[legacy] == nil {
-                try copyBias(TensorNames.maskedLMBias, config.vocabSize)  // ModernBERT without decoder_bias
+            if config.encoder.rotary != nil, names[TensorNames.maskedLMBias] == nil, names[legacy] == nil {
+                try copyBias(TensorNames.maskedLMBias, config.encoder.vocabSize)  // ModernBERT without decoder_bias
             } else {
-                try copy(TensorNames.maskedLMBias, [config.vocabSize], from: names[TensorNames.maskedLMBias] != nil ? nil : legacy)
+                try copy(TensorNames.maskedLMBias, [config.encoder.vocabSize], from: names[TensorNames.maskedLMBias] != nil ? nil : legacy)
             }
         }
         out += try SentenceTransformersFolder.read(source, into: &finalConfig)
@@ -177,7 +177,7 @@ public enum Converter {
     /// The last step of every family's conversion: the converted tensors (one float32 file), the
     /// config (validated against the checkpoint's), the tokenizer files. The checkpoint's tensors
     /// that nothing read (`names` by converted name, less `used`) are reported as dropped.
-    static func writeFolder(_ tensors: [SafeTensorsWriter.Entry], config: BertConfig, names: [String: String], used: Set<String>,
+    static func writeFolder(_ tensors: [SafeTensorsWriter.Entry], config: ModelConfig, names: [String: String], used: Set<String>,
                             source: URL, destination: URL) throws -> Report {
         let dropped = names.keys.filter { !used.contains($0) }.sorted().map { names[$0]! }
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
@@ -190,7 +190,7 @@ public enum Converter {
     }
 
     /// Hugging Face's config.json, checked to describe a BERT encoder.
-    static func readConfig(_ folder: URL) throws -> BertConfig {
+    static func readConfig(_ folder: URL) throws -> ModelConfig {
         let url = folder.appendingPathComponent("config.json")
         let data: Data
         do {
@@ -203,7 +203,7 @@ public enum Converter {
 
     /// The same from the file's bytes (the converter's path, and the fuzzer's); validated. The
     /// family that reads it (`ModelFamilies`) makes the config.
-    static func readConfig(_ data: Data, path: String, folder: String) throws -> BertConfig {
+    static func readConfig(_ data: Data, path: String, folder: String) throws -> ModelConfig {
         guard case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
             throw SwiftBERTError.invalidConfig(path: path, reason: "not a JSON object; give the checkpoint's own config.json")
         }
@@ -230,7 +230,7 @@ public enum Converter {
     }
 
     /// A rotary encoder's config.json (NomicBERT, GTE, ModernBERT), with its classification head.
-    static func readRotaryConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+    static func readRotaryConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig {
         guard let family = rotaryFamily(modelType: modelType, architectures: architectures) else {
             throw SwiftBERTError.unsupportedCheckpoint(path: folder, reason: "model_type '\(printable(modelType))' is not a rotary encoder's")
         }
@@ -241,10 +241,10 @@ public enum Converter {
         var config = try rotaryConfig(family, json, path: path)
         let pooling = family == .modernBERT ? try classifierPooling(json, path: path) : .cls
         if classifies {
-            config.task = TaskHeadConfig(kind: architectures.contains(where: { $0.contains("ForTokenClassification") }) ? .tokenClassification : .sequenceClassification)
-            config.task?.classifierPooling = pooling
-            config.task?.labels = try readLabels(json, path: path)
-            config.task?.problemType = json["problem_type"]?.string
+            config.heads.task = TaskHeadConfig(kind: architectures.contains(where: { $0.contains("ForTokenClassification") }) ? .tokenClassification : .sequenceClassification)
+            config.heads.task?.classifierPooling = pooling
+            config.heads.task?.labels = try readLabels(json, path: path)
+            config.heads.task?.problemType = json["problem_type"]?.string
         }
         try config.validate(path: path)
         return config
@@ -253,7 +253,7 @@ public enum Converter {
     /// A config.json of BERT's layers (BERT, DistilBERT, RoBERTa, XLM-R, MPNet), or MobileBERT's
     /// (BERT's fields and its own), with its classification head.
     static func readBertConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String,
-                               isMobileBERT: Bool) throws -> BertConfig {
+                               isMobileBERT: Bool) throws -> ModelConfig {
         let variant = isMobileBERT ? nil : bertVariant(modelType: modelType, architectures: architectures)
         let isDistilBERT = variant == .distilBERT, isMPNet = variant == .mpnet
         let roberta: Architecture? = variant == .roberta || variant == .xlmRoberta ? variant : nil
@@ -282,32 +282,31 @@ public enum Converter {
             ? ["hidden_size": "dim", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads", "intermediate_size": "hidden_dim", "hidden_act": "activation"]
             : [:]
         func name(_ bert: String) -> String { key[bert] ?? bert }
-        var config = BertConfig(
+        var config = ModelConfig(encoder: EncoderConfig(
             vocabSize: try int("vocab_size"), hiddenSize: try int(name("hidden_size")),
             numHiddenLayers: try int(name("num_hidden_layers")), numAttentionHeads: try int(name("num_attention_heads")),
             intermediateSize: try int(name("intermediate_size")), maxPositionEmbeddings: maxPositions,
             typeVocabSize: try isDistilBERT || isMPNet ? 1 : int("type_vocab_size", 2),
             layerNormEps: eps,
             hiddenAct: json[name("hidden_act")]?.string ?? "gelu",
-            maxSequenceLength: maxPositions,
-            hasMaskedLMHead: false, hasUntiedDecoder: false)
-        if isDistilBERT { config.architecture = .distilBERT }
+            maxSequenceLength: maxPositions))
+        if isDistilBERT { config.encoder.architecture = .distilBERT }
         if isMobileBERT { try addMobileBertFields(to: &config, json, architectures: architectures, path: path) }
         if let roberta {
             // Positions start after padding_idx (pad_token_id, 1 in every RoBERTa and XLM-R).
-            config.architecture = roberta
-            config.paddingIdx = try int("pad_token_id", 1)
-            config.maxSequenceLength = config.positionLimit
+            config.encoder.architecture = roberta
+            config.encoder.paddingIdx = try int("pad_token_id", 1)
+            config.encoder.maxSequenceLength = config.encoder.positionLimit
         }
         if isMPNet {
             // MPNetEmbeddings counts positions as RoBERTa does, from padding_idx + 1.
-            config.architecture = .mpnet
-            config.paddingIdx = try int("pad_token_id", 1)
-            config.maxSequenceLength = config.positionLimit
-            config.relativeAttentionNumBuckets = try int("relative_attention_num_buckets", 32)
+            config.encoder.architecture = .mpnet
+            config.encoder.paddingIdx = try int("pad_token_id", 1)
+            config.encoder.maxSequenceLength = config.encoder.positionLimit
+            config.encoder.relativeAttentionNumBuckets = try int("relative_attention_num_buckets", 32)
         }
         var withHead = config
-        withHead.task = try taskHead(json, architectures: architectures, path: path)
+        withHead.heads.task = try taskHead(json, architectures: architectures, path: path)
         // Before any tensor is looked at: sizes drive loops and the shapes checked against the file.
         try withHead.validate(path: path)
         return withHead
@@ -388,11 +387,11 @@ public enum Converter {
 
     /// A classifier in the checkpoint needs a *ForSequenceClassification / *ForTokenClassification
     /// architecture to say how it is used, and such a head needs labels.
-    static func checkTaskHead(_ config: BertConfig, hasClassifier: Bool) throws {
-        if hasClassifier, config.task?.kind == nil {
+    static func checkTaskHead(_ config: ModelConfig, hasClassifier: Bool) throws {
+        if hasClassifier, config.heads.task?.kind == nil {
             throw SwiftBERTError.unsupportedCheckpoint(path: "config.json", reason: "the checkpoint holds classifier.weight but its architectures name no ForSequenceClassification or ForTokenClassification class; fix config.json's architectures")
         }
-        if config.task != nil, (config.task?.labels?.count ?? 0) < 1 {
+        if config.heads.task != nil, (config.heads.task?.labels?.count ?? 0) < 1 {
             throw SwiftBERTError.invalidConfig(path: "config.json", reason: "a classification head needs id2label (or num_labels); fix config.json")
         }
     }

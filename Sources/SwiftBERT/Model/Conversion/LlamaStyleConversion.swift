@@ -23,11 +23,11 @@ extension TensorNames {
     /// The converted tensors of a Llama-style encoder, in file order: what `bert quantize` reads
     /// its matrices from. `qkv` stacks Q [heads·d] over K and V [kv heads·d each]; `gate_up` the
     /// gate's rows over up's.
-    static func llamaStyleModules(_ config: BertConfig, headDim d: Int, keyValueHeads: Int, layout: LlamaStyleLayout) -> [Module] {
-        let h = config.hiddenSize, ffn = config.intermediateSize
-        let queries = config.numAttentionHeads * d, qkvRows = queries + 2 * keyValueHeads * d
-        var modules = [Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h)]
-        for l in 0..<config.numHiddenLayers {
+    static func llamaStyleModules(_ config: ModelConfig, headDim d: Int, keyValueHeads: Int, layout: LlamaStyleLayout) -> [Module] {
+        let h = config.encoder.hiddenSize, ffn = config.encoder.intermediateSize
+        let queries = config.encoder.numAttentionHeads * d, qkvRows = queries + 2 * keyValueHeads * d
+        var modules = [Module(name: wordEmbeddings, kind: .table, rows: config.encoder.vocabSize, cols: h)]
+        for l in 0..<config.encoder.numHiddenLayers {
             let p = layer(l)
             func norm(_ name: String, _ size: Int = h) -> Module { Module(name: name, kind: .layerNorm, rows: 1, cols: size) }
             modules += [
@@ -46,7 +46,7 @@ extension TensorNames {
             if layout.postFeedForwardNorm != nil { modules.append(norm(join(p, postFeedForwardNorm))) }
         }
         modules.append(Module(name: finalNorm, kind: .layerNorm, rows: 1, cols: h))
-        for (index, layer) in (config.sentence.denseLayers ?? []).enumerated() {
+        for (index, layer) in (config.heads.sentence.denseLayers ?? []).enumerated() {
             modules.append(Module(name: sentenceDense(index), kind: .linear, rows: layer.outFeatures, cols: layer.inFeatures))
         }
         return modules
@@ -76,7 +76,7 @@ extension Converter {
     /// Writes a Llama-style encoder's converted folder: every tensor checked against config.json,
     /// then the sentence-transformers modules and the tokenizer. A tied or absent `lm_head` is
     /// dropped: the encoders' heads are sentence-transformers'.
-    static func convertLlamaStyle(source: URL, config: BertConfig, headDim d: Int, keyValueHeads: Int, layout: LlamaStyleLayout,
+    static func convertLlamaStyle(source: URL, config: ModelConfig, headDim d: Int, keyValueHeads: Int, layout: LlamaStyleLayout,
                                   to destination: URL) throws -> Report {
         let file = try CheckpointShards(folder: source)
         var names: [String: String] = [:]
@@ -98,13 +98,13 @@ extension Converter {
             used.insert(name)
             return try file.floatArray(original)
         }
-        let (h, f) = (config.hiddenSize, config.intermediateSize)
-        let queries = config.numAttentionHeads * d, keys = keyValueHeads * d
+        let (h, f) = (config.encoder.hiddenSize, config.encoder.intermediateSize)
+        let queries = config.encoder.numAttentionHeads * d, keys = keyValueHeads * d
         func zeros(_ count: Int) -> [Float] { [Float](repeating: 0, count: count) }
         var out: [SafeTensorsWriter.Entry] = [
-            .init(name: TensorNames.wordEmbeddings + ".weight", shape: [config.vocabSize, h], floats: try tensor("embed_tokens.weight", [config.vocabSize, h])),
+            .init(name: TensorNames.wordEmbeddings + ".weight", shape: [config.encoder.vocabSize, h], floats: try tensor("embed_tokens.weight", [config.encoder.vocabSize, h])),
         ]
-        for l in 0..<config.numHiddenLayers {
+        for l in 0..<config.encoder.numHiddenLayers {
             let source = "layers.\(l).", target = TensorNames.layer(l)
             let attention = TensorNames.join(target, TensorNames.attention)
             let qkv = TensorNames.join(attention, TensorNames.selfAttention, TensorNames.qkv)

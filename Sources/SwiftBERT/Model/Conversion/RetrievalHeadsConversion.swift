@@ -5,9 +5,9 @@ extension Converter {
     /// (Linear(hidden, 1), the lexical weights) and `colbert_linear.pt` (Linear(hidden, d), the
     /// ColBERT vectors). Their tensors go into the converted file under FlagEmbedding's module
     /// names, and the config says which heads the model has. A folder without them: nothing.
-    static func readRetrievalHeads(_ source: URL, into config: inout BertConfig) throws -> [SafeTensorsWriter.Entry] {
+    static func readRetrievalHeads(_ source: URL, into config: inout ModelConfig) throws -> [SafeTensorsWriter.Entry] {
         var entries: [SafeTensorsWriter.Entry] = []
-        let h = config.hiddenSize
+        let h = config.encoder.hiddenSize
         for (file, module) in [("sparse_linear.pt", TensorNames.sparseLinear), ("colbert_linear.pt", TensorNames.colbertLinear)] {
             let url = source.appendingPathComponent(file)
             guard FileManager.default.fileExists(atPath: url.path) else { continue }
@@ -30,7 +30,7 @@ extension Converter {
             }
             entries.append(.init(name: module + ".weight", shape: [n, h], floats: try checkpoint.floatArray("weight")))
             entries.append(.init(name: module + ".bias", shape: [n], floats: bias))
-            if module == TensorNames.sparseLinear { config.hasLexicalWeights = true } else { config.colbertDimension = n }
+            if module == TensorNames.sparseLinear { config.heads.hasLexicalWeights = true } else { config.heads.colbertDimension = n }
         }
         return entries
     }

@@ -6,9 +6,9 @@ import Foundation
 /// config_sentence_transformers.json (prompts, default_prompt_name).
 enum SentenceTransformersFolder {
     /// The settings folded into `config`, and the Dense modules' tensors to store.
-    static func read(_ folder: URL, into config: inout BertConfig) throws -> [SafeTensorsWriter.Entry] {
+    static func read(_ folder: URL, into config: inout ModelConfig) throws -> [SafeTensorsWriter.Entry] {
         if case let .number(length)? = json(folder, "sentence_bert_config.json")?["max_seq_length"], length >= 1, length <= 1e9 {
-            config.maxSequenceLength = min(Int(length), config.positionLimit)
+            config.encoder.maxSequenceLength = min(Int(length), config.encoder.positionLimit)
         }
         if case let .object(settings)? = json(folder, "config_sentence_transformers.json") {
             if case let .object(prompts)? = settings["prompts"], !prompts.isEmpty {
@@ -20,13 +20,13 @@ enum SentenceTransformersFolder {
                     }
                     texts[name] = text
                 }
-                config.sentence.prompts = texts
+                config.heads.sentence.prompts = texts
             }
-            config.sentence.defaultPromptName = settings["default_prompt_name"]?.string
+            config.heads.sentence.defaultPromptName = settings["default_prompt_name"]?.string
         }
         guard let modules = json(folder, "modules.json")?.array else { return [] }
         var dense: [SafeTensorsWriter.Entry] = []
-        config.sentence.normalize = false
+        config.heads.sentence.normalize = false
         for module in modules {
             let type = module["type"]?.string ?? ""
             let path = module["path"]?.string ?? ""
@@ -37,9 +37,9 @@ enum SentenceTransformersFolder {
             case "Pooling":
                 try readPooling(folder, path, into: &config)
             case "Dense":
-                dense += try readDense(folder, path, index: config.sentence.denseLayers?.count ?? 0, into: &config)
+                dense += try readDense(folder, path, index: config.heads.sentence.denseLayers?.count ?? 0, into: &config)
             case "Normalize":
-                config.sentence.normalize = true
+                config.heads.sentence.normalize = true
             default:
                 throw SwiftBERTError.unsupportedCheckpoint(path: folder.path, reason: "modules.json lists the sentence-transformers module '\(printable(type))', which SwiftBERT does not implement (it runs Transformer, Pooling, Dense and Normalize); use a model made of those")
             }
@@ -49,7 +49,7 @@ enum SentenceTransformersFolder {
 
     /// Both formats: `{"pooling_mode": "cls", "include_prompt": true}` (sentence-transformers 6)
     /// and the older `pooling_mode_cls_token: true, ...` booleans.
-    static func readPooling(_ folder: URL, _ path: String, into config: inout BertConfig) throws {
+    static func readPooling(_ folder: URL, _ path: String, into config: inout ModelConfig) throws {
         let file = folder.appendingPathComponent(path).appendingPathComponent("config.json")
         guard let settings = json(folder, path + "/config.json") else {
             throw SwiftBERTError.unsupportedCheckpoint(path: file.path, reason: "the Pooling module's config.json is missing or not JSON; give the complete sentence-transformers folder")
@@ -72,18 +72,18 @@ enum SentenceTransformersFolder {
             let known = Pooling.allCases.map(\.rawValue).joined(separator: ", ")
             throw SwiftBERTError.unsupportedCheckpoint(path: file.path, reason: "asks for pooling \(printable(modes.joined(separator: " + "))); SwiftBERT implements one mode at a time, of \(known): use a model with one of those")
         }
-        config.sentence.pooling = mode
-        config.sentence.includePrompt = settings["include_prompt"]?.bool ?? true
+        config.heads.sentence.pooling = mode
+        config.heads.sentence.includePrompt = settings["include_prompt"]?.bool ?? true
     }
 
     /// A Dense module's config.json and weights (model.safetensors, tensors linear.weight/bias).
-    static func readDense(_ folder: URL, _ path: String, index: Int, into config: inout BertConfig) throws -> [SafeTensorsWriter.Entry] {
+    static func readDense(_ folder: URL, _ path: String, index: Int, into config: inout ModelConfig) throws -> [SafeTensorsWriter.Entry] {
         let directory = folder.appendingPathComponent(path)
         guard let settings = json(folder, path + "/config.json") else {
             throw SwiftBERTError.unsupportedCheckpoint(path: directory.path, reason: "the Dense module's config.json is missing or not JSON; give the complete sentence-transformers folder")
         }
         func count(_ key: String) throws -> Int {
-            guard case let .number(value)? = settings[key], value >= 1, value <= Double(BertConfig.maximumSize), value == value.rounded() else {
+            guard case let .number(value)? = settings[key], value >= 1, value <= Double(ModelConfig.maximumSize), value == value.rounded() else {
                 throw SwiftBERTError.invalidConfig(path: directory.appendingPathComponent("config.json").path, reason: "\(key) is missing or not a positive integer; fix the file")
             }
             return Int(value)
@@ -126,7 +126,7 @@ enum SentenceTransformersFolder {
         let entries = [SafeTensorsWriter.Entry(name: prefix + "weight", shape: [layer.outFeatures, layer.inFeatures],
                                                floats: try tensor("linear.weight", [layer.outFeatures, layer.inFeatures])),
                        SafeTensorsWriter.Entry(name: prefix + "bias", shape: [layer.outFeatures], floats: bias)]
-        config.sentence.denseLayers = (config.sentence.denseLayers ?? []) + [layer]
+        config.heads.sentence.denseLayers = (config.heads.sentence.denseLayers ?? []) + [layer]
         return entries
     }
 

@@ -85,23 +85,23 @@ package enum TensorNames {
     /// masked-LM head (its output bias is not a module), the pooler or pre_classifier and the
     /// classifier of a task head, and sentence-transformers' Dense modules.
     /// The family of the config says which (`ModelFamily.tensorModules`).
-    static func modules(_ config: BertConfig) -> [Module] {
-        ModelFamilies.family(of: config).tensorModules(config) ?? bertModules(config)
+    static func modules(_ config: ModelConfig) -> [Module] {
+        ModelFamilies.family(of: config.encoder).tensorModules(config) ?? bertModules(config)
     }
 
     /// BERT's table, for BERT, DistilBERT, RoBERTa, XLM-R and MPNet.
-    static func bertModules(_ config: BertConfig) -> [Module] {
-        let h = config.hiddenSize, ffn = config.intermediateSize
+    static func bertModules(_ config: ModelConfig) -> [Module] {
+        let h = config.encoder.hiddenSize, ffn = config.encoder.intermediateSize
         var modules: [Module] = [
-            Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),
-            Module(name: positionEmbeddings, kind: .table, rows: config.maxPositionEmbeddings, cols: h),
-            Module(name: tokenTypeEmbeddings, kind: .table, rows: config.typeVocabSize, cols: h),
+            Module(name: wordEmbeddings, kind: .table, rows: config.encoder.vocabSize, cols: h),
+            Module(name: positionEmbeddings, kind: .table, rows: config.encoder.maxPositionEmbeddings, cols: h),
+            Module(name: tokenTypeEmbeddings, kind: .table, rows: config.encoder.typeVocabSize, cols: h),
             Module(name: embeddingsLayerNorm, kind: .layerNorm, rows: 1, cols: h),
         ]
-        if let buckets = config.relativeAttentionNumBuckets {
-            modules.append(Module(name: relativeAttentionBias, kind: .table, rows: buckets, cols: config.numAttentionHeads))
+        if let buckets = config.encoder.relativeAttentionNumBuckets {
+            modules.append(Module(name: relativeAttentionBias, kind: .table, rows: buckets, cols: config.encoder.numAttentionHeads))
         }
-        for l in 0..<config.numHiddenLayers {
+        for l in 0..<config.encoder.numHiddenLayers {
             let p = layer(l)
             modules += [
                 Module(name: join(p, attention, selfAttention, qkv), kind: .linear, rows: 3 * h, cols: h),
@@ -112,25 +112,25 @@ package enum TensorNames {
                 Module(name: join(p, output, layerNorm), kind: .layerNorm, rows: 1, cols: h),
             ]
         }
-        if config.hasMaskedLMHead {
+        if config.heads.hasMaskedLMHead {
             modules += [
                 Module(name: join(maskedLMTransform, dense), kind: .linear, rows: h, cols: h),
                 Module(name: join(maskedLMTransform, layerNorm), kind: .layerNorm, rows: 1, cols: h),
             ]
-            if config.hasUntiedDecoder {
-                modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.vocabSize, cols: h))
+            if config.heads.hasUntiedDecoder {
+                modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.encoder.vocabSize, cols: h))
             }
         }
-        if config.hasPooler == true {
+        if config.heads.hasPooler == true {
             modules.append(Module(name: pooler, kind: .linear, rows: h, cols: h))
         }
-        if config.task?.kind == .sequenceClassification, config.isDistilBERT {
+        if config.heads.task?.kind == .sequenceClassification, config.encoder.isDistilBERT {
             modules.append(Module(name: preClassifier, kind: .linear, rows: h, cols: h))
         }
-        if config.task?.kind != nil {
-            modules.append(Module(name: classifier, kind: .linear, rows: config.task?.labels?.count ?? 0, cols: h))
+        if config.heads.task?.kind != nil {
+            modules.append(Module(name: classifier, kind: .linear, rows: config.heads.task?.labels?.count ?? 0, cols: h))
         }
-        for (index, layer) in (config.sentence.denseLayers ?? []).enumerated() {
+        for (index, layer) in (config.heads.sentence.denseLayers ?? []).enumerated() {
             modules.append(Module(name: sentenceDense(index), kind: .linear, rows: layer.outFeatures, cols: layer.inFeatures))
         }
         return modules
@@ -142,8 +142,8 @@ package enum TensorNames {
     /// tables, all vectors and the heads' Linear layers stay float32: INT8 heads (measured on
     /// the head fixtures, docs/models.md) made rerank scores 7 times further from FP32, for a
     /// size and a time the encoder dwarfs. A head whose file does hold INT8 runs it weight-only.
-    static func int8Matrices(_ config: BertConfig) -> [Module] {
-        let heads = Set([pooler, preClassifier, classifier] + (0..<(config.sentence.denseLayers?.count ?? 0)).map(sentenceDense))
+    static func int8Matrices(_ config: ModelConfig) -> [Module] {
+        let heads = Set([pooler, preClassifier, classifier] + (0..<(config.heads.sentence.denseLayers?.count ?? 0)).map(sentenceDense))
         return modules(config).filter {
             ($0.kind == .linear && !heads.contains($0.name)) || $0.name == wordEmbeddings || $0.name == maskedLMDecoder
         }
@@ -165,23 +165,23 @@ extension TensorNames {
     /// transformers' `cls.predictions.dense`: the decoder rows beyond embedding_size, stored [(H - E) × V].
     static let maskedLMExtraRows = "cls.predictions.dense"
 
-    static func mobileBertModules(_ config: BertConfig, _ mobile: MobileBertConfig) -> [Module] {
-        let h = config.hiddenSize, ffn = config.intermediateSize, e = mobile.embeddingSize
-        let t = mobile.trueHiddenSize(config)
-        var modules = [Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: e)]
-        if mobile.projectsEmbeddings(config) {
+    static func mobileBertModules(_ config: ModelConfig, _ mobile: MobileBertConfig) -> [Module] {
+        let h = config.encoder.hiddenSize, ffn = config.encoder.intermediateSize, e = mobile.embeddingSize
+        let t = mobile.trueHiddenSize(config.encoder)
+        var modules = [Module(name: wordEmbeddings, kind: .table, rows: config.encoder.vocabSize, cols: e)]
+        if mobile.projectsEmbeddings(config.encoder) {
             modules.append(Module(name: embeddingTransformation, kind: .linear, rows: h, cols: mobile.trigramInput ? 3 * e : e))
         }
         modules += [
-            Module(name: positionEmbeddings, kind: .table, rows: config.maxPositionEmbeddings, cols: h),
-            Module(name: tokenTypeEmbeddings, kind: .table, rows: config.typeVocabSize, cols: h),
+            Module(name: positionEmbeddings, kind: .table, rows: config.encoder.maxPositionEmbeddings, cols: h),
+            Module(name: tokenTypeEmbeddings, kind: .table, rows: config.encoder.typeVocabSize, cols: h),
             Module(name: embeddingsLayerNorm, kind: .layerNorm, rows: 1, cols: h),
         ]
         func linearAndNorm(_ name: String, rows: Int, cols: Int) -> [Module] {
             [Module(name: join(name, dense), kind: .linear, rows: rows, cols: cols),
              Module(name: join(name, layerNorm), kind: .layerNorm, rows: 1, cols: rows)]
         }
-        for l in 0..<config.numHiddenLayers {
+        for l in 0..<config.encoder.numHiddenLayers {
             let p = layer(l)
             if mobile.useBottleneck {
                 modules += linearAndNorm(join(p, bottleneck, bottleneckInput), rows: t, cols: h)
@@ -204,9 +204,9 @@ extension TensorNames {
             modules += linearAndNorm(join(p, output), rows: t, cols: ffn)
             if mobile.useBottleneck { modules += linearAndNorm(join(p, output, bottleneck), rows: h, cols: t) }
         }
-        if config.hasMaskedLMHead {
+        if config.heads.hasMaskedLMHead {
             modules += linearAndNorm(maskedLMTransform, rows: h, cols: h)
-            modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.vocabSize, cols: h))
+            modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.encoder.vocabSize, cols: h))
         }
         return modules
     }

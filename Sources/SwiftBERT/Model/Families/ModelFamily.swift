@@ -13,47 +13,47 @@ package protocol ModelFamily: Sendable {
     /// family's. The table asks the families in order; the first that claims it converts it.
     func reads(modelType: String, architectures: [String]) -> Bool
     /// The converted config from a Hugging Face config.json this family reads, validated.
-    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig
     /// Whether a converted config.json is this family's.
-    func describes(_ config: BertConfig) -> Bool
+    func describes(_ config: EncoderConfig) -> Bool
     /// The precisions its encoder runs in.
     var precisions: [Precision] { get }
     /// The encoder of a converted folder of this family.
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel
     /// Converts a checkpoint of this family itself, when its tensors do not fit the BERT-shaped
     /// module table the converter walks (`TensorNames.modules`); nil leaves it to that table.
-    func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report?
+    func convert(source: URL, config: ModelConfig, to destination: URL) throws -> Converter.Report?
     /// The converted tensors of a config of this family, in file order (what the converter
     /// writes and `bert quantize` reads its matrices from); nil: BERT's table
     /// (`TensorNames.bertModules`).
-    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]?
+    func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]?
     /// A checkpoint tensor's name as the BERT-shaped converter knows it (`TensorNames`), for a
     /// family that goes through that converter under other names.
-    func canonicalName(_ name: String, config: BertConfig) -> String
-    /// Whether the tokenizer's token type ids reach the model (`BertConfig.usesTokenTypes`).
-    func usesTokenTypes(_ config: BertConfig) -> Bool
-    /// The longest sequence the model takes, [CLS] and [SEP] included (`BertConfig.positionLimit`).
-    func positionLimit(_ config: BertConfig) -> Int
+    func canonicalName(_ name: String, config: ModelConfig) -> String
+    /// Whether the tokenizer's token type ids reach the model (`EncoderConfig.usesTokenTypes`).
+    func usesTokenTypes(_ config: EncoderConfig) -> Bool
+    /// The longest sequence the model takes, [CLS] and [SEP] included (`EncoderConfig.positionLimit`).
+    func positionLimit(_ config: EncoderConfig) -> Int
     /// The hidden_act values its modules run besides BERT's exact GELU ("gelu").
     var otherActivations: Set<String> { get }
     /// Whether a checkpoint of it may have no token-type table (the converter then writes one
     /// all-zero row, which adds nothing).
     var mayLackTokenTypeTable: Bool { get }
-    /// Checks of its own fields, before any weight is touched (`BertConfig.validate` calls it);
+    /// Checks of its own fields, before any weight is touched (`EncoderConfig.validate` calls it);
     /// `fail` adds what to do.
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws
 }
 
 extension ModelFamily {
-    func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report? { nil }
-    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? { nil }
-    func canonicalName(_ name: String, config: BertConfig) -> String { name }
-    func usesTokenTypes(_ config: BertConfig) -> Bool { true }
+    func convert(source: URL, config: ModelConfig, to destination: URL) throws -> Converter.Report? { nil }
+    func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? { nil }
+    func canonicalName(_ name: String, config: ModelConfig) -> String { name }
+    func usesTokenTypes(_ config: EncoderConfig) -> Bool { true }
     /// The rows of the position table, less the padding_idx + 1 rows RoBERTa's positions skip.
-    func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings - (config.paddingIdx.map { $0 + 1 } ?? 0) }
+    func positionLimit(_ config: EncoderConfig) -> Int { config.maxPositionEmbeddings - (config.paddingIdx.map { $0 + 1 } ?? 0) }
     var otherActivations: Set<String> { [] }
     var mayLackTokenTypeTable: Bool { false }
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {}
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {}
 }
 
 /// The families SwiftBERT runs, in the order they are asked.
@@ -74,7 +74,7 @@ package enum ModelFamilies {
 
     /// The family of a converted config.json. BERT's when no other claims it: a folder converted
     /// before `architecture` was written holds a BERT.
-    package static func family(of config: BertConfig) -> any ModelFamily {
+    package static func family(of config: EncoderConfig) -> any ModelFamily {
         all.first { $0.describes(config) } ?? BertFamily()
     }
 

@@ -103,18 +103,18 @@ public final class WordSuggester: @unchecked Sendable {
     private let marksWordStarts: Bool
 
     public init(model: any EncoderModel, tokenizer: Tokenizer, userWords: [UserWord] = [], options: Options = Options()) throws {
-        guard model.config.hasMaskedLMHead else {
+        guard model.config.heads.hasMaskedLMHead else {
             throw SwiftBERTError.invalidInput(reason: "\(model.folder.lastPathComponent) has no masked-LM head; suggestions need a *ForMaskedLM model such as splade-tiny")
         }
         guard tokenizer.maskId >= 0 else {
             throw SwiftBERTError.invalidInput(reason: "the tokenizer of \(model.folder.lastPathComponent) has no mask token ([MASK] or <mask>); suggestions need the tokenizer of a masked-LM")
         }
-        guard options.contextTokens >= 1, options.contextTokens + 3 <= model.config.positionLimit else {
-            throw SwiftBERTError.invalidInput(reason: "contextTokens must be between 1 and \(model.config.positionLimit - 3)")
+        guard options.contextTokens >= 1, options.contextTokens + 3 <= model.config.encoder.positionLimit else {
+            throw SwiftBERTError.invalidInput(reason: "contextTokens must be between 1 and \(model.config.encoder.positionLimit - 3)")
         }
         (self.model, self.tokenizer, self.options) = (model, tokenizer, options)
         marksWordStarts = tokenizer.marksWordStarts
-        vocabularyWords = Self.vocabularyWords(tokenizer, limit: model.config.vocabSize, marksWordStarts: marksWordStarts)
+        vocabularyWords = Self.vocabularyWords(tokenizer, limit: model.config.encoder.vocabSize, marksWordStarts: marksWordStarts)
         index = WordIndex(words: vocabularyWords)
         if !userWords.isEmpty { addUserWords(userWords) }
     }

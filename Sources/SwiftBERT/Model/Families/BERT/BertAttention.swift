@@ -7,7 +7,7 @@ struct BertSelfAttention {
     let heads: Int
     let headDim: Int
 
-    init(_ scope: WeightScope, _ config: BertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig) throws {
         qkv = try scope[TensorNames.qkv].linear(k: config.hiddenSize, n: 3 * config.hiddenSize)
         heads = config.numAttentionHeads
         headDim = config.headDim
@@ -41,7 +41,7 @@ struct BertProjectionOutput {
     let layerNorm: LayerNorm
     let stage: StageProfile.Stage
 
-    init(_ scope: WeightScope, _ module: Module, _ config: BertConfig) throws {
+    init(_ scope: WeightScope, _ module: Module, _ config: EncoderConfig) throws {
         let k = module == .selfOutput ? config.hiddenSize : config.intermediateSize
         stage = module == .selfOutput ? .attentionOutput : .feedForwardOut
         dense = try scope[TensorNames.dense].linear(k: k, n: config.hiddenSize)
@@ -61,7 +61,7 @@ struct BertAttention {
     let selfAttention: BertSelfAttention
     let output: BertProjectionOutput
 
-    init(_ scope: WeightScope, _ config: BertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig) throws {
         selfAttention = try BertSelfAttention(scope[TensorNames.selfAttention], config)
         output = try BertProjectionOutput(scope[TensorNames.output], .selfOutput, config)
     }

@@ -14,7 +14,7 @@ struct BertEmbeddings {
     let paddingIdx: Int32?
 
     /// `positions` false: the model adds no absolute positions, and its file has no table.
-    init(_ scope: WeightScope, _ config: BertConfig, positions: Bool = true) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, positions: Bool = true) throws {
         let h = config.hiddenSize, file = scope.file
         hidden = h
         paddingIdx = config.paddingIdx.map(Int32.init)

@@ -12,15 +12,15 @@ struct BertFamily: ModelFamily {
         Converter.bertVariant(modelType: modelType, architectures: architectures) != nil
     }
 
-    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig {
         try Converter.readBertConfig(json, modelType: modelType, architectures: architectures, path: path, isMobileBERT: false)
     }
 
-    func describes(_ config: BertConfig) -> Bool { config.mobileBert == nil && config.rotary == nil }
+    func describes(_ config: EncoderConfig) -> Bool { config.mobileBert == nil && config.rotary == nil }
 
     /// RoBERTa's tokenizers give the model no token types (every token is type 0, pairs
     /// included); MPNet has none.
-    func usesTokenTypes(_ config: BertConfig) -> Bool { !config.isRoberta && config.architecture != .mpnet }
+    func usesTokenTypes(_ config: EncoderConfig) -> Bool { !config.isRoberta && config.architecture != .mpnet }
 
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try BertModel(folder: folder, threads: threads, precision: precision)

@@ -5,7 +5,7 @@ struct BertIntermediate {
     let activation: HiddenActivation
 
     /// `k`: the width it reads (hidden_size; MobileBERT's true_hidden_size).
-    init(_ scope: WeightScope, k: Int, _ config: BertConfig) throws {
+    init(_ scope: WeightScope, k: Int, _ config: EncoderConfig) throws {
         dense = try scope[TensorNames.dense].linear(k: k, n: config.intermediateSize)
         activation = HiddenActivation(config)
     }
@@ -29,7 +29,7 @@ struct BertLayer {
     let intermediate: BertIntermediate
     let output: BertProjectionOutput
 
-    init(_ scope: WeightScope, _ config: BertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig) throws {
         attention = try BertAttention(scope[TensorNames.attention], config)
         intermediate = try BertIntermediate(scope[TensorNames.intermediate], k: config.hiddenSize, config)
         output = try BertProjectionOutput(scope[TensorNames.output], .output, config)

@@ -16,7 +16,7 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     public init(folder: URL, threads: Int? = nil, precision: Precision = .fp32, checksFiniteWeights: Bool = true) throws {
         let start = DispatchTime.now()
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
-        let (config, weights) = (opened.config, opened.weights)
+        let (config, heads, weights) = (opened.config.encoder, opened.config.heads, opened.weights)
         guard ModelFamilies.family(of: config) is BertFamily else {
             throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is a \(ModelFamilies.family(of: config).name) model: load it with loadModel or loadEncoder")
         }
@@ -26,8 +26,8 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         relativePositionBias = try config.relativeAttentionNumBuckets.map {
             try RelativePositionBias(root[TensorNames.relativeAttentionBias], config, buckets: $0)
         }
-        maskedLMHead = config.hasMaskedLMHead
-            ? try MaskedLMPredictionHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+        maskedLMHead = heads.hasMaskedLMHead
+            ? try MaskedLMPredictionHead(root, opened.config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         KernelReport.warnOnceIfSlower()  // a portable build on an AVX-512 CPU says so, once
         super.init(opened, loadStarted: start)
     }
@@ -45,8 +45,8 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     /// (`Quantizer.calibrate`).
     func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?,
                 recordingInto ranges: ActivationRanges?) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
-        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.hiddenSize, threads: threads) { part, ids, types, hidden in
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds)
+        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.encoder.hiddenSize, threads: threads) { part, ids, types, hidden in
             let context = context(for: part, profile: profile)
             context.activationRanges = ranges
             forward(ids: ids, typeIds: types, hidden: hidden, context)
@@ -56,8 +56,8 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     /// Threads, scratch and profile for one forward pass over `sequences`.
     func context(for sequences: PackedSequences, profile: StageProfile? = nil) -> ForwardContext {
         ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
-                       attention: precision.attention, profile: profile, hidden: config.hiddenSize,
-                       wideColumns: max(3 * config.hiddenSize, config.intermediateSize), headDim: config.headDim,
+                       attention: precision.attention, profile: profile, hidden: config.encoder.hiddenSize,
+                       wideColumns: max(3 * config.encoder.hiddenSize, config.encoder.intermediateSize), headDim: config.encoder.headDim,
                        attentionBias: relativePositionBias?.bias)
     }
 
@@ -83,6 +83,6 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     /// The masked-LM head alone (`EncoderModel`): logits [m × V] for hidden rows [m × H].
     public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
         guard let head = maskedLMHead else { throw missingMaskedLMHead }
-        return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
+        return runHead(hiddenRows, m: m, vocabulary: config.encoder.vocabSize) { head($0, m: m, into: $1, threads: threads) }
     }
 }

@@ -9,7 +9,7 @@ import SwiftBERTKernels
 struct RelativePositionBias {
     let bias: RelativeAttentionBias
 
-    init(_ scope: WeightScope, _ config: BertConfig, buckets: Int) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, buckets: Int) throws {
         let heads = config.numAttentionHeads
         let weights = try scope.file.floats(scope.name + ".weight", shape: [buckets, heads])
         bias = RelativeAttentionBias(heads: heads, span: config.positionLimit, scale: 1 / Float(config.headDim).squareRoot()) {

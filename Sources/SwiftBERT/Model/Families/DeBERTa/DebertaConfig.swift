@@ -4,7 +4,7 @@ import Foundation
 /// shares: its disentangled attention. Each layer adds to Q·Kᵀ the content-to-position (c2p)
 /// and position-to-content (p2c) scores, from one table of relative position embeddings shared
 /// by every layer and projected by that layer's own key and query projections.
-/// `BertConfig.deberta`; nil for every other family.
+/// `EncoderConfig.deberta`; nil for every other family.
 public struct DebertaConfig: Codable, Sendable, Equatable {
     /// position_buckets: the relative distances fall into this many buckets on each side, exact up
     /// to half of it, log-spaced beyond (256 in DeBERTa-v3); 0: no buckets, every distance up to
@@ -65,7 +65,7 @@ public struct DebertaConfig: Codable, Sendable, Equatable {
         return min(max(position + span, 0), 2 * span - 1)
     }
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {
         guard span > 0, span <= 1 << 16 else {
             throw fail("position_buckets \(positionBuckets) and max_relative_positions \(maxRelativePositions) leave \(span) relative positions a side; 1 to 65536 are accepted")
         }

@@ -8,11 +8,11 @@ extension TensorNames {
 
     /// DeBERTa's converted tensors: BERT's (Q, K and V fused; no position table unless
     /// position_biased_input), and the relative embeddings with their LayerNorm.
-    static func debertaModules(_ config: BertConfig, _ deberta: DebertaConfig) -> [Module] {
+    static func debertaModules(_ config: ModelConfig, _ deberta: DebertaConfig) -> [Module] {
         var modules = bertModules(config)
         if !deberta.positionBiasedInput { modules.removeAll { $0.name == positionEmbeddings } }
-        let shared = [Module(name: relativeEmbeddings, kind: .table, rows: 2 * deberta.span, cols: config.hiddenSize)]
-            + (deberta.normalizesRelativeEmbeddings ? [Module(name: relativeEmbeddingsNorm, kind: .layerNorm, rows: 1, cols: config.hiddenSize)] : [])
+        let shared = [Module(name: relativeEmbeddings, kind: .table, rows: 2 * deberta.span, cols: config.encoder.hiddenSize)]
+            + (deberta.normalizesRelativeEmbeddings ? [Module(name: relativeEmbeddingsNorm, kind: .layerNorm, rows: 1, cols: config.encoder.hiddenSize)] : [])
         let firstLayer = modules.firstIndex { $0.name.hasPrefix(layer(0) + ".") } ?? modules.endIndex
         modules.insert(contentsOf: shared, at: firstLayer)
         return modules
@@ -27,7 +27,7 @@ extension Converter {
     /// classification head. What SwiftBERT does not implement is refused here, by name: the
     /// convolution of deberta-v2-xlarge's first layer, separate position projections
     /// (share_att_key false), a factorised embedding (embedding_size ≠ hidden_size).
-    static func readDebertaConfig(_ json: [String: JSONValue], architectures: [String], path: String, folder: String) throws -> BertConfig {
+    static func readDebertaConfig(_ json: [String: JSONValue], architectures: [String], path: String, folder: String) throws -> ModelConfig {
         func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
         let fields = ConfigFields(json: json, fail: fail)
         if let head = architectures.first(where: { !debertaClasses.contains($0) }) {
@@ -64,27 +64,27 @@ extension Converter {
         let relativePositions = try fields.int("max_relative_positions", fallback: -1)
         let types = try fields.int("type_vocab_size", fallback: 0)
         guard types >= 0 else { throw fail("type_vocab_size is \(types); it must be 0 or more") }
-        var config = BertConfig(
+        var config = ModelConfig(encoder: EncoderConfig(
             vocabSize: try fields.int("vocab_size"), hiddenSize: h, numHiddenLayers: try fields.int("num_hidden_layers"),
             numAttentionHeads: heads, intermediateSize: try fields.int("intermediate_size"), maxPositionEmbeddings: maxPositions,
             // No token types: one all-zero row, which adds nothing.
             typeVocabSize: max(types, 1), layerNormEps: Float(try fields.number("layer_norm_eps", fallback: 1e-7)), hiddenAct: activation,
-            maxSequenceLength: maxPositions, hasMaskedLMHead: false, hasUntiedDecoder: false)
-        config.architecture = .debertaV2
-        config.deberta = DebertaConfig(
+            maxSequenceLength: maxPositions))
+        config.encoder.architecture = .debertaV2
+        config.encoder.deberta = DebertaConfig(
             positionBuckets: max(try fields.int("position_buckets", fallback: -1), 0),
             maxRelativePositions: relativePositions < 1 ? maxPositions : relativePositions,
             contentToPosition: attentionTypes.contains("c2p"), positionToContent: attentionTypes.contains("p2c"),
             positionBiasedInput: json["position_biased_input"]?.bool ?? true,
             normalizesRelativeEmbeddings: normalizations.contains("layer_norm"))
-        config.task = try taskHead(json, architectures: architectures, path: path)
-        if config.task?.kind == .sequenceClassification {
+        config.heads.task = try taskHead(json, architectures: architectures, path: path)
+        if config.heads.task?.kind == .sequenceClassification {
             // ContextPooler: dense, then pooler_hidden_act (GELU in every DeBERTa).
             let name = json["pooler_hidden_act"]?.string ?? "gelu"
             guard let activation = DenseLayerConfig.Activation(rawValue: name), activation != .identity else {
                 throw fail("pooler_hidden_act '\(printable(name))' is not supported (gelu, tanh and relu are)")
             }
-            config.task?.poolerActivation = activation
+            config.heads.task?.poolerActivation = activation
         }
         try config.validate(path: path)
         return config

@@ -24,7 +24,7 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
         let start = DispatchTime.now()
         let (opened, deberta) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
                                                 family: \.deberta, named: "DeBERTa")
-        let config = opened.config
+        let (config, heads) = (opened.config.encoder, opened.config.heads)
         self.deberta = deberta
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         embeddings = try BertEmbeddings(root, config, positions: deberta.positionBiasedInput)
@@ -37,18 +37,18 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
         layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) {
             try DebertaLayer(root[TensorNames.layer($0)], config, deberta, relativeEmbeddings: relative)
         }
-        maskedLMHead = config.hasMaskedLMHead
-            ? try MaskedLMPredictionHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+        maskedLMHead = heads.hasMaskedLMHead
+            ? try MaskedLMPredictionHead(root, opened.config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         KernelReport.warnOnceIfSlower()
         super.init(opened, loadStarted: start)
     }
 
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
-        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.hiddenSize, threads: threads) { part, ids, types, hidden in
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds)
+        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.encoder.hiddenSize, threads: threads) { part, ids, types, hidden in
             let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
-                                         attention: precision.attention, profile: profile, hidden: config.hiddenSize,
-                                         wideColumns: max(3 * config.hiddenSize, config.intermediateSize), headDim: config.headDim)
+                                         attention: precision.attention, profile: profile, hidden: config.encoder.hiddenSize,
+                                         wideColumns: max(3 * config.encoder.hiddenSize, config.encoder.intermediateSize), headDim: config.encoder.headDim)
             forward(ids: ids, typeIds: types, hidden: hidden, context)
         }
     }
@@ -77,7 +77,7 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
 
     public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
         guard let head = maskedLMHead else { throw missingMaskedLMHead }
-        return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
+        return runHead(hiddenRows, m: m, vocabulary: config.encoder.vocabSize) { head($0, m: m, into: $1, threads: threads) }
     }
 }
 
@@ -88,7 +88,7 @@ struct DebertaLayer {
     let intermediate: BertIntermediate
     let output: BertProjectionOutput
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ deberta: DebertaConfig, relativeEmbeddings: [Float]) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ deberta: DebertaConfig, relativeEmbeddings: [Float]) throws {
         let attentionScope = scope[TensorNames.attention]
         attention = try DisentangledSelfAttention(attentionScope[TensorNames.selfAttention], config, deberta, relativeEmbeddings: relativeEmbeddings)
         attentionOutput = try BertProjectionOutput(attentionScope[TensorNames.output], .selfOutput, config)
@@ -111,7 +111,7 @@ struct DisentangledSelfAttention {
     let positionKeys: [Float]?
     let scale: Float
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ deberta: DebertaConfig, relativeEmbeddings: [Float]) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ deberta: DebertaConfig, relativeEmbeddings: [Float]) throws {
         let h = config.hiddenSize, rows = 2 * deberta.span
         let qkv = try scope[TensorNames.qkv].linear(k: h, n: 3 * h)
         self.qkv = qkv

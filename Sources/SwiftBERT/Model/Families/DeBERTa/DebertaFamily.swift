@@ -13,32 +13,32 @@ struct DebertaFamily: ModelFamily {
         modelType == "deberta-v2" || (modelType.isEmpty && architectures.contains { $0.hasPrefix("DebertaV2") })
     }
 
-    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig {
         try Converter.readDebertaConfig(json, architectures: architectures, path: path, folder: folder)
     }
 
-    func describes(_ config: BertConfig) -> Bool { config.deberta != nil }
+    func describes(_ config: EncoderConfig) -> Bool { config.deberta != nil }
 
     /// DeBERTa-v3 has no token types (one all-zero row); v2-style checkpoints may have two.
-    func usesTokenTypes(_ config: BertConfig) -> Bool { config.typeVocabSize >= 2 }
+    func usesTokenTypes(_ config: EncoderConfig) -> Bool { config.typeVocabSize >= 2 }
     var mayLackTokenTypeTable: Bool { true }
 
     /// Without absolute positions, relative ones alone, which clamp at the far buckets: up to
     /// `DebertaConfig.maximumPositions`.
-    func positionLimit(_ config: BertConfig) -> Int {
+    func positionLimit(_ config: EncoderConfig) -> Int {
         guard let deberta = config.deberta, !deberta.positionBiasedInput else { return config.maxPositionEmbeddings }
         return max(config.maxPositionEmbeddings, DebertaConfig.maximumPositions)
     }
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.deberta?.validate(config, fail: fail) }
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.deberta?.validate(config, fail: fail) }
 
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try DebertaEncoderModel(folder: folder, threads: threads, precision: precision)
     }
 
-    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
-        config.deberta.map { TensorNames.debertaModules(config, $0) }
+    func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
+        config.encoder.deberta.map { TensorNames.debertaModules(config, $0) }
     }
 
-    func canonicalName(_ name: String, config: BertConfig) -> String { Converter.debertaName(name) }
+    func canonicalName(_ name: String, config: ModelConfig) -> String { Converter.debertaName(name) }
 }

@@ -12,7 +12,7 @@ extension Converter {
 
     /// A Gemma 3 text config.json as the converted config: the shared fields, and `gemma`.
     /// Only the bidirectional encoder is taken: a causal Gemma is a decoder, not an embedder.
-    static func readGemmaConfig(_ json: [String: JSONValue], architectures: [String], path: String, folder: String) throws -> BertConfig {
+    static func readGemmaConfig(_ json: [String: JSONValue], architectures: [String], path: String, folder: String) throws -> ModelConfig {
         func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
         let fields = ConfigFields(json: json, fail: fail)
         if let classifier = architectures.first(where: { !$0.hasPrefix("Gemma3TextModel") && !$0.hasPrefix("Gemma3Model") }) {
@@ -47,14 +47,14 @@ extension Converter {
             layerTypes = (0..<layers).map { ($0 + 1) % pattern == 0 ? .full : .sliding }
         }
         let maxPositions = try fields.int("max_position_embeddings")
-        var config = BertConfig(
+        var config = ModelConfig(encoder: EncoderConfig(
             vocabSize: try fields.int("vocab_size"), hiddenSize: try fields.int("hidden_size"), numHiddenLayers: layers,
             numAttentionHeads: heads, intermediateSize: try fields.int("intermediate_size"), maxPositionEmbeddings: maxPositions,
             typeVocabSize: 1, layerNormEps: Float(try fields.number("rms_norm_eps", fallback: 1e-6)), hiddenAct: activation,
-            maxSequenceLength: maxPositions, hasMaskedLMHead: false, hasUntiedDecoder: false)
-        config.architecture = .gemma3
+            maxSequenceLength: maxPositions))
+        config.encoder.architecture = .gemma3
         let headDim = try fields.int("head_dim", fallback: 256)
-        config.gemma = GemmaEncoderConfig(
+        config.encoder.gemma = GemmaEncoderConfig(
             headDim: headDim, keyValueHeads: try fields.int("num_key_value_heads", fallback: heads),
             queryScalar: try fields.number("query_pre_attn_scalar", fallback: Double(headDim)),
             ropeTheta: try ropeTheta(json["rope_parameters"]?["full_attention"], fail) ?? fields.number("rope_theta", fallback: 1_000_000),
@@ -69,8 +69,8 @@ extension Converter {
                                               postFeedForwardNorm: "post_feedforward_layernorm")
 
     /// Writes a Gemma encoder's converted folder (`convertLlamaStyle`).
-    static func convertGemma(source: URL, config: BertConfig, to destination: URL) throws -> Report {
-        guard let gemma = config.gemma else { throw SwiftBERTError.invalidInput(reason: "not a Gemma config") }
+    static func convertGemma(source: URL, config: ModelConfig, to destination: URL) throws -> Report {
+        guard let gemma = config.encoder.gemma else { throw SwiftBERTError.invalidInput(reason: "not a Gemma config") }
         return try convertLlamaStyle(source: source, config: config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads,
                                      layout: gemmaLayout, to: destination)
     }

@@ -4,7 +4,7 @@ import SwiftBERTKernels
 /// What a Gemma 3 encoder (EmbeddingGemma: transformers' Gemma3TextModel with
 /// `use_bidirectional_attention`) has beyond the fields every family shares: grouped-query
 /// attention with its own head size, a RoPE base per layer type, and the sliding window of the
-/// local layers. `BertConfig.gemma`; nil for every other family. The shared fields hold the rest:
+/// local layers. `EncoderConfig.gemma`; nil for every other family. The shared fields hold the rest:
 /// `layerNormEps` is rms_norm_eps, `hiddenAct` the checkpoint's "gelu_pytorch_tanh".
 public struct GemmaEncoderConfig: Codable, Sendable, Equatable {
     /// What a layer's attention sees.
@@ -53,7 +53,7 @@ public struct GemmaEncoderConfig: Codable, Sendable, Equatable {
 
     static let maximumPositions = 1 << 17
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {
         try GroupedQueryAttention.validate(headDim: headDim, keyValueHeads: keyValueHeads, config, fail: fail)
         for (name, value) in [("rope_theta", ropeTheta), ("rope_local_base_freq", localRopeTheta), ("query_pre_attn_scalar", queryScalar)]
         where !(value > 0 && value.isFinite) {

@@ -26,7 +26,7 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
         let start = DispatchTime.now()
         let (opened, gemma) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
                                                 family: \.gemma, named: "Gemma 3")
-        let config = opened.config
+        let (config, heads) = (opened.config.encoder, opened.config.heads)
         self.gemma = gemma
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
@@ -53,7 +53,7 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
 
     /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
     func forward(ids: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let h = config.hiddenSize, m = context.sequences.tokenCount
+        let h = config.encoder.hiddenSize, m = context.sequences.tokenCount
         // 1. Embeddings: the word's row times √H; positions are rotations of Q and K.
         context.measure(.embeddings) {
             let scale = embeddingScale
@@ -98,7 +98,7 @@ struct GemmaLayer {
     let feedForward: GatedFeedForward
     let postFeedForwardNorm: RMSNorm
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ gemma: GemmaEncoderConfig, index: Int, rotary: RotaryEmbedding) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ gemma: GemmaEncoderConfig, index: Int, rotary: RotaryEmbedding) throws {
         let (h, eps, names) = (config.hiddenSize, config.layerNormEps, TensorNames.self)
         inputNorm = try RMSNorm(scope[names.inputNorm], size: h, eps: eps, offset: 1)
         attention = try GroupedQueryAttention(scope[names.attention], config, headDim: gemma.headDim, keyValueHeads: gemma.keyValueHeads,

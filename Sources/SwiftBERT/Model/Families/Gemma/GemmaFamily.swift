@@ -13,27 +13,27 @@ struct GemmaFamily: ModelFamily {
         Converter.isGemma(modelType: modelType, architectures: architectures)
     }
 
-    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig {
         try Converter.readGemmaConfig(json, architectures: architectures, path: path, folder: folder)
     }
 
-    func describes(_ config: BertConfig) -> Bool { config.gemma != nil }
+    func describes(_ config: EncoderConfig) -> Bool { config.gemma != nil }
 
-    func usesTokenTypes(_ config: BertConfig) -> Bool { false }
-    func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings }
+    func usesTokenTypes(_ config: EncoderConfig) -> Bool { false }
+    func positionLimit(_ config: EncoderConfig) -> Int { config.maxPositionEmbeddings }
     var otherActivations: Set<String> { ["gelu_pytorch_tanh"] }
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.gemma?.validate(config, fail: fail) }
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.gemma?.validate(config, fail: fail) }
 
-    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
-        config.gemma.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.gemmaLayout) }
+    func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
+        config.encoder.gemma.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.gemmaLayout) }
     }
 
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try GemmaEncoderModel(folder: folder, threads: threads, precision: precision)
     }
 
-    func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report? {
+    func convert(source: URL, config: ModelConfig, to destination: URL) throws -> Converter.Report? {
         try Converter.convertGemma(source: source, config: config, to: destination)
     }
 }

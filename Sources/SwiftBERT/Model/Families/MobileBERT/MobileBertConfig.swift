@@ -1,7 +1,7 @@
 /// What MobileBERT adds to a BERT config (transformers' MobileBertConfig): the narrow embedding
 /// and its trigram projection, the bottlenecks around each layer, the stacked feed-forward
 /// networks and NoNorm. Stored in the converted config.json as `mobilebert`; the shared sizes
-/// (hidden_size 512, heads, intermediate_size, vocabulary, positions) stay in `BertConfig`.
+/// (hidden_size 512, heads, intermediate_size, vocabulary, positions) stay in `ModelConfig`.
 public struct MobileBertConfig: Codable, Sendable, Equatable {
     /// NoNorm (`weight * x + bias`, no statistics) or LayerNorm, for every norm of the encoder.
     /// The masked-LM transform always uses LayerNorm.
@@ -32,17 +32,17 @@ public struct MobileBertConfig: Codable, Sendable, Equatable {
     }
 
     /// Width of the attention and feed-forward blocks: the bottleneck's, else hidden_size.
-    func trueHiddenSize(_ config: BertConfig) -> Int { useBottleneck ? intraBottleneckSize : config.hiddenSize }
+    func trueHiddenSize(_ config: EncoderConfig) -> Int { useBottleneck ? intraBottleneckSize : config.hiddenSize }
 
     /// Whether the word embeddings are projected to hidden_size (transformers skips the
     /// projection only without trigrams and with embedding_size equal to hidden_size).
-    func projectsEmbeddings(_ config: BertConfig) -> Bool { trigramInput || embeddingSize != config.hiddenSize }
+    func projectsEmbeddings(_ config: EncoderConfig) -> Bool { trigramInput || embeddingSize != config.hiddenSize }
 
     /// Hugging Face's config.json fields, with transformers' defaults (google/mobilebert-uncased's).
     static func read(_ json: [String: JSONValue], path: String) throws -> MobileBertConfig {
         func int(_ key: String, _ fallback: Int) throws -> Int {
             guard let value = json[key], value != .null else { return fallback }
-            guard case let .number(number) = value, number == number.rounded(), number >= 1, number <= Double(BertConfig.maximumSize) else {
+            guard case let .number(number) = value, number == number.rounded(), number >= 1, number <= Double(ModelConfig.maximumSize) else {
                 throw SwiftBERTError.invalidConfig(path: path, reason: "\(key) is \(printable("\(value)")), not a positive integer; fix config.json")
             }
             return Int(number)
@@ -67,11 +67,11 @@ public struct MobileBertConfig: Codable, Sendable, Equatable {
     }
 
     /// Rejects sizes the engine cannot run, before any weight is touched.
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {
         for (name, value) in [("embedding_size", embeddingSize), ("intra_bottleneck_size", intraBottleneckSize),
                               ("num_feedforward_networks", numFeedforwardNetworks)]
-        where value < 1 || value > BertConfig.maximumSize {
-            throw fail("\(name) is \(value); it must be a positive integer up to \(BertConfig.maximumSize)")
+        where value < 1 || value > ModelConfig.maximumSize {
+            throw fail("\(name) is \(value); it must be a positive integer up to \(ModelConfig.maximumSize)")
         }
         guard trueHiddenSize(config) % config.numAttentionHeads == 0 else {
             throw fail("the attention width \(trueHiddenSize(config)) is not divisible by num_attention_heads \(config.numAttentionHeads)")

@@ -6,13 +6,13 @@ extension Converter {
     }
 
     /// MobileBERT's own fields on top of the BERT ones read from the same config.json.
-    static func addMobileBertFields(to config: inout BertConfig, _ json: [String: JSONValue], architectures: [String], path: String) throws {
+    static func addMobileBertFields(to config: inout ModelConfig, _ json: [String: JSONValue], architectures: [String], path: String) throws {
         if let other = architectures.first(where: { !["MobileBertForMaskedLM", "MobileBertModel", "MobileBertForPreTraining"].contains($0) }) {
             throw SwiftBERTError.unsupportedCheckpoint(path: path, reason: "architecture '\(printable(other))' is not supported for MobileBERT; SwiftBERT runs MobileBertForMaskedLM and MobileBertModel")
         }
-        config.architecture = .mobileBERT
-        config.mobileBert = try MobileBertConfig.read(json, path: path)
-        if json["hidden_act"] == nil { config.hiddenAct = "relu" }  // transformers' MobileBertConfig default
+        config.encoder.architecture = .mobileBERT
+        config.encoder.mobileBert = try MobileBertConfig.read(json, path: path)
+        if json["hidden_act"] == nil { config.encoder.hiddenAct = "relu" }  // transformers' MobileBertConfig default
     }
 
     /// MobileBertLMPredictionHead multiplies by cat([decoder.weight.t(), dense.weight], dim=0), an

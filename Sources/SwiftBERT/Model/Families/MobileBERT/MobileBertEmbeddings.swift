@@ -14,7 +14,7 @@ struct MobileBertEmbeddings {
     let hidden: Int
     let trigramInput: Bool
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ mobile: MobileBertConfig) throws {
         let file = scope.file
         let (h, e) = (config.hiddenSize, mobile.embeddingSize)
         (hidden, embeddingSize, trigramInput) = (h, e, mobile.trigramInput)

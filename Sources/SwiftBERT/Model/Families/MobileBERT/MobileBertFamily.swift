@@ -11,19 +11,19 @@ struct MobileBertFamily: ModelFamily {
         Converter.isMobileBERT(modelType: modelType, architectures: architectures)
     }
 
-    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig {
         try Converter.readBertConfig(json, modelType: modelType, architectures: architectures, path: path, isMobileBERT: true)
     }
 
-    func describes(_ config: BertConfig) -> Bool { config.mobileBert != nil }
+    func describes(_ config: EncoderConfig) -> Bool { config.mobileBert != nil }
 
     /// MobileBERT is trained with ReLU; its modules run either.
     var otherActivations: Set<String> { ["relu"] }
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.mobileBert?.validate(config, fail: fail) }
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.mobileBert?.validate(config, fail: fail) }
 
-    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
-        config.mobileBert.map { TensorNames.mobileBertModules(config, $0) }
+    func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
+        config.encoder.mobileBert.map { TensorNames.mobileBertModules(config, $0) }
     }
 
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {

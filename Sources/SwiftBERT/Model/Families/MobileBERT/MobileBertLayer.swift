@@ -37,7 +37,7 @@ struct MobileBertBottleneckLayer {
     let dense: Linear
     let norm: MobileBertNorm
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ mobile: MobileBertConfig) throws {
         let t = mobile.trueHiddenSize(config)
         dense = try scope[TensorNames.dense].linear(k: config.hiddenSize, n: t)
         norm = try MobileBertNorm(scope[TensorNames.layerNorm], size: t, eps: config.layerNormEps, mobile.normalization)
@@ -57,7 +57,7 @@ struct MobileBertBottleneck {
     /// bottleneck.attention, used when key_query_shared_bottleneck without use_bottleneck_attention.
     let attention: MobileBertBottleneckLayer?
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ mobile: MobileBertConfig) throws {
         input = try MobileBertBottleneckLayer(scope[TensorNames.bottleneckInput], config, mobile)
         attention = mobile.keyQuerySharedBottleneck && !mobile.useBottleneckAttention
             ? try MobileBertBottleneckLayer(scope[TensorNames.attention], config, mobile) : nil
@@ -84,7 +84,7 @@ struct MobileBertSelfAttention {
     let heads: Int
     let headDim: Int
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ mobile: MobileBertConfig) throws {
         let t = mobile.trueHiddenSize(config), names = TensorNames.self
         query = try scope[names.query].linear(k: t, n: t)
         key = try scope[names.key].linear(k: t, n: t)
@@ -130,7 +130,7 @@ struct MobileBertProjectionOutput {
     let dense: Linear
     let norm: MobileBertNorm
 
-    init(_ scope: WeightScope, _ module: Module, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ module: Module, _ config: EncoderConfig, _ mobile: MobileBertConfig) throws {
         let t = mobile.trueHiddenSize(config)
         let (k, n, eps): (Int, Int, Float) = switch module {
         case .selfOutput: (t, t, config.layerNormEps)
@@ -157,7 +157,7 @@ struct MobileBertFeedForward {
     let intermediate: BertIntermediate
     let output: MobileBertProjectionOutput
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ mobile: MobileBertConfig) throws {
         intermediate = try BertIntermediate(scope[TensorNames.intermediate], k: mobile.trueHiddenSize(config), config)
         output = try MobileBertProjectionOutput(scope[TensorNames.output], .ffnOutput, config, mobile)
     }
@@ -176,7 +176,7 @@ struct MobileBertOutput {
     let output: MobileBertProjectionOutput
     let bottleneck: MobileBertProjectionOutput?
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ mobile: MobileBertConfig) throws {
         output = try MobileBertProjectionOutput(scope, .output, config, mobile)
         bottleneck = mobile.useBottleneck
             ? try MobileBertProjectionOutput(scope[TensorNames.bottleneck], .outputBottleneck, config, mobile) : nil
@@ -204,7 +204,7 @@ struct MobileBertLayer {
     let intermediate: BertIntermediate
     let output: MobileBertOutput
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ mobile: MobileBertConfig) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ mobile: MobileBertConfig) throws {
         let names = TensorNames.self
         bottleneck = mobile.useBottleneck ? try MobileBertBottleneck(scope[names.bottleneck], config, mobile) : nil
         selfAttention = try MobileBertSelfAttention(scope[names.attention][names.selfAttention], config, mobile)

@@ -26,7 +26,7 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
         let start = DispatchTime.now()
         guard Self.precisions.contains(precision) else { throw Self.unsupported(precision) }
         let opened = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights)
-        let (config, weights) = (opened.config, opened.weights)
+        let (config, heads, weights) = (opened.config.encoder, opened.config.heads, opened.weights)
         guard let mobile = config.mobileBert else {
             throw SwiftBERTError.invalidInput(reason: "\(folder.lastPathComponent) is not a MobileBERT model; load it with BertModel")
         }
@@ -37,16 +37,16 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
         layers = try loadInParallel(config.numHiddenLayers, threads: opened.threads) {
             try MobileBertLayer(root[TensorNames.layer($0)], config, mobile)
         }
-        maskedLMHead = config.hasMaskedLMHead  // the decoder is untied: the embeddings are not read
-            ? try MaskedLMPredictionHead(root, config, wordEmbeddings: embeddings.wordEmbeddings) : nil
+        maskedLMHead = heads.hasMaskedLMHead  // the decoder is untied: the embeddings are not read
+            ? try MaskedLMPredictionHead(root, opened.config, wordEmbeddings: embeddings.wordEmbeddings) : nil
         super.init(opened, loadStarted: start)
     }
 
     /// Last-layer hidden states [T × hidden_size] for a batch of token-id sequences (each framed
     /// with [CLS]/[SEP]); sequences may differ in length, none is padded.
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
-        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.hiddenSize, threads: threads) { part, ids, types, hidden in
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds)
+        return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.encoder.hiddenSize, threads: threads) { part, ids, types, hidden in
             let (context, buffers) = scratch(for: part, profile: profile)
             forward(ids: ids, typeIds: types, hidden: hidden, context, buffers)
         }
@@ -55,10 +55,10 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
     /// Threads, profile and scratch for one forward pass over `sequences`.
     func scratch(for sequences: PackedSequences, profile: StageProfile? = nil) -> (ForwardContext, MobileBertBuffers) {
         let context = ForwardContext(sequences: sequences, threads: threads, quantizesActivations: precision.quantizesActivations,
-                                     attention: precision.attention, profile: profile, hidden: config.hiddenSize,
-                                     wideColumns: max(config.intermediateSize, embeddings.inputWidth),
-                                     headDim: mobile.trueHiddenSize(config) / config.numAttentionHeads)
-        return (context, MobileBertBuffers(tokens: sequences.tokenCount, width: mobile.trueHiddenSize(config)))
+                                     attention: precision.attention, profile: profile, hidden: config.encoder.hiddenSize,
+                                     wideColumns: max(config.encoder.intermediateSize, embeddings.inputWidth),
+                                     headDim: mobile.trueHiddenSize(config.encoder) / config.encoder.numAttentionHeads)
+        return (context, MobileBertBuffers(tokens: sequences.tokenCount, width: mobile.trueHiddenSize(config.encoder)))
     }
 
     /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
@@ -89,6 +89,6 @@ public final class MobileBertModel: ConvertedModel, EncoderModel, @unchecked Sen
     /// The masked-LM head alone: logits [m × V] for hidden rows [m × H].
     public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
         guard let head = maskedLMHead else { throw missingMaskedLMHead }
-        return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
+        return runHead(hiddenRows, m: m, vocabulary: config.encoder.vocabSize) { head($0, m: m, into: $1, threads: threads) }
     }
 }

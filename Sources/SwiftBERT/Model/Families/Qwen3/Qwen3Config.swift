@@ -2,7 +2,7 @@ import Foundation
 
 /// What a Qwen3 encoder (Qwen3-Embedding: transformers' Qwen3Model) has beyond the fields every
 /// family shares: grouped-query attention with its own head size, and its RoPE base. Attention
-/// is causal, as the model was trained. `BertConfig.qwen3`; nil for every other family. The
+/// is causal, as the model was trained. `EncoderConfig.qwen3`; nil for every other family. The
 /// shared fields hold the rest: `layerNormEps` is rms_norm_eps, `hiddenAct` "silu".
 public struct Qwen3Config: Codable, Sendable, Equatable {
     /// head_dim: 128 in every Qwen3, not hidden_size / num_attention_heads.
@@ -23,7 +23,7 @@ public struct Qwen3Config: Codable, Sendable, Equatable {
     /// The cos/sin tables are made at load for every position: 40,960 for Qwen3-Embedding.
     static let maximumPositions = 1 << 17
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {
         try GroupedQueryAttention.validate(headDim: headDim, keyValueHeads: keyValueHeads, config, fail: fail)
         guard ropeTheta > 0, ropeTheta.isFinite else { throw fail("rope_theta must be a positive number, not \(ropeTheta)") }
         guard config.maxPositionEmbeddings <= Self.maximumPositions else {

@@ -22,7 +22,7 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
         let start = DispatchTime.now()
         let (opened, qwen3) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
                                                 family: \.qwen3, named: "Qwen3")
-        let config = opened.config
+        let (config, heads) = (opened.config.encoder, opened.config.heads)
         self.qwen3 = qwen3
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
@@ -44,7 +44,7 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
 
     /// The whole model, top to bottom. `x` receives [T × H] for the packed tokens.
     func forward(ids: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let h = config.hiddenSize, m = context.sequences.tokenCount
+        let h = config.encoder.hiddenSize, m = context.sequences.tokenCount
         context.measure(.embeddings) {
             for t in 0..<m { wordEmbeddings.row(Int(ids[t]), into: x + t * h) }
         }
@@ -75,7 +75,7 @@ struct Qwen3Layer {
     let preFeedForwardNorm: RMSNorm
     let feedForward: GatedFeedForward
 
-    init(_ scope: WeightScope, _ config: BertConfig, _ qwen3: Qwen3Config, rotary: RotaryEmbedding) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, _ qwen3: Qwen3Config, rotary: RotaryEmbedding) throws {
         let (h, eps, names) = (config.hiddenSize, config.layerNormEps, TensorNames.self)
         inputNorm = try RMSNorm(scope[names.inputNorm], size: h, eps: eps, offset: 0)
         attention = try GroupedQueryAttention(scope[names.attention], config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads,

@@ -12,28 +12,28 @@ struct Qwen3Family: ModelFamily {
         modelType == "qwen3" || (modelType.isEmpty && architectures.contains { $0.hasPrefix("Qwen3") })
     }
 
-    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig {
         try Converter.readQwen3Config(json, architectures: architectures, path: path, folder: folder)
     }
 
-    func describes(_ config: BertConfig) -> Bool { config.qwen3 != nil }
+    func describes(_ config: EncoderConfig) -> Bool { config.qwen3 != nil }
 
-    func usesTokenTypes(_ config: BertConfig) -> Bool { false }
-    func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings }
+    func usesTokenTypes(_ config: EncoderConfig) -> Bool { false }
+    func positionLimit(_ config: EncoderConfig) -> Int { config.maxPositionEmbeddings }
     var otherActivations: Set<String> { ["silu"] }
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.qwen3?.validate(config, fail: fail) }
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.qwen3?.validate(config, fail: fail) }
 
-    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
-        config.qwen3.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.qwen3Layout) }
+    func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
+        config.encoder.qwen3.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.qwen3Layout) }
     }
 
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try Qwen3EncoderModel(folder: folder, threads: threads, precision: precision)
     }
 
-    func convert(source: URL, config: BertConfig, to destination: URL) throws -> Converter.Report? {
-        guard let qwen3 = config.qwen3 else { throw SwiftBERTError.invalidInput(reason: "not a Qwen3 config") }
+    func convert(source: URL, config: ModelConfig, to destination: URL) throws -> Converter.Report? {
+        guard let qwen3 = config.encoder.qwen3 else { throw SwiftBERTError.invalidInput(reason: "not a Qwen3 config") }
         return try Converter.convertLlamaStyle(source: source, config: config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads,
                                                layout: Converter.qwen3Layout, to: destination)
     }

@@ -16,14 +16,14 @@ extension TensorNames {
     /// ModernBERT's prediction head before a classifier (`head.dense`, GELU, `head.norm`).
     static let classifierTransform = "classifier_transform"
 
-    static func rotaryModules(_ config: BertConfig, _ rotary: RotaryEncoderConfig) -> [Module] {
-        let h = config.hiddenSize, ffn = config.intermediateSize
+    static func rotaryModules(_ config: ModelConfig, _ rotary: RotaryEncoderConfig) -> [Module] {
+        let h = config.encoder.hiddenSize, ffn = config.encoder.intermediateSize
         var modules: [Module] = [
-            Module(name: wordEmbeddings, kind: .table, rows: config.vocabSize, cols: h),
-            Module(name: tokenTypeEmbeddings, kind: .table, rows: config.typeVocabSize, cols: h),
+            Module(name: wordEmbeddings, kind: .table, rows: config.encoder.vocabSize, cols: h),
+            Module(name: tokenTypeEmbeddings, kind: .table, rows: config.encoder.typeVocabSize, cols: h),
             Module(name: embeddingsLayerNorm, kind: .layerNorm, rows: 1, cols: h),
         ]
-        for l in 0..<config.numHiddenLayers {
+        for l in 0..<config.encoder.numHiddenLayers {
             let p = layer(l)
             modules.append(Module(name: join(p, attention, selfAttention, qkv), kind: .linear, rows: 3 * h, cols: h))
             modules.append(Module(name: join(p, attention, output, dense), kind: .linear, rows: h, cols: h))
@@ -38,21 +38,21 @@ extension TensorNames {
             ]
         }
         if rotary.normPlacement == .pre { modules.append(Module(name: finalNorm, kind: .layerNorm, rows: 1, cols: h)) }
-        if config.hasMaskedLMHead {
+        if config.heads.hasMaskedLMHead {
             modules += [
                 Module(name: join(maskedLMTransform, dense), kind: .linear, rows: h, cols: h),
                 Module(name: join(maskedLMTransform, layerNorm), kind: .layerNorm, rows: 1, cols: h),
             ]
-            if config.hasUntiedDecoder { modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.vocabSize, cols: h)) }
+            if config.heads.hasUntiedDecoder { modules.append(Module(name: maskedLMDecoder, kind: .table, rows: config.encoder.vocabSize, cols: h)) }
         }
-        if let labels = config.task?.labels {
+        if let labels = config.heads.task?.labels {
             modules += [
                 Module(name: join(classifierTransform, dense), kind: .linear, rows: h, cols: h),
                 Module(name: join(classifierTransform, layerNorm), kind: .layerNorm, rows: 1, cols: h),
                 Module(name: classifier, kind: .linear, rows: labels.count, cols: h),
             ]
         }
-        for (index, layer) in (config.sentence.denseLayers ?? []).enumerated() {
+        for (index, layer) in (config.heads.sentence.denseLayers ?? []).enumerated() {
             modules.append(Module(name: sentenceDense(index), kind: .linear, rows: layer.outFeatures, cols: layer.inFeatures))
         }
         return modules
@@ -103,7 +103,7 @@ extension Converter {
     }
 
     /// The encoder's fields of a rotary checkpoint's config.json, in its layout's names.
-    static func rotaryConfig(_ family: Architecture, _ json: [String: JSONValue], path: String) throws -> BertConfig {
+    static func rotaryConfig(_ family: Architecture, _ json: [String: JSONValue], path: String) throws -> ModelConfig {
         func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
         func value(_ keys: [String]) -> JSONValue? { keys.lazy.compactMap { json[$0] }.first { !$0.isNull } }
         func int(_ keys: String..., fallback: Int? = nil) throws -> Int {
@@ -142,15 +142,15 @@ extension Converter {
         case let (_, other): throw fail("hidden_act '\(printable(other))' is not supported (gelu, silu and swiglu are); use a checkpoint trained with one of them")
         }
         let maxPositions = try int("max_position_embeddings", "n_positions")
-        var config = BertConfig(
+        var config = ModelConfig(encoder: EncoderConfig(
             vocabSize: try int("vocab_size"), hiddenSize: try int("hidden_size", "n_embd"),
             numHiddenLayers: try int("num_hidden_layers", "n_layer"), numAttentionHeads: try int("num_attention_heads", "n_head"),
             intermediateSize: try int("intermediate_size", "n_inner"), maxPositionEmbeddings: maxPositions,
             // GTE may have no token types (0); ModernBERT has none: one all-zero row then.
             typeVocabSize: family == .modernBERT ? 1 : max(1, try int("type_vocab_size", fallback: family == .gte ? 0 : 2)),
             layerNormEps: Float(number("layer_norm_eps", "layer_norm_epsilon", "norm_eps", fallback: family == .modernBERT ? 1e-5 : 1e-12)),
-            hiddenAct: hiddenAct, maxSequenceLength: maxPositions, hasMaskedLMHead: false, hasUntiedDecoder: false)
-        config.architecture = family
+            hiddenAct: hiddenAct, maxSequenceLength: maxPositions))
+        config.encoder.architecture = family
         if family == .modernBERT {
             let perType = json["rope_parameters"]
             let global = try ropeParameters(perType?["full_attention"]) ?? number("global_rope_theta", fallback: 160_000)
@@ -166,15 +166,15 @@ extension Converter {
                 }
             } else {
                 let every = max(1, try int("global_attn_every_n_layers", fallback: 3))
-                rotary.layerTypes = (0..<config.numHiddenLayers).map { $0 % every == 0 ? .full : .sliding }
+                rotary.layerTypes = (0..<config.encoder.numHiddenLayers).map { $0 % every == 0 ? .full : .sliding }
             }
-            config.rotary = rotary
+            config.encoder.rotary = rotary
             if let activation = json["classifier_activation"]?.string, activation != "gelu" {
                 throw fail("classifier_activation '\(printable(activation))' is not supported (gelu is)")
             }
         } else {
             let theta = try ropeParameters(json["rope_parameters"]) ?? number("rope_theta", "rotary_emb_base", fallback: family == .gte ? 160_000 : 10_000)
-            config.rotary = RotaryEncoderConfig(ropeTheta: theta, normPlacement: .post)
+            config.encoder.rotary = RotaryEncoderConfig(ropeTheta: theta, normPlacement: .post)
         }
         return config
     }

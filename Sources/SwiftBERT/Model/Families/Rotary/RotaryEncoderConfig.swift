@@ -3,7 +3,7 @@ import SwiftBERTKernels
 
 /// What the rotary-position encoders (NomicBERT, GTE, ModernBERT) have that BERT has not:
 /// rotary positions instead of a position table, a gated feed-forward network, and (ModernBERT)
-/// pre-LN layers and sliding-window attention. `BertConfig.rotary`; nil for the other families.
+/// pre-LN layers and sliding-window attention. `EncoderConfig.rotary`; nil for the other families.
 public struct RotaryEncoderConfig: Codable, Sendable, Equatable {
     /// Where each layer's two LayerNorms sit.
     public enum NormPlacement: String, Codable, Sendable {
@@ -51,7 +51,7 @@ public struct RotaryEncoderConfig: Codable, Sendable, Equatable {
 
     static let maximumPositions = 1 << 17
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws {
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {
         guard ropeTheta > 0, ropeTheta.isFinite, (localRopeTheta ?? 1) > 0, (localRopeTheta ?? 1).isFinite else {
             throw fail("rope_theta must be a positive number")
         }

@@ -25,7 +25,7 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
         let start = DispatchTime.now()
         let (opened, rotary) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
                                                 family: \.rotary, named: "rotary-position")
-        let config = opened.config
+        let (config, heads) = (opened.config.encoder, opened.config.heads)
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
         tokenTypeEmbeddings = try opened.weights.floats(TensorNames.tokenTypeEmbeddings + ".weight", shape: [config.typeVocabSize, h]).baseAddress!
@@ -40,26 +40,26 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
         }
         placement = rotary.normPlacement
         finalNorm = rotary.normPlacement == .pre ? try root[TensorNames.finalNorm].layerNorm(size: h, eps: config.layerNormEps) : nil
-        maskedLMHead = config.hasMaskedLMHead ? try MaskedLMPredictionHead(root, config, wordEmbeddings: wordEmbeddings) : nil
+        maskedLMHead = heads.hasMaskedLMHead ? try MaskedLMPredictionHead(root, opened.config, wordEmbeddings: wordEmbeddings) : nil
         KernelReport.warnOnceIfSlower()
         super.init(opened, loadStarted: start)
     }
 
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.pack(batch, typeIds: typeIds)
-        let h = config.hiddenSize
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds)
+        let h = config.encoder.hiddenSize
         return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, types, hidden in
             let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
                                          attention: precision.attention, profile: profile, hidden: h,
-                                         wideColumns: max(3 * h, 2 * config.intermediateSize), headDim: config.headDim,
-                                         gatedColumns: config.intermediateSize)
+                                         wideColumns: max(3 * h, 2 * config.encoder.intermediateSize), headDim: config.encoder.headDim,
+                                         gatedColumns: config.encoder.intermediateSize)
             forward(ids: ids, typeIds: types, hidden: hidden, context)
         }
     }
 
     /// The whole encoder, top to bottom. `x` receives [T × H] for the packed tokens.
     func forward(ids: [Int32], typeIds: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let h = config.hiddenSize, m = context.sequences.tokenCount
+        let h = config.encoder.hiddenSize, m = context.sequences.tokenCount
         // 1. Embeddings: word (+ token type), LayerNorm; no positions (they are rotations of Q and K).
         context.measure(.embeddings) {
             for t in 0..<m {
@@ -97,7 +97,7 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
 
     public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
         guard let head = maskedLMHead else { throw missingMaskedLMHead }
-        return runHead(hiddenRows, m: m, vocabulary: config.vocabSize) { head($0, m: m, into: $1, threads: threads) }
+        return runHead(hiddenRows, m: m, vocabulary: config.encoder.vocabSize) { head($0, m: m, into: $1, threads: threads) }
     }
 }
 
@@ -110,7 +110,7 @@ struct RotaryEncoderLayer {
     let feedForward: GatedFeedForward
     let mlpNorm: LayerNorm
 
-    init(_ scope: WeightScope, _ config: BertConfig, index: Int, rotary: RotaryEmbedding) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, index: Int, rotary: RotaryEmbedding) throws {
         let h = config.hiddenSize, names = TensorNames.self
         attention = try RotarySelfAttention(scope[names.attention], config, rotary: rotary, window: config.rotary?.window(layer: index) ?? .all)
         attentionNorm = config.rotary?.normPlacement == .pre && index == 0
@@ -132,7 +132,7 @@ struct RotarySelfAttention {
     /// The keys each query sees.
     let window: AttentionWindow
 
-    init(_ scope: WeightScope, _ config: BertConfig, rotary: RotaryEmbedding, window: AttentionWindow) throws {
+    init(_ scope: WeightScope, _ config: EncoderConfig, rotary: RotaryEmbedding, window: AttentionWindow) throws {
         let h = config.hiddenSize, names = TensorNames.self
         qkv = try scope[names.selfAttention][names.qkv].linear(k: h, n: 3 * h)
         output = try scope[names.output][names.dense].linear(k: h, n: h)

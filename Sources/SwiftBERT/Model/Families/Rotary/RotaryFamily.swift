@@ -11,25 +11,25 @@ struct RotaryFamily: ModelFamily {
         Converter.rotaryFamily(modelType: modelType, architectures: architectures) != nil
     }
 
-    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> BertConfig {
+    func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig {
         try Converter.readRotaryConfig(json, modelType: modelType, architectures: architectures, path: path, folder: folder)
     }
 
-    func describes(_ config: BertConfig) -> Bool { config.rotary != nil }
+    func describes(_ config: EncoderConfig) -> Bool { config.rotary != nil }
 
     /// ModernBERT has no token types, and a model with one type row takes only type 0.
-    func usesTokenTypes(_ config: BertConfig) -> Bool { config.architecture != .modernBERT && config.typeVocabSize >= 2 }
+    func usesTokenTypes(_ config: EncoderConfig) -> Bool { config.architecture != .modernBERT && config.typeVocabSize >= 2 }
     /// Rotary positions: max_position_embeddings.
-    func positionLimit(_ config: BertConfig) -> Int { config.maxPositionEmbeddings }
+    func positionLimit(_ config: EncoderConfig) -> Int { config.maxPositionEmbeddings }
     /// NomicBERT's gate runs SiLU.
     var otherActivations: Set<String> { ["silu"] }
     /// NomicBERT and some GTEs have none.
     var mayLackTokenTypeTable: Bool { true }
 
-    func validate(_ config: BertConfig, fail: (String) -> SwiftBERTError) throws { try config.rotary?.validate(config, fail: fail) }
+    func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.rotary?.validate(config, fail: fail) }
 
-    func tensorModules(_ config: BertConfig) -> [TensorNames.Module]? {
-        config.rotary.map { TensorNames.rotaryModules(config, $0) }
+    func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
+        config.encoder.rotary.map { TensorNames.rotaryModules(config, $0) }
     }
 
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {

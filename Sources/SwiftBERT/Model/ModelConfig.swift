@@ -1,0 +1,252 @@
+import Foundation
+
+/// How token vectors become one sentence vector: sentence-transformers' pooling modes, with
+/// their names as its `pooling_mode` writes them.
+public enum Pooling: String, Codable, Sendable, CaseIterable {
+    /// The first token ([CLS]; the first token after the prompt when the prompt is excluded).
+    case cls
+    /// Average over the tokens.
+    case mean
+    /// Element-wise maximum over the tokens.
+    case max
+    /// Sum over the tokens divided by the square root of their count.
+    case meanSqrtLenTokens = "mean_sqrt_len_tokens"
+    /// Average weighted by position (1 for the first token, 2 for the second, ...).
+    case weightedMean = "weightedmean"
+    /// The last token ([SEP]).
+    case lastToken = "lasttoken"
+}
+
+/// The model families SwiftBERT runs.
+public enum Architecture: String, Codable, Sendable, CaseIterable {
+    case bert, distilBERT = "distilbert"
+    /// MobileBERT: its own encoder (`MobileBertModel`), described by `EncoderConfig.mobileBert`.
+    case mobileBERT = "mobilebert"
+    /// RoBERTa and XLM-RoBERTa: BERT's layers, with positions counted from padding_idx + 1,
+    /// no token types, and the lm_head in place of cls.predictions.
+    case roberta, xlmRoberta = "xlm-roberta"
+    /// MPNet: BERT's layers with RoBERTa's positions, no token types, and a relative position
+    /// bias in every layer's attention (`relativeAttentionNumBuckets`).
+    case mpnet
+    /// The rotary-position encoders (`RotaryEncoderModel`, described by `EncoderConfig.rotary`):
+    /// NomicBERT (SwiGLU, no biases), GTE (GeGLU) and ModernBERT (pre-LN, GeGLU, alternating
+    /// global and sliding-window layers, no biases).
+    case nomicBERT = "nomic_bert", gte, modernBERT = "modernbert"
+    /// Gemma 3 as an encoder (EmbeddingGemma: `GemmaEncoderModel`, described by `EncoderConfig.gemma`).
+    case gemma3 = "gemma3_text"
+    /// Qwen3 as an embedder (Qwen3-Embedding: `Qwen3EncoderModel`, described by `EncoderConfig.qwen3`).
+    case qwen3
+    /// DeBERTa-v2 and v3 (`DebertaEncoderModel`, described by `EncoderConfig.deberta`): disentangled attention.
+    case debertaV2 = "deberta-v2"
+
+    /// The family's name as its authors write it.
+    public var displayName: String {
+        switch self {
+        case .bert: "BERT"
+        case .distilBERT: "DistilBERT"
+        case .mobileBERT: "MobileBERT"
+        case .roberta: "RoBERTa"
+        case .xlmRoberta: "XLM-RoBERTa"
+        case .mpnet: "MPNet"
+        case .nomicBERT: "NomicBERT"
+        case .gte: "GTE"
+        case .modernBERT: "ModernBERT"
+        case .gemma3: "Gemma 3"
+        case .qwen3: "Qwen3"
+        case .debertaV2: "DeBERTa-v2"
+        }
+    }
+
+    /// The prefix of its transformers classes ("Bert" of BertModel, BertForMaskedLM, …).
+    public var className: String {
+        switch self {
+        case .bert: "Bert"
+        case .distilBERT: "DistilBert"
+        case .roberta: "Roberta"
+        case .xlmRoberta: "XLMRoberta"
+        case .mobileBERT: "MobileBert"
+        case .mpnet: "MPNet"
+        case .nomicBERT: "NomicBert"
+        case .gte: "Gte"
+        case .modernBERT: "ModernBert"
+        case .gemma3: "Gemma3Text"
+        case .qwen3: "Qwen3"
+        case .debertaV2: "DebertaV2"
+        }
+    }
+}
+
+/// A classification layer on top of the encoder, as transformers' *For*Classification classes.
+public enum TaskHead: String, Codable, Sendable {
+    /// One label set per text (or text pair): pooler (dense + tanh on [CLS]) then classifier.
+    case sequenceClassification = "sequence_classification"
+    /// One label per token: classifier on every hidden state.
+    case tokenClassification = "token_classification"
+}
+
+/// A sentence-transformers Dense module (`2_Dense`): y = activation(W·x + b). Its weights are
+/// stored in the converted model.safetensors as `sentence_transformers.dense.<index>.{weight,bias}`.
+public struct DenseLayerConfig: Codable, Sendable, Equatable {
+    /// The Dense module's activation function.
+    public enum Activation: String, Codable, Sendable { case tanh, identity, relu, gelu }
+    public var inFeatures: Int
+    public var outFeatures: Int
+    public var hasBias: Bool
+    public var activation: Activation
+
+    enum CodingKeys: String, CodingKey {
+        case inFeatures = "in_features", outFeatures = "out_features", hasBias = "bias", activation
+    }
+}
+
+/// sentence-transformers' modules after the encoder, read by the converter from the files beside
+/// the checkpoint (modules.json, 1_Pooling, 2_Dense, config_sentence_transformers.json): how
+/// token vectors become one sentence vector (`SentenceHead`).
+public struct SentenceTransformersConfig: Codable, Sendable, Equatable {
+    /// Default pooling for sentence embeddings (sentence-transformers' 1_Pooling, else mean).
+    public var pooling: Pooling = .mean
+    /// sentence-transformers' `include_prompt` (nil: true): false leaves the prompt's tokens,
+    /// [CLS] included, out of the pooling.
+    public var includePrompt: Bool? = nil
+    /// Whether sentence vectors are L2-normalised: the Normalize module is in modules.json.
+    /// nil (a folder without modules.json): true, SwiftBERT's long-standing default.
+    public var normalize: Bool? = nil
+    /// sentence-transformers' Dense modules after pooling, in order.
+    public var denseLayers: [DenseLayerConfig]? = nil
+    /// `prompts` and `default_prompt_name` from config_sentence_transformers.json.
+    public var prompts: [String: String]? = nil
+    public var defaultPromptName: String? = nil
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case pooling, includePrompt = "include_prompt", normalize, denseLayers = "dense_layers", prompts
+        case defaultPromptName = "default_prompt_name"
+    }
+}
+
+/// The classification head a *ForSequenceClassification or *ForTokenClassification checkpoint
+/// carries besides the encoder.
+public struct TaskHeadConfig: Codable, Sendable, Equatable {
+    public var kind: TaskHead
+    /// Class names in id order (id2label).
+    public var labels: [String]? = nil
+    /// Hugging Face's problem_type: "multi_label_classification" scores with sigmoid, not softmax.
+    public var problemType: String? = nil
+    /// ModernBERT's classifier_pooling: a sequence classifier reads the first token (cls) or the
+    /// mean of all tokens, through its prediction head (dense, GELU, LayerNorm). nil: BERT's pooler.
+    public var classifierPooling: Pooling? = nil
+    /// The activation after the pooler's dense layer, when not BERT's tanh (DistilBERT's ReLU
+    /// aside): DeBERTa's ContextPooler takes pooler_hidden_act, GELU. nil: the family's default.
+    public var poolerActivation: DenseLayerConfig.Activation? = nil
+
+    public init(kind: TaskHead) { self.kind = kind }
+
+    enum CodingKeys: String, CodingKey {
+        case kind = "head", labels, problemType = "problem_type", classifierPooling = "classifier_pooling"
+        case poolerActivation = "pooler_activation"
+    }
+}
+
+/// A converted model's config.json, in two parts: the encoder (the hyper-parameters every
+/// family shares, and its family's own fields) and the heads over it. Model code reads
+/// `encoder` only; the heads and pipelines read `heads`.
+///
+/// On disk it stays the one flat document the converter has always written (the encoder's
+/// fields, sentence-transformers' and the task head's side by side), so every folder converted
+/// before this type reads unchanged and a new one reads in an older SwiftBERT.
+public struct ModelConfig: Codable, Sendable, Equatable {
+    public var encoder: EncoderConfig
+    public var heads: HeadsConfig
+
+    public init(encoder: EncoderConfig, heads: HeadsConfig = .init()) {
+        (self.encoder, self.heads) = (encoder, heads)
+    }
+
+    public init(from decoder: Decoder) throws {
+        encoder = try EncoderConfig(from: decoder)
+        heads = try HeadsConfig(from: decoder)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        try self.encoder.encode(to: encoder)
+        try heads.encode(to: encoder)
+    }
+
+    /// Length of the sentence vectors: the last Dense layer's width, else hidden_size.
+    public var embeddingDimension: Int { heads.sentence.denseLayers?.last?.outFeatures ?? encoder.hiddenSize }
+
+    /// Largest value accepted for any size: far above any BERT (vocabularies of 250k, hidden 4096),
+    /// low enough that no product of two sizes overflows and no table is sized before the
+    /// weights file is checked to hold it.
+    public static let maximumSize = 1 << 24
+
+    /// Rejects values that would make the engine misbehave, before any weight is touched.
+    public func validate(path: String) throws {
+        func fail(_ reason: String) -> SwiftBERTError { .invalidConfig(path: path, reason: reason) }
+        let fix = "fix config.json or convert the checkpoint again with `bert convert`"
+        try encoder.validate(fail: { fail("\($0): \(fix)") })
+        if let width = heads.colbertDimension, width <= 0 || width > Self.maximumSize {
+            throw fail("colbert_dim is \(width); it must be a positive integer: \(fix)")
+        }
+        var width = encoder.hiddenSize
+        for (i, dense) in (heads.sentence.denseLayers ?? []).enumerated() {
+            guard dense.inFeatures == width, dense.outFeatures > 0, dense.outFeatures <= Self.maximumSize else {
+                throw fail("dense layer \(i) maps \(dense.inFeatures) to \(dense.outFeatures) features, but its input has \(width): \(fix)")
+            }
+            width = dense.outFeatures
+        }
+        if let name = heads.sentence.defaultPromptName, heads.sentence.prompts?[name] == nil {
+            throw fail("default_prompt_name '\(printable(name))' is not one of the prompts: \(fix)")
+        }
+    }
+
+    public static func load(from url: URL) throws -> ModelConfig {
+        let data: Data
+        do {
+            data = try readBoundedFile(url, limit: 4 << 20, what: "config.json")
+        } catch CocoaError.fileReadNoSuchFile {
+            throw SwiftBERTError.fileNotFound(path: url.path, hint: "A converted model folder holds config.json; convert one with `bert convert`.")
+        }
+        return try decode(data, path: url.path)
+    }
+
+    /// Decodes and validates a converted model's config.json (the loader's path, and the fuzzer's).
+    static func decode(_ data: Data, path: String) throws -> ModelConfig {
+        let config: ModelConfig
+        do { config = try JSONDecoder().decode(ModelConfig.self, from: data) }
+        catch {
+            throw SwiftBERTError.invalidConfig(path: path, reason: "\(diagnose(data) ?? describe(error)); fix config.json or convert the model again with `bert convert`")
+        }
+        try config.validate(path: path)
+        return config
+    }
+
+    /// Which field is wrong when JSONDecoder only says "not valid JSON" (it does for 2.5 or 1e30
+    /// where an integer belongs): nil if the document itself is not JSON.
+    static func diagnose(_ data: Data) -> String? {
+        guard case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        let integers: [EncoderConfig.CodingKeys] = [.vocabSize, .hiddenSize, .numHiddenLayers, .numAttentionHeads, .intermediateSize,
+                                      .maxPositionEmbeddings, .typeVocabSize, .maxSequenceLength]
+        for key in integers {
+            if case let .number(value)? = json[key.rawValue], value != value.rounded() || abs(value) > 9e15 {
+                return "\(key.rawValue) is \(value), not an integer"
+            }
+        }
+        if case let .number(value)? = json[EncoderConfig.CodingKeys.layerNormEps.rawValue], Float(value).isInfinite {
+            return "layer_norm_eps is \(value), out of range"
+        }
+        return nil
+    }
+
+    public func write(to url: URL) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do { try encoder.encode(self).write(to: url, options: .atomic) }
+        catch { throw SwiftBERTError.outputFailed(path: url.path, reason: error.localizedDescription) }
+    }
+}
+
+/// The name of `ModelConfig` before it had two parts.
+@available(*, deprecated, renamed: "ModelConfig")
+public typealias BertConfig = ModelConfig
