@@ -51,4 +51,41 @@ final class ModelFamilyTests: XCTestCase {
             XCTAssertTrue(Swift.type(of: encoder) == type, "\(folder.lastPathComponent): \(Swift.type(of: encoder))")
         }
     }
+
+    /// config.json keeps its one flat format: each field lands in its part (`encoder` or
+    /// `heads`), and writing the config back gives the same document, so a folder converted by
+    /// an earlier SwiftBERT reads unchanged and one converted now reads in an earlier SwiftBERT.
+    func testFlatConfigSplitsIntoEncoderAndHeadsAndWritesBackTheSame() throws {
+        let flat = """
+        {"architecture": "deberta-v2", "classifier_pooling": "mean", "colbert_dim": 8,
+         "deberta": {"c2p": true, "max_relative_positions": 512, "norm_rel_ebd": true,
+                     "position_biased_input": false, "position_buckets": 256, "p2c": true},
+         "dense_layers": [{"activation": "identity", "bias": false, "in_features": 64, "out_features": 32}],
+         "has_masked_lm_head": true, "has_pooler": true, "has_sparse_linear": true, "has_untied_decoder": false,
+         "head": "sequence_classification", "hidden_act": "gelu", "hidden_size": 64, "include_prompt": false,
+         "intermediate_size": 128, "labels": ["entailment", "neutral", "contradiction"], "layer_norm_eps": 1e-07,
+         "max_position_embeddings": 512, "max_seq_length": 256, "normalize": true, "num_attention_heads": 4,
+         "num_hidden_layers": 2, "pooler_activation": "gelu", "pooling": "mean", "problem_type": "single_label_classification",
+         "prompts": {"query": "query: "}, "default_prompt_name": "query", "type_vocab_size": 1, "vocab_size": 1000}
+        """
+        let config = try ModelConfig.decode(Data(flat.utf8), path: "config.json")
+        XCTAssertEqual(config.encoder.architecture, .debertaV2)
+        XCTAssertEqual(config.encoder.hiddenSize, 64)
+        XCTAssertEqual(config.encoder.maxSequenceLength, 256)
+        XCTAssertEqual(config.encoder.deberta?.positionBuckets, 256)
+        XCTAssertTrue(config.heads.hasMaskedLMHead)
+        XCTAssertEqual(config.heads.task?.labels, ["entailment", "neutral", "contradiction"])
+        XCTAssertEqual(config.heads.task?.poolerActivation, .gelu)
+        XCTAssertEqual(config.heads.sentence.prompts, ["query": "query: "])
+        XCTAssertEqual(config.heads.colbertDimension, 8)
+        XCTAssertEqual(config.embeddingDimension, 32)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("flat-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try config.write(to: folder.appendingPathComponent("config.json"))
+        let written = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("config.json"))) as? NSDictionary
+        let original = try JSONSerialization.jsonObject(with: Data(flat.utf8)) as? NSDictionary
+        XCTAssertEqual(written, original)
+        XCTAssertEqual(try ModelConfig.load(from: folder.appendingPathComponent("config.json")), config)
+    }
 }

@@ -26,7 +26,7 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
         let start = DispatchTime.now()
         let (opened, gemma) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
                                                 family: \.gemma, named: "Gemma 3")
-        let (config, heads) = (opened.config.encoder, opened.config.heads)
+        let config = opened.config.encoder
         self.gemma = gemma
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)

@@ -22,7 +22,7 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
         let start = DispatchTime.now()
         let (opened, qwen3) = try openConvertedModel(folder: folder, precision: precision, threads: threads, checksFiniteWeights: checksFiniteWeights,
                                                 family: \.qwen3, named: "Qwen3")
-        let (config, heads) = (opened.config.encoder, opened.config.heads)
+        let config = opened.config.encoder
         self.qwen3 = qwen3
         let root = WeightScope(opened.weights, precision: precision), h = config.hiddenSize
         wordEmbeddings = try root[TensorNames.wordEmbeddings].matrix(n: config.vocabSize, k: h)
