@@ -45,8 +45,11 @@ targets=("$@")
 swiftc=${SWIFTC:-swiftc}
 out=.build/fuzz
 mkdir -p "$out"
-# The engine and the command line's readers (the tokenizer target fuzzes TextRecordReader), as one module.
-mapfile -t library < <(find Sources/SwiftBERTKernels Sources/SwiftBERT Sources/SwiftBERTCommandLine -name '*.swift' | sort)
+# The engine and the command line's readers (the tokenizer target fuzzes TextRecordReader), as one
+# module, over the kernels and what they import: SwiftBERTVNNI (Swift, through CBF16's header) and
+# SwiftBERTAMX (C). Headers and C files count: a changed one rebuilds too, as do the build flags.
+mapfile -t library < <(find Sources/SwiftBERTVNNI Sources/SwiftBERTKernels Sources/SwiftBERT Sources/SwiftBERTCommandLine -name '*.swift'
+                       find Sources/SwiftBERTAMX Sources/CBF16 Sources/COpenBLAS -type f; echo tools/native-flags)
 
 check_target() {
     case $1 in
@@ -78,18 +81,43 @@ build() {
     local snapshot=$out/src
     rm -rf "$snapshot"
     mkdir -p "$snapshot/entries"
-    cp -R Sources/SwiftBERTKernels Sources/SwiftBERT Sources/SwiftBERTCommandLine Sources/COpenBLAS "$snapshot/"
+    cp -R Sources/SwiftBERTAMX Sources/SwiftBERTVNNI Sources/SwiftBERTKernels Sources/SwiftBERT Sources/SwiftBERTCommandLine \
+        Sources/COpenBLAS Sources/CBF16 "$snapshot/"
     cp "${entries[@]}" "$snapshot/entries/"
-    # The kernels first, as the module the engine imports (a static library), then the engine,
+    # The package build's flags: the native line (tools/native-flags, as make, sanitize.sh and the
+    # suite build), and Package.swift's hostFeatures, the SWIFTBERT_HOST_… define of each AVX-512
+    # extension /proc/cpuinfo names. VNNI, the kernels and the engine must agree on them: the
+    # kernels call VNNI's intrinsics only where VNNI compiled them.
+    local native=() host=() flag pair
+    for flag in $(cat tools/native-flags); do [ "$flag" = -Xswiftc ] || native+=("$flag"); done
+    for pair in avx512f:AVX512 avx512_vnni:VNNI avx512_bf16:BF16; do
+        grep -q " ${pair%%:*}" /proc/cpuinfo && host+=("-DSWIFTBERT_HOST_${pair#*:}")
+    done
+    local swift=("$swiftc" -package-name SwiftBERT -parse-as-library -O -g -num-threads 2 -sanitize=fuzzer,address
+                 "${native[@]}" "${host[@]}" -I "$snapshot/COpenBLAS" -I "$snapshot/CBF16" -I "$snapshot/SwiftBERTAMX/include" -I "$out/modules")
+    rm -rf "$out/modules"; mkdir -p "$out/modules/amx"
+    # SwiftBERTAMX, as SwiftPM compiles a C target (-O2, no flags of its own: the tile functions
+    # carry target attributes), instrumented for coverage and ASan; the fuzzer's main comes with
+    # the last link. Its module map is the one SwiftPM generates for an include/ folder.
+    printf 'module SwiftBERTAMX {\n    umbrella "."\n    export *\n}\n' >"$snapshot/SwiftBERTAMX/include/module.modulemap"
+    local c
+    for c in "$snapshot"/SwiftBERTAMX/*.c; do
+        "${CLANG:-clang}" -O2 -g -DSWIFT_PACKAGE=1 -fblocks -fPIC -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address \
+            -I "$snapshot/SwiftBERTAMX/include" -c "$c" -o "$out/modules/amx/$(basename "$c" .c).o"
+    done
+    ar rcs "$out/modules/libSwiftBERTAMX.a" "$out/modules"/amx/*.o
+    # SwiftBERTVNNI: Package.swift's settings, the Builtin module and Swift 6 (the package's mode).
+    mapfile -t vnni < <(find "$snapshot/SwiftBERTVNNI" -name '*.swift' | sort)
+    "${swift[@]}" -module-name SwiftBERTVNNI -swift-version 6 -enable-experimental-feature BuiltinModule \
+        -emit-module -emit-module-path "$out/modules/SwiftBERTVNNI.swiftmodule" \
+        -emit-library -static -o "$out/modules/libSwiftBERTVNNI.a" "${vnni[@]}" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
+    # The kernels next, as the module the engine imports (a static library), then the engine,
     # the command line's readers and the entries as one module.
     mapfile -t kernels < <(find "$snapshot/SwiftBERTKernels" -name '*.swift' | sort)
-    rm -rf "$out/modules"; mkdir -p "$out/modules"
-    "$swiftc" -module-name SwiftBERTKernels -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g -num-threads 2 \
-        -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" -emit-module -emit-module-path "$out/modules/SwiftBERTKernels.swiftmodule" \
+    "${swift[@]}" -module-name SwiftBERTKernels -swift-version 5 -emit-module -emit-module-path "$out/modules/SwiftBERTKernels.swiftmodule" \
         -emit-library -static -o "$out/modules/libSwiftBERTKernels.a" "${kernels[@]}" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
     mapfile -t sources < <(find "$snapshot/SwiftBERT" "$snapshot/SwiftBERTCommandLine" "$snapshot/entries" -name '*.swift' | sort)
-    "$swiftc" -module-name SwiftBERT -package-name SwiftBERT -parse-as-library -swift-version 5 -O -g -num-threads 2 \
-        -sanitize=fuzzer,address -I "$snapshot/COpenBLAS" -I "$out/modules" -L "$out/modules" -lSwiftBERTKernels \
+    "${swift[@]}" -module-name SwiftBERT -swift-version 5 -L "$out/modules" -lSwiftBERTKernels -lSwiftBERTVNNI -lSwiftBERTAMX \
         "${sources[@]}" -lopenblas -o "$binary" 2>&1 | { grep -v 'Cannot export local symbol' || true; } >&2
     [ -x "$binary" ] || { echo "building $binary failed" >&2; exit 1; }
 }
