@@ -14,30 +14,27 @@ struct Endpoints: Sendable {
     static let version = swiftBERTVersion
 
     /// Threads for requests' CPU work, apart from Swift's cooperative pool (one thread per core,
-    /// which the HTTP handlers need free). Serial queues, because libdispatch gives them threads
-    /// of their own (overcommit) even when every core is busy; a concurrent queue shares the
-    /// cores' threads with the cooperative pool, and two long requests stalled /health.
+    /// which the HTTP handlers need free), shared fairly among clients (`FairLanes`).
     /// Two sets of lanes, by the request body's size: tokenising takes time linear in the bytes
     /// (docs/robustness.md), so a small body never waits behind a large one's work, and clients
-    /// sending large bodies, however many, hold at most the large lanes.
+    /// sending large bodies, however many, hold at most the large lanes; among them, a client
+    /// holds at most its share once another waits.
     private static let laneCount = max(2, ProcessInfo.processInfo.activeProcessorCount)
-    private static let smallLanes = (0..<laneCount).map { DispatchQueue(label: "bert-serve-requests-small-\($0)") }
-    private static let largeLanes = (0..<laneCount).map { DispatchQueue(label: "bert-serve-requests-large-\($0)") }
-    private static let nextSmall = RoundRobin(), nextLarge = RoundRobin()
+    private static let smallLanes = FairLanes(label: "bert-serve-requests-small", count: laneCount)
+    private static let largeLanes = FairLanes(label: "bert-serve-requests-large", count: laneCount)
     /// The largest body that takes a small lane: about a millisecond of tokenising at worst.
     static let smallBodyBytes = 16 << 10
 
-    /// Runs `body` on one of the lanes (by the size of the request's body: `RequestBody.bytes`)
-    /// and returns its result. The request's deadline goes with it: tokenising (`encode`,
-    /// /tokenize) checks it before each text, so that a request that waited for a lane, or whose
-    /// texts take long to decode and tokenise, ends at its deadline. (Counts and sizes are
-    /// checked first: a 413 says more than a 503.)
+    /// Runs `body` on one of the lanes (by the size of the request's body: `RequestBody.bytes`;
+    /// in its client's turn: `RequestBody.client`) and returns its result. The request's deadline
+    /// goes with it: tokenising (`encode`, /tokenize) checks it before each text, so that a
+    /// request that waited for a lane, or whose texts take long to decode and tokenise, ends at
+    /// its deadline. (Counts and sizes are checked first: a 413 says more than a 503.)
     func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let queue = RequestBody.bytes <= Self.smallBodyBytes ? Self.smallLanes[Self.nextSmall.next() % Self.laneCount]
-                                                              : Self.largeLanes[Self.nextLarge.next() % Self.laneCount]
+        let lanes = RequestBody.bytes <= Self.smallBodyBytes ? Self.smallLanes : Self.largeLanes
         let deadline = RequestDeadline.current
         return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
+            lanes.submit(client: RequestBody.client) {
                 RequestDeadline.onThisThread = deadline
                 continuation.resume(with: Result { try body() })
                 RequestDeadline.onThisThread = nil
@@ -267,10 +264,13 @@ struct Endpoints: Sendable {
     }
 }
 
-/// The size of the body of the request this task answers (Handler.respond sets it): which
-/// lanes its CPU work takes (`Endpoints.offload`).
+/// The request this task answers, as far as its CPU work's lanes need it (Handler.respond sets
+/// both; `Endpoints.offload` reads them).
 enum RequestBody {
+    /// The size of its body: which set of lanes.
     @TaskLocal static var bytes = 0
+    /// Who sent it (the peer's IP address): whose turn on the lanes.
+    @TaskLocal static var client = ""
 }
 
 /// When a request must be answered: --request-timeout after its body arrived. It covers
@@ -292,12 +292,7 @@ enum RequestDeadline {
     }
 }
 
-/// A counter any thread may bump: which request queue takes the next request.
-final class RoundRobin: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-    func next() -> Int { lock.withLock { value &+= 1; return value & Int.max } }
-}
+
 
 /// Bytes of `text` as a JSON string's content (escapes counted at their longest, \\u00XX).
 func jsonEscapedLength(_ text: String) -> Int {

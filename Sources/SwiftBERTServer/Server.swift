@@ -122,15 +122,15 @@ public enum BertServer {
     }
 
     static func makeRouter(_ endpoints: Endpoints, handler: Handler, configuration: ServerConfiguration, metrics: ServerMetrics,
-                           registry: ModelRegistry) -> Router<BasicRequestContext> {
-        let router = Router()
+                           registry: ModelRegistry) -> Router<ClientRequestContext> {
+        let router = Router(context: ClientRequestContext.self)
         if let origin = configuration.corsOrigin {
             router.add(middleware: CORSMiddleware(allowOrigin: origin == "*" ? .all : .custom(origin)))
         }
         router.add(middleware: UnroutedRequests())
         for route in Route.all {
-            let respond: @Sendable (Request, BasicRequestContext) async -> Response = { request, _ in
-                await handler.respond(request, route: route.path, shape: route.shape, readsBody: route.method == .post) {
+            let respond: @Sendable (Request, ClientRequestContext) async -> Response = { request, context in
+                await handler.respond(request, from: context.client, route: route.path, shape: route.shape, readsBody: route.method == .post) {
                     try await route.endpoint(endpoints, $0)
                 }
             }
@@ -143,7 +143,7 @@ public enum BertServer {
         }
         // Probes, scrapers and the documents: no API key, no request metrics of their own.
         // Each answers HEAD as GET without the body.
-        func get(_ path: String, _ respond: @escaping @Sendable (Request, BasicRequestContext) async -> Response) {
+        func get(_ path: String, _ respond: @escaping @Sendable (Request, ClientRequestContext) async -> Response) {
             router.get(RouterPath(path), use: respond)
             router.head(RouterPath(path)) { withoutBody(await respond($0, $1)) }
         }
@@ -172,11 +172,23 @@ public enum BertServer {
     }
 }
 
+/// Hummingbird's basic context and the peer's IP address: whose turn a request's CPU work takes
+/// (`FairLanes`). Behind a proxy every request has the proxy's address, and shares one turn.
+struct ClientRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let client: String
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        client = source.channel.remoteAddress?.ipAddress ?? ""
+    }
+}
+
 /// A request no route takes: 405 with the methods its path answers (Allow), or 404; JSON either
 /// way, as every other error of this server.
 struct UnroutedRequests: RouterMiddleware {
-    func handle(_ request: Request, context: BasicRequestContext,
-                next: (Request, BasicRequestContext) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: ClientRequestContext,
+                next: (Request, ClientRequestContext) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
@@ -200,7 +212,7 @@ struct Handler: Sendable {
     /// API requests being answered: those --shutdown-grace cuts when it runs out.
     let inFlight = AtomicCount()
 
-    func respond(_ request: Request, route: String, shape: ErrorShape, readsBody: Bool = true,
+    func respond(_ request: Request, from client: String, route: String, shape: ErrorShape, readsBody: Bool = true,
                  _ endpoint: @Sendable ([UInt8]) async throws -> [UInt8]) async -> Response {
         let started = ContinuousClock.now
         inFlight.add(1)
@@ -214,7 +226,9 @@ struct Handler: Sendable {
                 // --request-timeout runs from here: decoding, tokenising, the model's queue.
                 let deadline = ContinuousClock.now + configuration.requestTimeout
                 response = jsonResponse(200, try await RequestBody.$bytes.withValue(body.count) {
-                    try await RequestDeadline.$current.withValue(deadline) { try await endpoint(body) }
+                    try await RequestBody.$client.withValue(client) {
+                        try await RequestDeadline.$current.withValue(deadline) { try await endpoint(body) }
+                    }
                 })
             } catch let error as APIError {
                 response = Self.errorResponse(error, shape: shape)

@@ -341,6 +341,42 @@ extension ServerTests {
     }
 }
 
+extension ServerTests {
+    /// A client with many large requests queued holds at most its share of the lanes that
+    /// tokenise large bodies once another client waits (`FairLanes`). Client A (127.0.0.2) queues
+    /// three requests per lane, each about a third of a second of tokenising; client B (127.0.0.3)
+    /// then sends one. B's request takes the first lane that comes free, so at least a lane's
+    /// worth of A's requests end after it. Before, lanes took requests in arrival order (round
+    /// robin), and B's waited behind A's queue: none or one of A's ended after it.
+    func testAClientWithManyLargeRequestsHoldsOnlyItsShareOfTheLanes() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "20000000"])
+        let lanes = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        let text = "a" + String(repeating: "\u{301}\u{316}", count: 2_000_000)  // 8 MB: a third of a second
+        let body = jsonBody(["inputs": text, "truncate": true])
+        let ends = Locked<[String]>([])
+        let port = server.port
+        let send: @Sendable (String) -> Void = { client in
+            let reply = Result { try httpRequest(port: port, method: "POST", path: "/embed", body: body, from: client) }
+            ends.update { $0.append(client + ((try? reply.get().status) == 200 ? "" : " failed")) }
+        }
+        // A thread per request: Dispatch's pool would start blocking senders a few at a time.
+        let group = DispatchGroup()
+        func start(_ client: String) {
+            group.enter()
+            Thread { send(client); group.leave() }.start()
+        }
+        for _ in 0..<(3 * lanes) { start("127.0.0.2") }
+        Thread.sleep(forTimeInterval: 0.3)  // A's requests are read and queued
+        start("127.0.0.3")
+        XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
+        let finished = ends.value
+        XCTAssertEqual(finished.filter { $0.hasSuffix("failed") }, [])
+        guard let b = finished.firstIndex(of: "127.0.0.3") else { return XCTFail("B's request did not end: \(finished)") }
+        XCTAssertGreaterThanOrEqual(finished.count - 1 - b, lanes, "order of ends: \(finished)")
+        XCTAssertEqual(server.terminate(), 0)
+    }
+}
+
 /// What a slow client got back: the bytes of the reply, and whether the server closed the connection.
 struct SlowReply {
     let text: String

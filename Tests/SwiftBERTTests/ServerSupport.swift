@@ -27,12 +27,22 @@ enum HTTPClientError: Error, CustomStringConvertible {
 }
 
 /// A TCP socket connected to 127.0.0.1:`port`, whose reads give up after `timeout` seconds; the
-/// caller closes it.
-func connectLoopback(port: Int, timeout: Double) throws -> Int32 {
+/// caller closes it. `source`, another loopback address (127.0.0.2, …), makes it another client
+/// to the server.
+func connectLoopback(port: Int, timeout: Double, from source: String? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw HTTPClientError.connect(errno) }
     var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    if let source {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { let failure = errno; close(fd); throw HTTPClientError.connect(failure) }
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -45,8 +55,8 @@ func connectLoopback(port: Int, timeout: Double) throws -> Int32 {
 }
 
 func httpRequest(port: Int, method: String, path: String, body: Data? = nil, headers: [String: String] = [:],
-                 timeout: Double = 120) throws -> HTTPReply {
-    let fd = try connectLoopback(port: port, timeout: timeout)
+                 timeout: Double = 120, from source: String? = nil) throws -> HTTPReply {
+    let fd = try connectLoopback(port: port, timeout: timeout, from: source)
     defer { close(fd) }
 
     var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
