@@ -152,6 +152,47 @@ public func swiftbert_embed_multi_vector(_ handle: UInt64, _ texts: Texts, _ len
     }
 }
 
+struct OutputsMeta: Encodable {
+    let dimension: Int, sparse_counts: [Int]?, multi_vector_dimension: Int?, tokens: [Int]?
+}
+
+/// `outputs` of swiftbert_embed_outputs: a bit per output.
+let denseOutput: Int32 = 1, sparseOutput: Int32 = 2, multiVectorOutput: Int32 = 4
+
+@_cdecl("swiftbert_embed_outputs")
+public func swiftbert_embed_outputs(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths, _ count: Int, _ outputs: Int32,
+                                    _ normalize: Int32, _ batchSize: Int32, _ maxLength: Int32, _ result: ResultOut) -> Int32 {
+    call {
+        let slot = try models.get(handle)
+        let inputs = try SwiftBERTCABI.texts(texts, lengths, count: count, what: "texts")
+        guard outputs > 0, outputs & ~(denseOutput | sparseOutput | multiVectorOutput) == 0 else {
+            throw CallError(.invalidArgument, "outputs is a sum of 1 (dense), 2 (sparse) and 4 (multi-vector), not \(outputs)")
+        }
+        guard (-1...1).contains(normalize) else { throw CallError(.invalidArgument, "normalize is -1 (the model's), 0 or 1, not \(normalize)") }
+        var wanted: RetrievalOutputs = []
+        if outputs & denseOutput != 0 { wanted.insert(.dense) }
+        if outputs & sparseOutput != 0 { wanted.insert(.sparse) }
+        if outputs & multiVectorOutput != 0 { wanted.insert(.multiVector) }
+        let options = SentenceEmbedder.Options(normalize: normalize < 0 ? nil : normalize == 1,
+                                               maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))
+        let embedder = try slot.sentenceEmbedder()
+        // The model's error naming what to use, for any input count.
+        if wanted.contains(.sparse) { _ = try embedder.sparseHead() }
+        if wanted.contains(.multiVector) { _ = try embedder.multiVectorHead() }
+        // One forward pass for every output named.
+        let embeddings = try inputs.isEmpty ? [] : embedder.embed(inputs, outputs: wanted, options: options).embeddings
+        let dense = embeddings.compactMap(\.dense), sparse = embeddings.compactMap(\.sparse)
+        let matrices = embeddings.compactMap(\.multiVector)
+        let meta = OutputsMeta(dimension: wanted.contains(.dense) ? slot.model.config.embeddingDimension : 0,
+                               sparse_counts: wanted.contains(.sparse) ? sparse.map(\.indices.count) : nil,
+                               multi_vector_dimension: wanted.contains(.multiVector) ? try embedder.multiVectorHead().dimension : nil,
+                               tokens: wanted.contains(.multiVector) ? matrices.map(\.count) : nil)
+        // The floats in order: the dense rows, the sparse weights, the multi-vector matrices.
+        let floats = dense.flatMap { $0 } + sparse.flatMap(\.values) + matrices.flatMap { $0.flatMap { $0 } }
+        try returnResult(ResultSlot(json: encodeJSON(meta), floats: floats, ints: sparse.flatMap(\.indices)), result)
+    }
+}
+
 @_cdecl("swiftbert_rerank")
 public func swiftbert_rerank(_ handle: UInt64, _ query: UnsafePointer<CChar>?, _ queryLength: Int,
                              _ documents: Texts, _ lengths: Lengths, _ count: Int, _ batchSize: Int32,

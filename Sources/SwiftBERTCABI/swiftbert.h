@@ -80,6 +80,20 @@ int32_t swiftbert_embed_sparse(swiftbert_model model, const char *const *texts, 
 int32_t swiftbert_embed_multi_vector(swiftbert_model model, const char *const *texts, const size_t *lengths, size_t count,
                                      int32_t batch_size, int32_t max_length, swiftbert_result *result);
 
+/* Dense, sparse and multi-vector outputs (BGE-M3's three; any that the model has) from one forward
+ * pass. `outputs` sums SWIFTBERT_OUTPUT_DENSE (1), _SPARSE (2) and _MULTI_VECTOR (4); `normalize`
+ * is for the dense vectors (-1: the model's). The result's floats are, in order, the dense rows
+ * (count x dimension), the sparse weights (text after text) and the multi-vector matrices (text
+ * after text); its ints the sparse vocabulary ids; its JSON {"dimension":d (0 without dense),
+ * "sparse_counts":[...], "multi_vector_dimension":m, "tokens":[...]} (the last three only for
+ * the outputs asked). */
+#define SWIFTBERT_OUTPUT_DENSE 1
+#define SWIFTBERT_OUTPUT_SPARSE 2
+#define SWIFTBERT_OUTPUT_MULTI_VECTOR 4
+int32_t swiftbert_embed_outputs(swiftbert_model model, const char *const *texts, const size_t *lengths, size_t count,
+                                int32_t outputs, int32_t normalize, int32_t batch_size, int32_t max_length,
+                                swiftbert_result *result);
+
 /* Cross-encoder relevance of each document to the query (sigmoid of the logit, as `bert rerank`),
  * into scores[count]. */
 int32_t swiftbert_rerank(swiftbert_model model, const char *query, size_t query_length,

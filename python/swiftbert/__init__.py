@@ -8,7 +8,7 @@ docs/python.md has the rest: the other encoders, threads, errors, the `bert` com
 """
 from . import errors
 from ._native import version as _engine_version
-from .encoders import (Classifier, CrossEncoder, FillMask, MultiVectorEncoder, SentenceEncoder, SparseEmbedding,
+from .encoders import (Classifier, CrossEncoder, FillMask, MultiOutputEncoder, MultiVectorEncoder, SentenceEncoder, SparseEmbedding,
                        SparseEncoder, TokenClassifier, models, pull)
 from .errors import (ClosedHandleError, InvalidArgumentError, InvalidInputError, InvalidModelError,
                      ModelNotFoundError, PullError, SwiftBERTError, UnsupportedError)
@@ -22,7 +22,7 @@ def engine_version() -> str:
 
 
 __all__ = [
-    "SentenceEncoder", "SparseEncoder", "SparseEmbedding", "MultiVectorEncoder", "CrossEncoder", "Classifier",
+    "SentenceEncoder", "SparseEncoder", "SparseEmbedding", "MultiVectorEncoder", "MultiOutputEncoder", "CrossEncoder", "Classifier",
     "TokenClassifier", "FillMask", "pull", "models", "engine_version", "errors", "SwiftBERTError",
     "InvalidArgumentError", "ModelNotFoundError", "InvalidModelError", "InvalidInputError", "UnsupportedError",
     "ClosedHandleError", "PullError",

@@ -40,6 +40,8 @@ _SIGNATURES = {
                         ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t],
     "swiftbert_embed_sparse": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32, _u64_p],
     "swiftbert_embed_multi_vector": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32, _u64_p],
+    "swiftbert_embed_outputs": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32,
+                                ctypes.c_int32, ctypes.c_int32, _u64_p],
     "swiftbert_rerank": [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, _texts_t, _size_p, ctypes.c_size_t,
                          ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t],
     "swiftbert_logits": [ctypes.c_uint64, _texts_t, _size_p, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32,
@@ -205,6 +207,13 @@ class Model:
     def multi_vector(self, texts: Sequence[str], batch_size: int, max_length: int = 0) -> Result:
         array = TextArray(texts)
         return run_for_result(self._lib.swiftbert_embed_multi_vector, self.live_handle, *array.args, batch_size, max_length)
+
+    def outputs(self, texts: Sequence[str], outputs: int, *, normalize: Optional[bool], batch_size: int,
+                max_length: int = 0) -> Result:
+        """Dense (1), sparse (2) and multi-vector (4) outputs, as `outputs` sums them, from one pass."""
+        array = TextArray(texts)
+        return run_for_result(self._lib.swiftbert_embed_outputs, self.live_handle, *array.args, outputs,
+                              -1 if normalize is None else int(bool(normalize)), batch_size, max_length)
 
     def rerank_scores(self, query: str, documents: Sequence[str], batch_size: int) -> np.ndarray:
         array = TextArray(documents, "documents")

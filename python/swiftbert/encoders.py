@@ -234,6 +234,55 @@ class MultiVectorEncoder(_BatchedEmbeddings):
         return out[0] if single else out
 
 
+class MultiOutputEncoder(_ModelUser):
+    """Dense, sparse and multi-vector outputs from one forward pass (BGE-M3's three), in the shape
+    of FlagEmbedding's `BGEM3FlagModel.encode`: "dense_vecs" (n, dim) float32, "lexical_weights"
+    (one {token id as str: weight} per text), "colbert_vecs" (one (tokens, dim) float32 per text).
+    A `str` gives one text's outputs."""
+
+    def encode(self, sentences: Union[str, Iterable[str]], batch_size: int = 32, max_length: Optional[int] = None,
+               return_dense: bool = True, return_sparse: bool = False, return_colbert_vecs: bool = False,
+               normalize_embeddings: Optional[bool] = None) -> Dict[str, Any]:
+        single = isinstance(sentences, str)
+        items = [sentences] if single else _text_list(sentences)
+        wanted = (1 if return_dense else 0) | (2 if return_sparse else 0) | (4 if return_colbert_vecs else 0)
+        if not wanted:
+            raise ValueError("ask for at least one of return_dense, return_sparse, return_colbert_vecs")
+        if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1):
+            raise ValueError(f"max_length must be a positive int or None, not {max_length!r}")
+        dense: List[np.ndarray] = []
+        lexical: List[Dict[str, float]] = []
+        colbert: List[np.ndarray] = []
+        for start in range(0, len(items), _batch_size(batch_size)):
+            result = self._model.outputs(items[start:start + batch_size], wanted, normalize=normalize_embeddings,
+                                         batch_size=batch_size, max_length=max_length or 0)
+            meta, floats, offset = result.json, result.floats, 0
+            count = len(items[start:start + batch_size])
+            if return_dense:
+                size = count * meta["dimension"]
+                dense.append(floats[:size].reshape(count, meta["dimension"]))
+                offset = size
+            if return_sparse:
+                ids = 0
+                for n in meta["sparse_counts"]:
+                    lexical.append({str(int(i)): float(v) for i, v in zip(result.ints[ids:ids + n], floats[offset:offset + n])})
+                    ids, offset = ids + n, offset + n
+            if return_colbert_vecs:
+                width = meta["multi_vector_dimension"]
+                for tokens in meta["tokens"]:
+                    colbert.append(floats[offset:offset + tokens * width].reshape(tokens, width).copy())
+                    offset += tokens * width
+        out: Dict[str, Any] = {}
+        if return_dense:
+            vectors = np.ascontiguousarray(np.concatenate(dense)) if dense else np.zeros((0, self._model.dimension), np.float32)
+            out["dense_vecs"] = vectors[0] if single else vectors
+        if return_sparse:
+            out["lexical_weights"] = lexical[0] if single else lexical
+        if return_colbert_vecs:
+            out["colbert_vecs"] = colbert[0] if single else colbert
+        return out
+
+
 class CrossEncoder(_ModelUser):
     """A cross-encoder (a sequence classifier over text pairs): sentence-transformers' `CrossEncoder`."""
 

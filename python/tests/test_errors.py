@@ -36,6 +36,9 @@ CASES = {
     "missing head: multi-vector of a SPLADE model": (
         "swiftbert.MultiVectorEncoder('splade-tiny').encode('x')",
         "InvalidInputError", "head"),
+    "missing head: all outputs of a dense model": (
+        "swiftbert.MultiOutputEncoder('all-MiniLM-L6-v2').encode(['x'], return_sparse=True)",
+        "InvalidInputError", "head"),
     "fill-mask without a mask": (
         "swiftbert.FillMask('splade-tiny').predict('no mask here')",
         "InvalidInputError", "MASK"),

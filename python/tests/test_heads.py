@@ -65,3 +65,28 @@ def test_multi_vector_equals_bert_embed_multi_vector(tmp_path):
     for matrix, record in zip(got, expected):
         assert matrix.dtype == np.float32 and matrix.flags["C_CONTIGUOUS"]
         assert np.array_equal(matrix, np.array(record["vectors"], dtype=np.float32))
+
+
+def test_multi_output_encoder_equals_each_output_alone():
+    """One pass for all three outputs (`swiftbert_embed_outputs`) gives the bits of each output's
+    own call, in FlagEmbedding's `BGEM3FlagModel.encode` shape."""
+    model = str(FIXTURES / "bgem3")
+    with swiftbert.MultiOutputEncoder(model) as encoder:
+        got = encoder.encode(TEXTS, batch_size=3, return_dense=True, return_sparse=True, return_colbert_vecs=True)
+        one = encoder.encode(TEXTS[0], return_sparse=True)
+        with pytest.raises(ValueError):
+            encoder.encode(TEXTS, return_dense=False)
+    with swiftbert.SentenceEncoder(model) as dense:
+        vectors = dense.encode(TEXTS)
+    with swiftbert.SparseEncoder(model) as sparse:
+        weights = sparse.encode(TEXTS)
+    with swiftbert.MultiVectorEncoder(model) as colbert:
+        matrices = colbert.encode(TEXTS)
+    assert got["dense_vecs"].dtype == np.float32 and got["dense_vecs"].flags["C_CONTIGUOUS"]
+    assert np.array_equal(got["dense_vecs"], vectors)
+    assert got["lexical_weights"] == [{str(k): v for k, v in w.as_dict().items()} for w in weights]
+    assert len(got["colbert_vecs"]) == len(TEXTS)
+    for matrix, alone in zip(got["colbert_vecs"], matrices):
+        assert np.array_equal(matrix, alone)
+    assert np.array_equal(one["dense_vecs"], vectors[0]) and one["lexical_weights"] == got["lexical_weights"][0]
+    assert set(one) == {"dense_vecs", "lexical_weights"}

@@ -86,6 +86,21 @@ int main(int argc, char **argv) {
     EXPECT(swiftbert_classify(minilm, texts, lengths, 1, 0, 32, &result), SWIFTBERT_INVALID_INPUT);
     EXPECT(swiftbert_fill_mask(minilm, "a [MASK] b", 10, 3, &result), SWIFTBERT_INVALID_INPUT);
     EXPECT(swiftbert_embed_multi_vector(minilm, texts, lengths, 1, 32, 0, &result), SWIFTBERT_INVALID_INPUT);
+    EXPECT(swiftbert_embed_outputs(minilm, texts, lengths, 1, SWIFTBERT_OUTPUT_DENSE | SWIFTBERT_OUTPUT_SPARSE, -1, 32, 0, &result),
+           SWIFTBERT_INVALID_INPUT);
+    EXPECT(swiftbert_embed_outputs(minilm, texts, lengths, 1, 0, -1, 32, 0, &result), SWIFTBERT_INVALID_ARGUMENT);
+    EXPECT(swiftbert_embed_outputs(minilm, texts, lengths, 1, 8, -1, 32, 0, &result), SWIFTBERT_INVALID_ARGUMENT);
+    /* The dense output alone: the floats of swiftbert_embed, and dimension in the JSON. */
+    EXPECT(swiftbert_embed_outputs(minilm, texts, lengths, 1, SWIFTBERT_OUTPUT_DENSE, -1, 32, 0, &result), SWIFTBERT_OK);
+    {
+        const float *floats = NULL;
+        size_t float_count = 0;
+        float alone[384];
+        EXPECT(swiftbert_result_floats(result, &floats, &float_count), SWIFTBERT_OK);
+        EXPECT(swiftbert_embed(minilm, texts, lengths, 1, -1, 32, NULL, NULL, 0, alone, 384), SWIFTBERT_OK);
+        CHECK(float_count == 384 && memcmp(floats, alone, sizeof alone) == 0, "dense output: %zu floats", float_count);
+        EXPECT(swiftbert_result_free(result), SWIFTBERT_OK);
+    }
     float score;
     EXPECT(swiftbert_rerank(minilm, "q", 1, texts, lengths, 1, 32, &score, 1), SWIFTBERT_INVALID_INPUT);
 
