@@ -46,45 +46,8 @@ cp "$portable_bin" "$root/libexec/bert-portable"
 strip "$root/libexec/bert-native" "$root/libexec/bert-portable"
 install -m 0755 tools/dist/bert-launcher.sh "$root/bin/bert"
 
-# --- The CPU flags the native build needs --------------------------------------------------
-# tools/native-flags says `-target-cpu native`: LLVM may use every instruction-set extension of
-# the build machine. The toolchain's clang reports the same host detection as target features
-# (`+avx512f`, …); these become /proc/cpuinfo names for the launcher. Left out: extensions the
-# compiler emits only for their intrinsics, which SwiftBERT and its dependencies do not call,
-# and which hypervisors or microcode often hide (TSX's rtm on many Xeons): requiring them would
-# send such CPUs to the slower build for nothing. evex512 is not a CPU flag (AVX10's 512-bit
-# switch, implied by avx512f). The check below makes sure the binary holds none of their
-# instructions.
-intrinsics_only=" aes vaes pclmul vpclmulqdq sha sha512 sm3 sm4 rtm hle tsxldtrk rdrnd rdseed rdpid invpcid fsgsbase xsave xsaveopt xsavec xsaves clwb clflushopt cldemote movdiri movdir64b serialize waitpkg ptwrite uintr enqcmd pconfig sgx shstk wbnoinvd pku prfchw kl widekl evex512 amx-tile amx-int8 amx-bf16 amx-fp16 amx-complex "
-clang=$(dirname "$(command -v swift)")/clang
-host_features=$("$clang" -march=native -### -x c -c /dev/null -o /dev/null 2>&1 | grep -o '"+[^"]*"' | tr -d '"+' | sort -u)
-cpuinfo=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-needed=()
-for feature in $host_features; do
-    case "$intrinsics_only" in *" $feature "*) continue ;; esac
-    case $feature in  # LLVM's name -> the kernel's /proc/cpuinfo name, where they differ
-        64bit) flag=lm ;; sse3) flag=pni ;; sse4.1) flag=sse4_1 ;; sse4.2|crc32) flag=sse4_2 ;;
-        sahf) flag=lahf_lm ;; lzcnt) flag=abm ;; bmi) flag=bmi1 ;; avxvnni) flag=avx_vnni ;;
-        avx512vnni|avx512bf16|avx512fp16|avx512vbmi2|avx512bitalg|avx512vpopcntdq)
-            flag=avx512_${feature#avx512} ;;
-        *) flag=$feature ;;
-    esac
-    case "$cpuinfo" in
-        *" $flag "*) needed+=("$flag") ;;
-        *) echo "dist.sh: LLVM's host feature '$feature' has no /proc/cpuinfo flag '$flag' here; add its name to the mapping in tools/dist.sh" >&2; exit 1 ;;
-    esac
-done
-printf '%s\n' "${needed[@]}" | sort -u > "$root/libexec/native-cpu-flags"
-# The instructions of the left-out extensions, in the native binary: there must be none.
-echo "dist.sh: checking the native binary for instructions of the left-out extensions (objdump)" >&2
-intrinsic_insns='\s(xbegin|xend|xabort|xtest|xsusldtrk|xresldtrk|rdrand|rdseed|rdpid|v?aes(enc|dec|imc|keygen)[a-z]*|v?pclmul[a-z]*|sha(1|256)[a-z0-9]*|clwb|clflushopt|cldemote|movdiri|movdir64b|serialize|invpcid|(rd|wr)(fs|gs)base|xsave[a-z0-9]*|xrstor[a-z0-9]*|prefetchw|tile[a-z]+|tdp[a-z0-9]+)\s'
-found=$(objdump -d --no-show-raw-insn "$root/libexec/bert-native" | grep -oE "$intrinsic_insns" | sort | uniq -c || true)
-if [ -n "$found" ]; then
-    echo "dist.sh: the native binary uses instructions of extensions tools/dist.sh leaves out of native-cpu-flags:" >&2
-    echo "$found" >&2
-    echo "dist.sh: take their extensions out of intrinsics_only so the launcher requires them" >&2
-    exit 1
-fi
+# --- The CPU flags the native build needs (the launcher's test) -----------------------------
+tools/native_cpu_flags.sh "$root/libexec/bert-native" > "$root/libexec/native-cpu-flags"
 
 # --- Shared libraries ------------------------------------------------------------------------
 # glibc's own libraries, the C++ and GCC runtimes, OpenBLAS and its Fortran runtime. Nothing

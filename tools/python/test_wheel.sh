@@ -18,7 +18,8 @@ if [ -z "${TEST_WHEEL_INNER:-}" ]; then
     tmp=$(mktemp -d /tmp/swiftbert-wheel-test.XXXXXX)
     trap 'rm -rf "$tmp"' EXIT
     python3 -m venv "$tmp/venv"
-    pin() { grep -E "^$1==" tools/requirements.txt | sed 's/[[:space:]]*#.*//'; }
+    # A pin may repeat in another group (numpy in fastembed's): the first is the one.
+    pin() { grep -m1 -E "^$1==" tools/requirements.txt | sed 's/[[:space:]]*#.*//'; }
     "$tmp/venv/bin/pip" install -q --disable-pip-version-check "$(pin numpy)" "$(pin pytest)" \
         "$(pin langchain-core)" "$(pin llama-index-core)" "$(pin haystack-ai)" >&2
     "$tmp/venv/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$(dirname "$wheel")" swiftbert >&2
