@@ -56,6 +56,11 @@ dist:
 # The Python wheel dist/swiftbert-VERSION-py3-none-manylinux_2_35_x86_64.whl (docs/python.md):
 # libswiftbert.so and `bert` from the release build `make test` makes (one build line, every
 # product), packed with hatchling, the Swift runtime and OpenBLAS vendored by auditwheel.
-# tools/python/test_wheel.sh installs it into a fresh venv and runs python/tests.
+# With them, a portable build (no tools/native-flags; .build/wheel-portable) for CPUs that lack
+# a flag the native one needs: the package picks one at import (python/swiftbert/_variant.py).
+# tools/python/test_wheel.sh installs it into a fresh venv and runs python/tests (CI tests the
+# native build alone: tools/python/test_wheel.sh makes its wheel without the portable one).
 wheel: build-tests
-	@tools/python/build_wheel.sh
+	swift build -c release $$(cat tools/build-flags) --product swiftbert --scratch-path .build/wheel-portable
+	swift build -c release $$(cat tools/build-flags) --product bert --scratch-path .build/wheel-portable
+	@tools/python/build_wheel.sh "" "$$(swift build -c release $$(cat tools/build-flags) --scratch-path .build/wheel-portable --show-bin-path)"

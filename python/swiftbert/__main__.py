@@ -3,9 +3,12 @@ import os
 import sys
 from pathlib import Path
 
+from swiftbert import _variant
+
 
 def bert_path() -> Path:
-    return Path(__file__).resolve().parent / "_lib" / "bert"
+    """The wheel's `bert` of the build this CPU runs (`_variant`)."""
+    return _variant.folder() / "bert"
 
 
 def main() -> None:

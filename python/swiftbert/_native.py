@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import errors
+from . import _variant, errors
 
 ABI_VERSION = 1
 _PACKAGE = Path(__file__).resolve().parent
@@ -61,9 +61,10 @@ _RETURNS = {"swiftbert_version": ctypes.c_char_p, "swiftbert_last_error": ctypes
 
 
 def library_path() -> Path:
-    """libswiftbert.so: $SWIFTBERT_LIBRARY when set (a build tree), else the wheel's copy."""
+    """libswiftbert.so: $SWIFTBERT_LIBRARY when set (a build tree), else the wheel's copy of the
+    build this CPU runs (`_variant`)."""
     override = os.environ.get("SWIFTBERT_LIBRARY")
-    return Path(override) if override else _PACKAGE / "_lib" / "libswiftbert.so"
+    return Path(override) if override else _variant.folder() / "libswiftbert.so"
 
 
 def library() -> ctypes.CDLL:

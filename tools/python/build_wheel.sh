@@ -7,14 +7,22 @@
 # and its Fortran runtime) with an RPATH to them, and `auditwheel show` must give manylinux_2_35.
 # Fails when the wheel exceeds 80 MB. Prints the wheel's path.
 #
-#   tools/python/build_wheel.sh [BIN_DIR]    default: the native release build's bin folder
+# With PORTABLE_BIN_DIR (a release build without tools/native-flags: `make wheel` makes one in
+# .build/wheel-portable), the wheel also carries that build in swiftbert/_lib/portable/ and the
+# CPU flags the native one needs (tools/native_cpu_flags.sh), and picks one at import by
+# /proc/cpuinfo, as the tarball's launcher does (python/swiftbert/_variant.py).
+#
+#   tools/python/build_wheel.sh [BIN_DIR [PORTABLE_BIN_DIR]]    default: the native release build's bin folder
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 [ "$(uname -m)" = x86_64 ] || { echo "build_wheel.sh: builds the linux x86-64 wheel; this machine is $(uname -m)" >&2; exit 1; }
-bin=${1:-$(swift build -c release $(cat tools/native-flags) $(cat tools/build-flags) --show-bin-path)}
+bin=${1:-}
+[ -n "$bin" ] || bin=$(swift build -c release $(cat tools/native-flags) $(cat tools/build-flags) --show-bin-path)
+portable=${2:-}
 for file in libswiftbert.so bert; do
     [ -f "$bin/$file" ] || { echo "build_wheel.sh: no $bin/$file; build with: swift build -c release \$(cat tools/native-flags) \$(cat tools/build-flags) --build-tests" >&2; exit 1; }
+    [ -z "$portable" ] || [ -f "$portable/$file" ] || { echo "build_wheel.sh: no $portable/$file (the portable build: make wheel)" >&2; exit 1; }
 done
 python=$(tools/venv.sh wheel)
 venv_bin=$(dirname "$python")
@@ -32,11 +40,18 @@ cp "$bin/libswiftbert.so" "$bin/bert" "$stage/src/swiftbert/_lib/"
 # and Swift finds its metadata through sections strip leaves alone (as tools/dist.sh does).
 strip --strip-unneeded "$stage/src/swiftbert/_lib/libswiftbert.so"
 strip "$stage/src/swiftbert/_lib/bert"
+if [ -n "$portable" ]; then
+    mkdir -p "$stage/src/swiftbert/_lib/portable"
+    cp "$portable/libswiftbert.so" "$portable/bert" "$stage/src/swiftbert/_lib/portable/"
+    strip --strip-unneeded "$stage/src/swiftbert/_lib/portable/libswiftbert.so"
+    strip "$stage/src/swiftbert/_lib/portable/bert"
+    tools/native_cpu_flags.sh "$bin/libswiftbert.so" > "$stage/src/swiftbert/_lib/native-cpu-flags"
+fi
 cp /opt/swift/usr/share/swift/LICENSE.txt "$stage/src/swiftbert/_lib/licenses/swift-toolchain.LICENSE.txt" 2>/dev/null \
     || echo "build_wheel.sh: warning: no Swift toolchain LICENSE.txt found to ship" >&2
 [ ! -f LICENSE ] || cp LICENSE "$stage/src/swiftbert/_lib/licenses/SwiftBERT.LICENSE"
 
-echo "build_wheel.sh: hatchling wheel of python/ with libswiftbert.so and bert from $bin" >&2
+echo "build_wheel.sh: hatchling wheel of python/ with libswiftbert.so and bert from $bin${portable:+, and the portable build from $portable}" >&2
 "$python" -m pip wheel --quiet --no-deps --no-build-isolation --disable-pip-version-check -w "$stage/raw" "$stage/src" >&2
 raw=$(ls "$stage"/raw/swiftbert-*.whl)
 mkdir -p dist
