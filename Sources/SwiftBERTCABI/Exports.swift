@@ -117,18 +117,31 @@ public func swiftbert_embed(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths
     }
 }
 
+/// The `wanted` outputs of the texts from one forward pass, the model's dense width, and its
+/// ColBERT width when asked for: the one path of the sparse, multi-vector and all-outputs calls.
+/// A head the model lacks is its typed error whatever the input count.
+func retrievalOutputs(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths, _ count: Int, _ wanted: RetrievalOutputs,
+                      _ options: @autoclosure () throws -> SentenceEmbedder.Options) throws
+    -> (embeddings: [RetrievalEmbedding], dimension: Int, multiVectorDimension: Int?) {
+    // In the calls' order of checks: the handle, the texts, then the options.
+    let slot = try models.get(handle)
+    let inputs = try SwiftBERTCABI.texts(texts, lengths, count: count, what: "texts")
+    let options = try options()
+    let embedder = try slot.sentenceEmbedder()
+    if wanted.contains(.sparse) { _ = try embedder.sparseHead() }
+    let multiVectorDimension = wanted.contains(.multiVector) ? try embedder.multiVectorHead().dimension : nil
+    let embeddings = try inputs.isEmpty ? [] : embedder.embed(inputs, outputs: wanted, options: options).embeddings
+    return (embeddings, slot.model.config.embeddingDimension, multiVectorDimension)
+}
+
 struct SparseMeta: Encodable { let counts: [Int] }
 
 @_cdecl("swiftbert_embed_sparse")
 public func swiftbert_embed_sparse(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths, _ count: Int,
                                    _ batchSize: Int32, _ maxLength: Int32, _ result: ResultOut) -> Int32 {
     call {
-        let slot = try models.get(handle)
-        let inputs = try SwiftBERTCABI.texts(texts, lengths, count: count, what: "texts")
-        let options = SentenceEmbedder.Options(maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))
-        let embedder = try slot.sentenceEmbedder()
-        _ = try embedder.sparseHead()  // the model's error naming what to use, for any input count
-        let vectors = try inputs.isEmpty ? [] : embedder.embed(inputs, outputs: .sparse, options: options).embeddings.map { $0.sparse! }
+        let vectors = try retrievalOutputs(handle, texts, lengths, count, .sparse,
+                                      SentenceEmbedder.Options(maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))).embeddings.map { $0.sparse! }
         try returnResult(ResultSlot(json: encodeJSON(SparseMeta(counts: vectors.map(\.indices.count))),
                                     floats: vectors.flatMap(\.values), ints: vectors.flatMap(\.indices)), result)
     }
@@ -140,12 +153,8 @@ struct MultiVectorMeta: Encodable { let dimension: Int; let tokens: [Int] }
 public func swiftbert_embed_multi_vector(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths, _ count: Int,
                                          _ batchSize: Int32, _ maxLength: Int32, _ result: ResultOut) -> Int32 {
     call {
-        let slot = try models.get(handle)
-        let inputs = try SwiftBERTCABI.texts(texts, lengths, count: count, what: "texts")
-        let options = SentenceEmbedder.Options(maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))
-        let embedder = try slot.sentenceEmbedder()
-        _ = try embedder.multiVectorHead()
-        let matrices = try inputs.isEmpty ? [] : embedder.embed(inputs, outputs: .multiVector, options: options).embeddings.map { $0.multiVector! }
+        let matrices = try retrievalOutputs(handle, texts, lengths, count, .multiVector,
+                                      SentenceEmbedder.Options(maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))).embeddings.map { $0.multiVector! }
         let dimension = matrices.first(where: { !$0.isEmpty })?.first?.count ?? 0
         try returnResult(ResultSlot(json: encodeJSON(MultiVectorMeta(dimension: dimension, tokens: matrices.map(\.count))),
                                     floats: matrices.flatMap { $0.flatMap { $0 } }), result)
@@ -163,8 +172,6 @@ let denseOutput: Int32 = 1, sparseOutput: Int32 = 2, multiVectorOutput: Int32 = 
 public func swiftbert_embed_outputs(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths, _ count: Int, _ outputs: Int32,
                                     _ normalize: Int32, _ batchSize: Int32, _ maxLength: Int32, _ result: ResultOut) -> Int32 {
     call {
-        let slot = try models.get(handle)
-        let inputs = try SwiftBERTCABI.texts(texts, lengths, count: count, what: "texts")
         guard outputs > 0, outputs & ~(denseOutput | sparseOutput | multiVectorOutput) == 0 else {
             throw CallError(.invalidArgument, "outputs is a sum of 1 (dense), 2 (sparse) and 4 (multi-vector), not \(outputs)")
         }
@@ -175,17 +182,12 @@ public func swiftbert_embed_outputs(_ handle: UInt64, _ texts: Texts, _ lengths:
         if outputs & multiVectorOutput != 0 { wanted.insert(.multiVector) }
         let options = SentenceEmbedder.Options(normalize: normalize < 0 ? nil : normalize == 1,
                                                maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))
-        let embedder = try slot.sentenceEmbedder()
-        // The model's error naming what to use, for any input count.
-        if wanted.contains(.sparse) { _ = try embedder.sparseHead() }
-        if wanted.contains(.multiVector) { _ = try embedder.multiVectorHead() }
-        // One forward pass for every output named.
-        let embeddings = try inputs.isEmpty ? [] : embedder.embed(inputs, outputs: wanted, options: options).embeddings
+        let (embeddings, dimension, multiVectorDimension) = try retrievalOutputs(handle, texts, lengths, count, wanted, options)
         let dense = embeddings.compactMap(\.dense), sparse = embeddings.compactMap(\.sparse)
         let matrices = embeddings.compactMap(\.multiVector)
-        let meta = OutputsMeta(dimension: wanted.contains(.dense) ? slot.model.config.embeddingDimension : 0,
+        let meta = OutputsMeta(dimension: wanted.contains(.dense) ? dimension : 0,
                                sparse_counts: wanted.contains(.sparse) ? sparse.map(\.indices.count) : nil,
-                               multi_vector_dimension: wanted.contains(.multiVector) ? try embedder.multiVectorHead().dimension : nil,
+                               multi_vector_dimension: multiVectorDimension,
                                tokens: wanted.contains(.multiVector) ? matrices.map(\.count) : nil)
         // The floats in order: the dense rows, the sparse weights, the multi-vector matrices.
         let floats = dense.flatMap { $0 } + sparse.flatMap(\.values) + matrices.flatMap { $0.flatMap { $0 } }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -187,6 +187,24 @@ class _BatchedEmbeddings(_ModelUser):
     passage_embed = embed
 
 
+def _split_sparse(ids: np.ndarray, weights: np.ndarray, counts: Sequence[int]) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """A result's sparse part, text by text: (vocabulary ids, weights), each `counts[i]` long."""
+    out, offset = [], 0
+    for count in counts:
+        out.append((ids[offset:offset + count].copy(), weights[offset:offset + count].copy()))
+        offset += count
+    return out
+
+
+def _split_matrices(floats: np.ndarray, tokens: Sequence[int], dimension: int) -> List[np.ndarray]:
+    """A result's multi-vector part, text by text: a (tokens[i], dimension) float32 array each."""
+    out, offset = [], 0
+    for count in tokens:
+        out.append(floats[offset:offset + count * dimension].reshape(count, dimension).copy())
+        offset += count * dimension
+    return out
+
+
 @dataclass
 class SparseEmbedding:
     """A sparse lexical vector: vocabulary ids and their weights (fastembed's shape)."""
@@ -209,10 +227,7 @@ class SparseEncoder(_BatchedEmbeddings):
         out: List[SparseEmbedding] = []
         for start in range(0, len(items), _batch_size(batch_size)):
             result = self._model.sparse(items[start:start + batch_size], batch_size)
-            offset = 0
-            for count in result.json["counts"]:
-                out.append(SparseEmbedding(result.ints[offset:offset + count].copy(), result.floats[offset:offset + count].copy()))
-                offset += count
+            out.extend(SparseEmbedding(*pair) for pair in _split_sparse(result.ints, result.floats, result.json["counts"]))
         return out[0] if single else out
 
 
@@ -226,11 +241,7 @@ class MultiVectorEncoder(_BatchedEmbeddings):
         out: List[np.ndarray] = []
         for start in range(0, len(items), _batch_size(batch_size)):
             result = self._model.multi_vector(items[start:start + batch_size], batch_size)
-            dimension, offset = result.json["dimension"], 0
-            for tokens in result.json["tokens"]:
-                size = tokens * dimension
-                out.append(result.floats[offset:offset + size].reshape(tokens, dimension).copy())
-                offset += size
+            out.extend(_split_matrices(result.floats, result.json["tokens"], result.json["dimension"]))
         return out[0] if single else out
 
 
@@ -259,19 +270,15 @@ class MultiOutputEncoder(_ModelUser):
             meta, floats, offset = result.json, result.floats, 0
             count = len(items[start:start + batch_size])
             if return_dense:
-                size = count * meta["dimension"]
-                dense.append(floats[:size].reshape(count, meta["dimension"]))
-                offset = size
+                offset = count * meta["dimension"]
+                dense.append(floats[:offset].reshape(count, meta["dimension"]))
             if return_sparse:
-                ids = 0
-                for n in meta["sparse_counts"]:
-                    lexical.append({str(int(i)): float(v) for i, v in zip(result.ints[ids:ids + n], floats[offset:offset + n])})
-                    ids, offset = ids + n, offset + n
+                weights = sum(meta["sparse_counts"])
+                lexical.extend({str(int(i)): float(v) for i, v in zip(*pair)}
+                               for pair in _split_sparse(result.ints, floats[offset:offset + weights], meta["sparse_counts"]))
+                offset += weights
             if return_colbert_vecs:
-                width = meta["multi_vector_dimension"]
-                for tokens in meta["tokens"]:
-                    colbert.append(floats[offset:offset + tokens * width].reshape(tokens, width).copy())
-                    offset += tokens * width
+                colbert.extend(_split_matrices(floats[offset:], meta["tokens"], meta["multi_vector_dimension"]))
         out: Dict[str, Any] = {}
         if return_dense:
             vectors = np.ascontiguousarray(np.concatenate(dense)) if dense else np.zeros((0, self._model.dimension), np.float32)
