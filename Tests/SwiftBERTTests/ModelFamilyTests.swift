@@ -5,12 +5,56 @@ import XCTest
 /// `ModelFamilies.all` is the one table of architectures: the converter reads a Hugging Face
 /// config.json through it, and `loadEncoder` loads a converted folder through it.
 final class ModelFamilyTests: XCTestCase {
-    /// Every architecture belongs to exactly one family.
-    func testEveryArchitectureHasOneFamily() {
+    /// Every architecture belongs to exactly one family, under a name no other family uses, and
+    /// reads back from config.json as itself. A name no family declares is refused, naming the
+    /// ones that run.
+    func testEveryArchitectureHasOneFamilyAndOneName() throws {
+        XCTAssertEqual(Architecture.allCases.count, 12)
+        XCTAssertEqual(Set(Architecture.allCases.map(\.rawValue)).count, Architecture.allCases.count)
         for architecture in Architecture.allCases {
             let families = ModelFamilies.all.filter { $0.variants.contains(architecture) }.map(\.name)
             XCTAssertEqual(families.count, 1, "\(architecture.displayName): \(families)")
+            let json = try JSONEncoder().encode([architecture])
+            XCTAssertEqual(String(decoding: json, as: UTF8.self), "[\"\(architecture.rawValue)\"]")
+            let read = try JSONDecoder().decode([Architecture].self, from: json)[0]
+            XCTAssertEqual(read, architecture)
+            XCTAssertEqual(read.className, architecture.className)
+            XCTAssertEqual(Architecture(rawValue: architecture.rawValue)?.displayName, architecture.displayName)
         }
+        XCTAssertEqual(Architecture.xlmRoberta.rawValue, "xlm-roberta")
+        XCTAssertEqual(Architecture.gemma3.className, "Gemma3Text")
+        XCTAssertNil(Architecture(rawValue: "albert"))
+        var config = try ModelConfig.load(from: try convertedModel("all-MiniLM-L6-v2").appendingPathComponent("config.json"))
+        config.encoder.architecture = .bert
+        var document = try JSONSerialization.jsonObject(with: JSONEncoder().encode(config)) as! [String: Any]
+        document["architecture"] = "albert"
+        XCTAssertThrowsError(try ModelConfig.decode(JSONSerialization.data(withJSONObject: document), path: "config.json")) { error in
+            XCTAssertTrue("\(error)".contains("architecture 'albert' is none SwiftBERT runs (nomic_bert, gte, modernbert, gemma3_text, qwen3, deberta-v2, mobilebert, bert, distilbert, roberta, xlm-roberta, mpnet)"), "\(error)")
+        }
+    }
+
+    /// Each family's own fields sit under its key in config.json and belong to its config type
+    /// alone: a config holds them through `EncoderConfig.familyConfigs`, which compares and writes
+    /// them as the family's type, and BERT's configs hold none.
+    func testFamilyFieldsAreTheFamilysOwn() throws {
+        XCTAssertEqual(ModelFamilies.all.compactMap(\.configType).map { $0.key }, ["rotary", "gemma", "qwen3", "deberta", "mobilebert"])
+        let minilm = try ModelConfig.load(from: try convertedModel("all-MiniLM-L6-v2").appendingPathComponent("config.json"))
+        XCTAssertTrue(minilm.encoder.familyConfigs.isEmpty)
+        var qwen = minilm.encoder
+        qwen.qwen3 = Qwen3Config(headDim: 16, keyValueHeads: 2, ropeTheta: 10_000)
+        XCTAssertNotEqual(qwen, minilm.encoder)
+        XCTAssertNil(qwen.gemma)
+        XCTAssertEqual(qwen.familyConfigs[Qwen3Config.self]?.headDim, 16)
+        var other = qwen
+        other.qwen3?.ropeTheta = 1_000_000
+        XCTAssertNotEqual(other, qwen)
+        other.qwen3?.ropeTheta = 10_000
+        XCTAssertEqual(other, qwen)
+        let document = try JSONSerialization.jsonObject(with: JSONEncoder().encode(qwen)) as! [String: Any]
+        XCTAssertEqual(document["qwen3"] as? NSDictionary, ["head_dim": 16, "num_key_value_heads": 2, "rope_theta": 10_000] as NSDictionary)
+        XCTAssertEqual(try JSONDecoder().decode(EncoderConfig.self, from: JSONEncoder().encode(qwen)), qwen)
+        qwen.qwen3 = nil
+        XCTAssertEqual(qwen, minilm.encoder)
     }
 
     /// model_type picks the family; without one, the architectures' class names do. Others are

@@ -25,16 +25,9 @@ public struct EncoderConfig: Codable, Sendable, Equatable {
     /// MPNet's relative_attention_num_buckets: the distance buckets of the position bias shared
     /// by every layer's attention (nil: no relative bias).
     public var relativeAttentionNumBuckets: Int? = nil
-    /// MobileBERT's own fields.
-    public var mobileBert: MobileBertConfig? = nil
-    /// The rotary-position encoders' own fields.
-    public var rotary: RotaryEncoderConfig? = nil
-    /// The Gemma 3 encoder's own fields.
-    public var gemma: GemmaEncoderConfig? = nil
-    /// The Qwen3 encoder's own fields.
-    public var qwen3: Qwen3Config? = nil
-    /// The DeBERTa encoder's own fields.
-    public var deberta: DebertaConfig? = nil
+    /// Each family's own fields, under their keys in config.json (`FamilyConfig`); every family
+    /// reads its own through an accessor in its folder (`EncoderConfig.rotary`, …). Empty: BERT.
+    public var familyConfigs = FamilyConfigs()
 
     public init(vocabSize: Int, hiddenSize: Int, numHiddenLayers: Int, numAttentionHeads: Int, intermediateSize: Int,
                 maxPositionEmbeddings: Int, typeVocabSize: Int, layerNormEps: Float, hiddenAct: String, maxSequenceLength: Int) {
@@ -49,8 +42,43 @@ public struct EncoderConfig: Codable, Sendable, Equatable {
         case maxPositionEmbeddings = "max_position_embeddings", typeVocabSize = "type_vocab_size"
         case layerNormEps = "layer_norm_eps", hiddenAct = "hidden_act", maxSequenceLength = "max_seq_length"
         case architecture, paddingIdx = "padding_idx"
-        case mobileBert = "mobilebert", relativeAttentionNumBuckets = "relative_attention_num_buckets"
-        case rotary, gemma, qwen3, deberta
+        case relativeAttentionNumBuckets = "relative_attention_num_buckets"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        vocabSize = try c.decode(Int.self, forKey: .vocabSize)
+        hiddenSize = try c.decode(Int.self, forKey: .hiddenSize)
+        numHiddenLayers = try c.decode(Int.self, forKey: .numHiddenLayers)
+        numAttentionHeads = try c.decode(Int.self, forKey: .numAttentionHeads)
+        intermediateSize = try c.decode(Int.self, forKey: .intermediateSize)
+        maxPositionEmbeddings = try c.decode(Int.self, forKey: .maxPositionEmbeddings)
+        typeVocabSize = try c.decode(Int.self, forKey: .typeVocabSize)
+        layerNormEps = try c.decode(Float.self, forKey: .layerNormEps)
+        hiddenAct = try c.decode(String.self, forKey: .hiddenAct)
+        maxSequenceLength = try c.decode(Int.self, forKey: .maxSequenceLength)
+        architecture = try c.decodeIfPresent(Architecture.self, forKey: .architecture)
+        paddingIdx = try c.decodeIfPresent(Int.self, forKey: .paddingIdx)
+        relativeAttentionNumBuckets = try c.decodeIfPresent(Int.self, forKey: .relativeAttentionNumBuckets)
+        familyConfigs = try FamilyConfigs(from: decoder)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(vocabSize, forKey: .vocabSize)
+        try c.encode(hiddenSize, forKey: .hiddenSize)
+        try c.encode(numHiddenLayers, forKey: .numHiddenLayers)
+        try c.encode(numAttentionHeads, forKey: .numAttentionHeads)
+        try c.encode(intermediateSize, forKey: .intermediateSize)
+        try c.encode(maxPositionEmbeddings, forKey: .maxPositionEmbeddings)
+        try c.encode(typeVocabSize, forKey: .typeVocabSize)
+        try c.encode(layerNormEps, forKey: .layerNormEps)
+        try c.encode(hiddenAct, forKey: .hiddenAct)
+        try c.encode(maxSequenceLength, forKey: .maxSequenceLength)
+        try c.encodeIfPresent(architecture, forKey: .architecture)
+        try c.encodeIfPresent(paddingIdx, forKey: .paddingIdx)
+        try c.encodeIfPresent(relativeAttentionNumBuckets, forKey: .relativeAttentionNumBuckets)
+        try familyConfigs.encode(to: encoder)
     }
 
     public var headDim: Int { hiddenSize / numAttentionHeads }

@@ -17,63 +17,47 @@ public enum Pooling: String, Codable, Sendable, CaseIterable {
     case lastToken = "lasttoken"
 }
 
-/// The model families SwiftBERT runs.
-public enum Architecture: String, Codable, Sendable, CaseIterable {
-    case bert, distilBERT = "distilbert"
-    /// MobileBERT: its own encoder (`MobileBertModel`), described by `EncoderConfig.mobileBert`.
-    case mobileBERT = "mobilebert"
-    /// RoBERTa and XLM-RoBERTa: BERT's layers, with positions counted from padding_idx + 1,
-    /// no token types, and the lm_head in place of cls.predictions.
-    case roberta, xlmRoberta = "xlm-roberta"
-    /// MPNet: BERT's layers with RoBERTa's positions, no token types, and a relative position
-    /// bias in every layer's attention (`relativeAttentionNumBuckets`).
-    case mpnet
-    /// The rotary-position encoders (`RotaryEncoderModel`, described by `EncoderConfig.rotary`):
-    /// NomicBERT (SwiGLU, no biases), GTE (GeGLU) and ModernBERT (pre-LN, GeGLU, alternating
-    /// global and sliding-window layers, no biases).
-    case nomicBERT = "nomic_bert", gte, modernBERT = "modernbert"
-    /// Gemma 3 as an encoder (EmbeddingGemma: `GemmaEncoderModel`, described by `EncoderConfig.gemma`).
-    case gemma3 = "gemma3_text"
-    /// Qwen3 as an embedder (Qwen3-Embedding: `Qwen3EncoderModel`, described by `EncoderConfig.qwen3`).
-    case qwen3
-    /// DeBERTa-v2 and v3 (`DebertaEncoderModel`, described by `EncoderConfig.deberta`): disentangled attention.
-    case debertaV2 = "deberta-v2"
-
+/// The checkpoint kind a converted model came from, as config.json's `architecture` names it
+/// ("bert", "xlm-roberta"). Each family declares its own, in its folder (`ModelFamily.variants`),
+/// so a new family adds no case here.
+public struct Architecture: RawRepresentable, Hashable, Sendable, Codable, CaseIterable, CustomStringConvertible {
+    /// Its name in config.json.
+    public let rawValue: String
     /// The family's name as its authors write it.
-    public var displayName: String {
-        switch self {
-        case .bert: "BERT"
-        case .distilBERT: "DistilBERT"
-        case .mobileBERT: "MobileBERT"
-        case .roberta: "RoBERTa"
-        case .xlmRoberta: "XLM-RoBERTa"
-        case .mpnet: "MPNet"
-        case .nomicBERT: "NomicBERT"
-        case .gte: "GTE"
-        case .modernBERT: "ModernBERT"
-        case .gemma3: "Gemma 3"
-        case .qwen3: "Qwen3"
-        case .debertaV2: "DeBERTa-v2"
-        }
+    public let displayName: String
+    /// The prefix of its transformers classes ("Bert" of BertModel, BertForMaskedLM, …).
+    public let className: String
+
+    init(_ rawValue: String, displayName: String, className: String) {
+        (self.rawValue, self.displayName, self.className) = (rawValue, displayName, className)
     }
 
-    /// The prefix of its transformers classes ("Bert" of BertModel, BertForMaskedLM, …).
-    public var className: String {
-        switch self {
-        case .bert: "Bert"
-        case .distilBERT: "DistilBert"
-        case .roberta: "Roberta"
-        case .xlmRoberta: "XLMRoberta"
-        case .mobileBERT: "MobileBert"
-        case .mpnet: "MPNet"
-        case .nomicBERT: "NomicBert"
-        case .gte: "Gte"
-        case .modernBERT: "ModernBert"
-        case .gemma3: "Gemma3Text"
-        case .qwen3: "Qwen3"
-        case .debertaV2: "DebertaV2"
-        }
+    /// Every architecture the families run, in the order `ModelFamilies.all` asks them.
+    public static var allCases: [Architecture] { ModelFamilies.all.flatMap(\.variants) }
+
+    /// The architecture config.json names `rawValue`; nil when no family runs it.
+    public init?(rawValue: String) {
+        guard let known = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = known
     }
+
+    public init(from decoder: Decoder) throws {
+        let name = try decoder.singleValueContainer().decode(String.self)
+        guard let known = Architecture(rawValue: name) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription:
+                "architecture '\(printable(name))' is none SwiftBERT runs (\(Self.allCases.map(\.rawValue).joined(separator: ", ")))"))
+        }
+        self = known
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    public var description: String { rawValue }
 }
 
 /// A classification layer on top of the encoder, as transformers' *For*Classification classes.

@@ -14,6 +14,8 @@ package protocol ModelFamily: Sendable {
     func reads(modelType: String, architectures: [String]) -> Bool
     /// The converted config from a Hugging Face config.json this family reads, validated.
     func readConfig(_ json: [String: JSONValue], modelType: String, architectures: [String], path: String, folder: String) throws -> ModelConfig
+    /// Its own fields in config.json, beside the shared ones (nil: none; BERT's variants).
+    var configType: (any FamilyConfig.Type)? { get }
     /// Whether a converted config.json is this family's.
     func describes(_ config: EncoderConfig) -> Bool
     /// The precisions its encoder runs in.
@@ -45,6 +47,7 @@ package protocol ModelFamily: Sendable {
 }
 
 extension ModelFamily {
+    var configType: (any FamilyConfig.Type)? { nil }
     func convert(source: URL, config: ModelConfig, to destination: URL) throws -> Converter.Report? { nil }
     func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? { nil }
     func canonicalName(_ name: String, config: ModelConfig) -> String { name }

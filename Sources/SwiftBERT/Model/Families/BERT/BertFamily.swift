@@ -16,7 +16,8 @@ struct BertFamily: ModelFamily {
         try Converter.readBertConfig(json, modelType: modelType, architectures: architectures, path: path, isMobileBERT: false)
     }
 
-    func describes(_ config: EncoderConfig) -> Bool { config.mobileBert == nil && config.rotary == nil }
+    /// Its variants' fields are all shared ones (`paddingIdx`, `relativeAttentionNumBuckets`).
+    func describes(_ config: EncoderConfig) -> Bool { config.familyConfigs.isEmpty }
 
     /// RoBERTa's tokenizers give the model no token types (every token is type 0, pairs
     /// included); MPNet has none.
@@ -25,4 +26,17 @@ struct BertFamily: ModelFamily {
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try BertModel(folder: folder, threads: threads, precision: precision)
     }
+}
+
+extension Architecture {
+    public static let bert = Architecture("bert", displayName: "BERT", className: "Bert")
+    /// DistilBERT: BERT's layers under other tensor names, without token types.
+    public static let distilBERT = Architecture("distilbert", displayName: "DistilBERT", className: "DistilBert")
+    /// RoBERTa and XLM-RoBERTa: BERT's layers, with positions counted from padding_idx + 1,
+    /// no token types, and the lm_head in place of cls.predictions.
+    public static let roberta = Architecture("roberta", displayName: "RoBERTa", className: "Roberta")
+    public static let xlmRoberta = Architecture("xlm-roberta", displayName: "XLM-RoBERTa", className: "XLMRoberta")
+    /// MPNet: BERT's layers with RoBERTa's positions, no token types, and a relative position
+    /// bias in every layer's attention (`EncoderConfig.relativeAttentionNumBuckets`).
+    public static let mpnet = Architecture("mpnet", displayName: "MPNet", className: "MPNet")
 }

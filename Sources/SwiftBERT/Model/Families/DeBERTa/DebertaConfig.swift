@@ -5,7 +5,8 @@ import Foundation
 /// and position-to-content (p2c) scores, from one table of relative position embeddings shared
 /// by every layer and projected by that layer's own key and query projections.
 /// `EncoderConfig.deberta`; nil for every other family.
-public struct DebertaConfig: Codable, Sendable, Equatable {
+public struct DebertaConfig: FamilyConfig {
+    public static let key = "deberta"
     /// position_buckets: the relative distances fall into this many buckets on each side, exact up
     /// to half of it, log-spaced beyond (256 in DeBERTa-v3); 0: no buckets, every distance up to
     /// `maxRelativePositions` is its own.

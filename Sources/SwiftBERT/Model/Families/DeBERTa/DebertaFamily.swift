@@ -7,6 +7,7 @@ import Foundation
 struct DebertaFamily: ModelFamily {
     var name: String { "DeBERTa" }
     var variants: [Architecture] { [.debertaV2] }
+    var configType: (any FamilyConfig.Type)? { DebertaConfig.self }
     var precisions: [Precision] { Precision.allCases.filter { $0 != .int8Static } }  // int8-static calibrates BertModel only
 
     func reads(modelType: String, architectures: [String]) -> Bool {
@@ -41,4 +42,14 @@ struct DebertaFamily: ModelFamily {
     }
 
     func canonicalName(_ name: String, config: ModelConfig) -> String { Converter.debertaName(name) }
+}
+
+extension Architecture {
+    /// DeBERTa-v2 and v3 (`DebertaEncoderModel`, described by `EncoderConfig.deberta`): disentangled attention.
+    public static let debertaV2 = Architecture("deberta-v2", displayName: "DeBERTa-v2", className: "DebertaV2")
+}
+
+extension EncoderConfig {
+    /// The DeBERTa encoder's own fields; nil for every other family.
+    public var deberta: DebertaConfig? { get { familyConfigs[DebertaConfig.self] } set { familyConfigs[DebertaConfig.self] = newValue } }
 }

@@ -6,7 +6,8 @@ import SwiftBERTKernels
 /// attention with its own head size, a RoPE base per layer type, and the sliding window of the
 /// local layers. `EncoderConfig.gemma`; nil for every other family. The shared fields hold the rest:
 /// `layerNormEps` is rms_norm_eps, `hiddenAct` the checkpoint's "gelu_pytorch_tanh".
-public struct GemmaEncoderConfig: Codable, Sendable, Equatable {
+public struct GemmaEncoderConfig: FamilyConfig {
+    public static let key = "gemma"
     /// What a layer's attention sees.
     public enum LayerType: String, Codable, Sendable {
         case full = "full_attention", sliding = "sliding_attention"

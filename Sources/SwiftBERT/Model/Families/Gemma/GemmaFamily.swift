@@ -7,6 +7,7 @@ import Foundation
 struct GemmaFamily: ModelFamily {
     var name: String { "Gemma 3" }
     var variants: [Architecture] { [.gemma3] }
+    var configType: (any FamilyConfig.Type)? { GemmaEncoderConfig.self }
     var precisions: [Precision] { Precision.allCases.filter { $0 != .int8Static } }  // int8-static calibrates BertModel only
 
     func reads(modelType: String, architectures: [String]) -> Bool {
@@ -36,4 +37,14 @@ struct GemmaFamily: ModelFamily {
     func convert(source: URL, config: ModelConfig, to destination: URL) throws -> Converter.Report? {
         try Converter.convertGemma(source: source, config: config, to: destination)
     }
+}
+
+extension Architecture {
+    /// Gemma 3 as an encoder (EmbeddingGemma: `GemmaEncoderModel`, described by `EncoderConfig.gemma`).
+    public static let gemma3 = Architecture("gemma3_text", displayName: "Gemma 3", className: "Gemma3Text")
+}
+
+extension EncoderConfig {
+    /// The Gemma 3 encoder's own fields; nil for every other family.
+    public var gemma: GemmaEncoderConfig? { get { familyConfigs[GemmaEncoderConfig.self] } set { familyConfigs[GemmaEncoderConfig.self] = newValue } }
 }

@@ -2,7 +2,8 @@
 /// and its trigram projection, the bottlenecks around each layer, the stacked feed-forward
 /// networks and NoNorm. Stored in the converted config.json as `mobilebert`; the shared sizes
 /// (hidden_size 512, heads, intermediate_size, vocabulary, positions) stay in `ModelConfig`.
-public struct MobileBertConfig: Codable, Sendable, Equatable {
+public struct MobileBertConfig: FamilyConfig {
+    public static let key = "mobilebert"
     /// NoNorm (`weight * x + bias`, no statistics) or LayerNorm, for every norm of the encoder.
     /// The masked-LM transform always uses LayerNorm.
     public enum Normalization: String, Codable, Sendable {

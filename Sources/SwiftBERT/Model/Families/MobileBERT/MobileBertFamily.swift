@@ -5,6 +5,7 @@ import Foundation
 struct MobileBertFamily: ModelFamily {
     var name: String { "MobileBERT" }
     var variants: [Architecture] { [.mobileBERT] }
+    var configType: (any FamilyConfig.Type)? { MobileBertConfig.self }
     var precisions: [Precision] { MobileBertModel.precisions }
 
     func reads(modelType: String, architectures: [String]) -> Bool {
@@ -29,4 +30,14 @@ struct MobileBertFamily: ModelFamily {
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try MobileBertModel(folder: folder, threads: threads, precision: precision)
     }
+}
+
+extension Architecture {
+    /// MobileBERT: its own encoder (`MobileBertModel`), described by `EncoderConfig.mobileBert`.
+    public static let mobileBERT = Architecture("mobilebert", displayName: "MobileBERT", className: "MobileBert")
+}
+
+extension EncoderConfig {
+    /// MobileBERT's own fields; nil for every other family.
+    public var mobileBert: MobileBertConfig? { get { familyConfigs[MobileBertConfig.self] } set { familyConfigs[MobileBertConfig.self] = newValue } }
 }

@@ -4,7 +4,8 @@ import Foundation
 /// family shares: grouped-query attention with its own head size, and its RoPE base. Attention
 /// is causal, as the model was trained. `EncoderConfig.qwen3`; nil for every other family. The
 /// shared fields hold the rest: `layerNormEps` is rms_norm_eps, `hiddenAct` "silu".
-public struct Qwen3Config: Codable, Sendable, Equatable {
+public struct Qwen3Config: FamilyConfig {
+    public static let key = "qwen3"
     /// head_dim: 128 in every Qwen3, not hidden_size / num_attention_heads.
     public var headDim: Int
     /// num_key_value_heads: the query heads share them in equal groups.

@@ -6,6 +6,7 @@ import Foundation
 struct Qwen3Family: ModelFamily {
     var name: String { "Qwen3" }
     var variants: [Architecture] { [.qwen3] }
+    var configType: (any FamilyConfig.Type)? { Qwen3Config.self }
     var precisions: [Precision] { Precision.allCases.filter { $0 != .int8Static } }  // int8-static calibrates BertModel only
 
     func reads(modelType: String, architectures: [String]) -> Bool {
@@ -37,4 +38,14 @@ struct Qwen3Family: ModelFamily {
         return try Converter.convertLlamaStyle(source: source, config: config, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads,
                                                layout: Converter.qwen3Layout, to: destination)
     }
+}
+
+extension Architecture {
+    /// Qwen3 as an embedder (Qwen3-Embedding: `Qwen3EncoderModel`, described by `EncoderConfig.qwen3`).
+    public static let qwen3 = Architecture("qwen3", displayName: "Qwen3", className: "Qwen3")
+}
+
+extension EncoderConfig {
+    /// The Qwen3 encoder's own fields; nil for every other family.
+    public var qwen3: Qwen3Config? { get { familyConfigs[Qwen3Config.self] } set { familyConfigs[Qwen3Config.self] = newValue } }
 }

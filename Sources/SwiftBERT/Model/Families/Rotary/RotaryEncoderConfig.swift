@@ -4,7 +4,8 @@ import SwiftBERTKernels
 /// What the rotary-position encoders (NomicBERT, GTE, ModernBERT) have that BERT has not:
 /// rotary positions instead of a position table, a gated feed-forward network, and (ModernBERT)
 /// pre-LN layers and sliding-window attention. `EncoderConfig.rotary`; nil for the other families.
-public struct RotaryEncoderConfig: Codable, Sendable, Equatable {
+public struct RotaryEncoderConfig: FamilyConfig {
+    public static let key = "rotary"
     /// Where each layer's two LayerNorms sit.
     public enum NormPlacement: String, Codable, Sendable {
         /// After each residual sum, as BERT (NomicBERT, GTE).

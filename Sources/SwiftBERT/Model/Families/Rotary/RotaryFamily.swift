@@ -5,6 +5,7 @@ import Foundation
 struct RotaryFamily: ModelFamily {
     var name: String { "rotary encoders" }
     var variants: [Architecture] { [.nomicBERT, .gte, .modernBERT] }
+    var configType: (any FamilyConfig.Type)? { RotaryEncoderConfig.self }
     var precisions: [Precision] { Precision.allCases }
 
     func reads(modelType: String, architectures: [String]) -> Bool {
@@ -35,4 +36,18 @@ struct RotaryFamily: ModelFamily {
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try RotaryEncoderModel(folder: folder, threads: threads, precision: precision)
     }
+}
+
+extension Architecture {
+    /// The rotary-position encoders (`RotaryEncoderModel`, described by `EncoderConfig.rotary`):
+    /// NomicBERT (SwiGLU, no biases), GTE (GeGLU) and ModernBERT (pre-LN, GeGLU, alternating
+    /// global and sliding-window layers, no biases).
+    public static let nomicBERT = Architecture("nomic_bert", displayName: "NomicBERT", className: "NomicBert")
+    public static let gte = Architecture("gte", displayName: "GTE", className: "Gte")
+    public static let modernBERT = Architecture("modernbert", displayName: "ModernBERT", className: "ModernBert")
+}
+
+extension EncoderConfig {
+    /// The rotary-position encoders' own fields; nil for every other family.
+    public var rotary: RotaryEncoderConfig? { get { familyConfigs[RotaryEncoderConfig.self] } set { familyConfigs[RotaryEncoderConfig.self] = newValue } }
 }
