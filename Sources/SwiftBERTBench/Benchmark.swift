@@ -64,9 +64,15 @@ package final class Benchmark {
             throw BenchmarkError("--seq \(long.sequenceLength): \(name) takes at most \(config.encoder.positionLimit) tokens")
         }
         var notes: [String] = []
-        let precisions = runnablePrecisions(config, notes: &notes)
+        let family = ModelFamilies.family(of: config.encoder)
+        let kind = (config.encoder.architecture ?? .bert).displayName, runs = family.precisions.map(\.rawValue).joined(separator: ", ")
+        let precisions = plan.precisions.filter(family.precisions.contains)
+        for precision in plan.precisions where !family.precisions.contains(precision) {
+            notes.append("\(precision.rawValue) not measured: \(kind) runs in \(runs) only")
+            progress("\(precision.rawValue) left out: \(kind) runs in \(runs) only")
+        }
         guard !precisions.isEmpty else {
-            throw BenchmarkError("--precision: \(name) is a MobileBERT model, which runs in \(mobileBertPrecisions) only; ask for one of those")
+            throw BenchmarkError("--precision: \(name) is a \(kind) model, which runs in \(runs) only; ask for one of those")
         }
         let memory = measureMemory(folder: folder, name: name, precisions: precisions, notes: &notes)
 
@@ -103,18 +109,6 @@ package final class Benchmark {
                                              accuracy: accuracy[precision])
         }
         return BenchmarkReport.Model(name: name, path: folder.path, config: config, precisions: figures, cells: cells, notes: notes)
-    }
-
-    private var mobileBertPrecisions: String { MobileBertModel.precisions.map(\.rawValue).joined(separator: ", ") }
-
-    /// The plan's precisions this model runs in; each other one gets a note saying why it is left out.
-    private func runnablePrecisions(_ config: ModelConfig, notes: inout [String]) -> [Precision] {
-        guard config.encoder.mobileBert != nil else { return plan.precisions }
-        for precision in plan.precisions where !MobileBertModel.precisions.contains(precision) {
-            notes.append("\(precision.rawValue) not measured: MobileBERT runs in \(mobileBertPrecisions) only")
-            progress("\(precision.rawValue) left out: MobileBERT runs in \(mobileBertPrecisions) only")
-        }
-        return plan.precisions.filter(MobileBertModel.precisions.contains)
     }
 
     /// Each precision in its own child process, before this process has loaded anything big.

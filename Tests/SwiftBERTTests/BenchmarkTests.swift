@@ -167,6 +167,19 @@ final class BenchmarkTests: XCTestCase {
         }
     }
 
+    /// Every family's precisions come from its `ModelFamily` entry: Qwen3 (a random-weight
+    /// fixture) does not run int8-static, so the bench leaves it out with a note; before, it
+    /// failed asking for a `bert quantize --calibrate` that Qwen3 refuses.
+    func testAFamilysPrecisionsBoundWhatIsTimed() throws {
+        var plan = Self.oneRoundPlan(try Qwen3Tests.converted(), accuracySentences: 0)
+        plan.precisions = [.fp32, .int8Static]
+        plan.shapes = [.init(batch: 1, sequenceLength: 8)]
+        plan.measuresMemory = false
+        let model = try XCTUnwrap(try Benchmark(plan: plan, memoryProbe: nil).run().models.first)
+        XCTAssertEqual(model.cells.map { "\($0.shape) \($0.precision.rawValue)" }, ["1x8 fp32"])
+        XCTAssertTrue(model.notes.contains("int8-static not measured: Qwen3 runs in fp32, int8, int8-attention, int8-weights, bf16 only"), "\(model.notes)")
+    }
+
     func testSequenceLongerThanTheModelIsRefused() throws {
         var plan = BenchmarkPlan()
         plan.models = [try convertedModel("splade-tiny").path]
