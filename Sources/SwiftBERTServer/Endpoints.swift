@@ -269,7 +269,8 @@ struct Endpoints: Sendable {
 enum RequestBody {
     /// The size of its body: which set of lanes.
     @TaskLocal static var bytes = 0
-    /// Who sent it (the peer's IP address): whose turn on the lanes.
+    /// Who sent it (the peer's IP address, or the client a trusted proxy names:
+    /// `TrustedProxies.client`): whose turn on the lanes.
     @TaskLocal static var client = ""
 }
 

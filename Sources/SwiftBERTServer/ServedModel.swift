@@ -41,19 +41,24 @@ public struct ServerConfiguration: Sendable {
     public var corsOrigin: String?
     /// Another name requests may give in `model` for the first model (say, its Hugging Face id).
     public var servedModelName: String?
+    /// The reverse proxies whose `X-Forwarded-For` names the client, for its turn on the lanes;
+    /// none by default: the client is the peer's address.
+    public var trustedProxies: TrustedProxies
 
     public init(models: [String] = [ModelLocator.defaultEmbeddingModel], host: String = "127.0.0.1", port: Int = 8080,
                 precision: Precision = .fp32, threads: Int? = nil, maxBatchTokens: Int = 1024,
                 maxWait: Duration = .milliseconds(5), queueCapacity: Int = 8192, maxInputs: Int = 2048,
                 bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), readTimeout: Duration = .seconds(30),
                 writeTimeout: Duration = .seconds(30), shutdownGrace: Duration = .seconds(25), maxConnections: Int = 128, maxResponseBytes: Int = 32 << 20,
-                apiKey: String? = nil, acceptsTokenIds: Bool = false, corsOrigin: String? = nil, servedModelName: String? = nil) {
+                apiKey: String? = nil, acceptsTokenIds: Bool = false, corsOrigin: String? = nil, servedModelName: String? = nil,
+                trustedProxies: TrustedProxies = .none) {
         self.models = models; self.host = host; self.port = port; self.precision = precision; self.threads = threads
         self.maxBatchTokens = maxBatchTokens; self.maxWait = maxWait; self.queueCapacity = queueCapacity
         self.maxInputs = maxInputs; self.bodyLimit = bodyLimit; self.requestTimeout = requestTimeout
         self.readTimeout = readTimeout; self.writeTimeout = writeTimeout; self.shutdownGrace = shutdownGrace; self.maxConnections = maxConnections
         self.maxResponseBytes = maxResponseBytes; self.apiKey = apiKey
         self.acceptsTokenIds = acceptsTokenIds; self.corsOrigin = corsOrigin; self.servedModelName = servedModelName
+        self.trustedProxies = trustedProxies
     }
 }
 

@@ -130,7 +130,8 @@ public enum BertServer {
         router.add(middleware: UnroutedRequests())
         for route in Route.all {
             let respond: @Sendable (Request, ClientRequestContext) async -> Response = { request, context in
-                await handler.respond(request, from: context.client, route: route.path, shape: route.shape, readsBody: route.method == .post) {
+                let client = configuration.trustedProxies.client(peer: context.peer, forwardedFor: request.headers[values: .xForwardedFor])
+                return await handler.respond(request, from: client, route: route.path, shape: route.shape, readsBody: route.method == .post) {
                     try await route.endpoint(endpoints, $0)
                 }
             }
@@ -172,16 +173,23 @@ public enum BertServer {
     }
 }
 
-/// Hummingbird's basic context and the peer's IP address: whose turn a request's CPU work takes
-/// (`FairLanes`). Behind a proxy every request has the proxy's address, and shares one turn.
+/// Hummingbird's basic context and the peer's IP address. Whose turn a request's CPU work takes
+/// (`FairLanes`) is the peer, or, when the peer is one of --trusted-proxies, the client its
+/// `X-Forwarded-For` names (`TrustedProxies.client`, in the router, where the headers are):
+/// behind a proxy every connection has the proxy's address, and all its clients would share one
+/// turn.
 struct ClientRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
-    let client: String
+    let peer: String
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        client = source.channel.remoteAddress?.ipAddress ?? ""
+        peer = source.channel.remoteAddress?.ipAddress ?? ""
     }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
 }
 
 /// A request no route takes: 405 with the methods its path answers (Allow), or 404; JSON either

@@ -82,6 +82,9 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Another name requests may give in \"model\" for the first model, such as its Hugging Face id.", valueName: "name"))
     var servedModelName: String?
 
+    @Option(help: ArgumentHelp("Reverse proxies to believe, comma-separated IPv4/IPv6 addresses or CIDR blocks (127.0.0.1,10.0.0.0/8,::1). A request from one of them takes the turn on the CPU workers of the client its X-Forwarded-For names: the rightmost address that is not a trusted proxy. Other peers' X-Forwarded-For is ignored. Default: none; every client is its peer address.", valueName: "list"))
+    var trustedProxies = ""
+
     func validate() throws {
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         if maxBatchTokens < 1 { throw ValidationError("--max-batch-tokens must be at least 1") }
@@ -96,6 +99,9 @@ struct Serve: ParsableCommand {
         if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
         if maxResponseBytes < 1 { throw ValidationError("--max-response-bytes must be at least 1") }
         if models.isEmpty { throw ValidationError("--model needs at least one name") }
+        #if Server
+        do { _ = try TrustedProxies(trustedProxies) } catch { throw ValidationError(error.description) }
+        #endif
     }
 
     var models: [String] { model.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
@@ -104,6 +110,7 @@ struct Serve: ParsableCommand {
         #if Server
         // Fail fast on unknown names, before binding the port.
         for name in models { _ = try ModelLocator.resolve(name) }
+        let proxies = try TrustedProxies(trustedProxies)  // valid: validate() parsed it
         let key = apiKey ?? ProcessInfo.processInfo.environment["SWIFTBERT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let configuration = ServerConfiguration(
             models: models, host: host, port: port, precision: engine.precision, threads: engine.threads,
@@ -112,7 +119,8 @@ struct Serve: ParsableCommand {
             readTimeout: .milliseconds(Int(readTimeout * 1000)), writeTimeout: .milliseconds(Int(writeTimeout * 1000)),
             shutdownGrace: .milliseconds(Int(shutdownGrace * 1000)),
             maxConnections: maxConnections, maxResponseBytes: maxResponseBytes, apiKey: key,
-            acceptsTokenIds: acceptTokenIds, corsOrigin: corsOrigin, servedModelName: servedModelName)
+            acceptsTokenIds: acceptTokenIds, corsOrigin: corsOrigin, servedModelName: servedModelName,
+            trustedProxies: proxies)
         let outcome = ServeOutcome()
         let done = DispatchSemaphore(value: 0)
         Task.detached {

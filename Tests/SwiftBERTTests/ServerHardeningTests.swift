@@ -350,30 +350,81 @@ extension ServerTests {
     /// robin), and B's waited behind A's queue: none or one of A's ended after it.
     func testAClientWithManyLargeRequestsHoldsOnlyItsShareOfTheLanes() throws {
         let server = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "20000000"])
+        let (finished, lanes) = try endsOfLargeRequests(server, a: Sender(source: "127.0.0.2"), b: Sender(source: "127.0.0.3"))
+        guard let b = finished.firstIndex(of: "B") else { return XCTFail("B's request did not end: \(finished)") }
+        XCTAssertGreaterThanOrEqual(finished.count - 1 - b, lanes, "order of ends: \(finished)")
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// Behind a reverse proxy every connection comes from the proxy. With --trusted-proxies
+    /// 127.0.0.1, two clients that both connect from 127.0.0.1 but whose X-Forwarded-For names
+    /// different addresses take separate turns: B's request ends before at least a lane's worth
+    /// of A's, as in the test above. A's header also carries a trusted hop (127.0.0.1) right of
+    /// its address, which is skipped. Without the option the same requests are one client's,
+    /// and B's waits behind A's whole queue: fewer than a lane's worth of A's end after it.
+    func testClientsBehindATrustedProxyTakeSeparateTurns() throws {
+        let a = Sender(source: nil, forwardedFor: "203.0.113.7, 127.0.0.1"), b = Sender(source: nil, forwardedFor: "198.51.100.9")
+        let trusting = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "20000000", "--trusted-proxies", "127.0.0.1,10.0.0.0/8"])
+        let (separate, lanes) = try endsOfLargeRequests(trusting, a: a, b: b)
+        print("behind a trusted proxy, order of ends: \(separate.joined(separator: " "))")
+        guard let bTrusted = separate.firstIndex(of: "B") else { return XCTFail("B's request did not end: \(separate)") }
+        XCTAssertGreaterThanOrEqual(separate.count - 1 - bTrusted, lanes, "order of ends: \(separate)")
+        XCTAssertEqual(trusting.terminate(), 0)
+
+        let plain = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "20000000"])
+        let (shared, _) = try endsOfLargeRequests(plain, a: a, b: b)
+        print("without --trusted-proxies, order of ends: \(shared.joined(separator: " "))")
+        guard let bPlain = shared.firstIndex(of: "B") else { return XCTFail("B's request did not end: \(shared)") }
+        XCTAssertLessThan(shared.count - 1 - bPlain, lanes, "one turn, B behind A's queue; order of ends: \(shared)")
+        XCTAssertEqual(plain.terminate(), 0)
+    }
+
+    /// A bad --trusted-proxies entry stops `bert serve` before it loads anything: exit 64 (usage),
+    /// naming the entry and the form expected.
+    func testABadTrustedProxiesEntryIsAUsageError() throws {
+        for (list, says) in [("127.0.0.1,proxy.internal", "`proxy.internal` is not an IPv4 or IPv6 address"),
+                             ("10.0.0.0/33", "`10.0.0.0/33` has a prefix length that is not a whole number from 0 to 32")] {
+            let result = try bert(["serve", "--port", "0", "--trusted-proxies", list])
+            XCTAssertEqual(result.status, 64, result.stderr)
+            XCTAssertTrue(result.stderr.contains(says), result.stderr)
+            XCTAssertTrue(result.stderr.contains("such as 127.0.0.1,10.0.0.0/8,::1"), result.stderr)
+            XCTAssertFalse(result.stderr.contains("listening"), result.stderr)
+        }
+    }
+
+    /// Who sends a request: the loopback address it connects from, and its X-Forwarded-For.
+    struct Sender {
+        var source: String?
+        var forwardedFor: String?
+    }
+
+    /// Client A queues three requests per large lane, each about a third of a second of
+    /// tokenising (8 MB of combining marks); client B then sends one. Returns the order in which
+    /// they ended ("A" or "B" each; a failure fails the test) and the number of lanes.
+    func endsOfLargeRequests(_ server: ServerProcess, a: Sender, b: Sender) throws -> (ends: [String], lanes: Int) {
         let lanes = max(2, ProcessInfo.processInfo.activeProcessorCount)
         let text = "a" + String(repeating: "\u{301}\u{316}", count: 2_000_000)  // 8 MB: a third of a second
         let body = jsonBody(["inputs": text, "truncate": true])
         let ends = Locked<[String]>([])
         let port = server.port
-        let send: @Sendable (String) -> Void = { client in
-            let reply = Result { try httpRequest(port: port, method: "POST", path: "/embed", body: body, from: client) }
-            ends.update { $0.append(client + ((try? reply.get().status) == 200 ? "" : " failed")) }
+        let send: @Sendable (String, Sender) -> Void = { name, sender in
+            let headers = sender.forwardedFor.map { ["X-Forwarded-For": $0] } ?? [:]
+            let reply = Result { try httpRequest(port: port, method: "POST", path: "/embed", body: body, headers: headers, from: sender.source) }
+            ends.update { $0.append(name + ((try? reply.get().status) == 200 ? "" : " failed")) }
         }
         // A thread per request: Dispatch's pool would start blocking senders a few at a time.
         let group = DispatchGroup()
-        func start(_ client: String) {
+        func start(_ name: String, _ sender: Sender) {
             group.enter()
-            Thread { send(client); group.leave() }.start()
+            Thread { send(name, sender); group.leave() }.start()
         }
-        for _ in 0..<(3 * lanes) { start("127.0.0.2") }
+        for _ in 0..<(3 * lanes) { start("A", a) }
         Thread.sleep(forTimeInterval: 0.3)  // A's requests are read and queued
-        start("127.0.0.3")
+        start("B", b)
         XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
         let finished = ends.value
         XCTAssertEqual(finished.filter { $0.hasSuffix("failed") }, [])
-        guard let b = finished.firstIndex(of: "127.0.0.3") else { return XCTFail("B's request did not end: \(finished)") }
-        XCTAssertGreaterThanOrEqual(finished.count - 1 - b, lanes, "order of ends: \(finished)")
-        XCTAssertEqual(server.terminate(), 0)
+        return (finished, lanes)
     }
 }
 

@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 
 for port in 18081 18082; do
-    "$bert" serve --port $port --threads 1 --model all-MiniLM-L6-v2 2>"$work/replica-$port.log" &
+    "$bert" serve --port $port --threads 1 --model all-MiniLM-L6-v2 --trusted-proxies 127.0.0.1 2>"$work/replica-$port.log" &
     pids+=($!)
 done
 for port in 18081 18082; do
