@@ -20,6 +20,11 @@ The models (`--models` takes the short names, comma-separated):
     modernbert  ModernBERT-base: transformers.ModernBertConfig() defaults (hidden 768, 22 layers,
                 intermediate 1152 (GeGLU), local attention 128 with a global layer every 3rd, vocab
                 50,368, 8,192 positions).
+    gemma       EmbeddingGemma-300M itself, REAL weights (Gemma terms of use; 1.2 GB, not in the default
+                set-up): `SWIFTBERT_HOME=$PWD bert pull embeddinggemma-300m --keep-source` writes
+                weights/embeddinggemma-300m and the HF folder weights/.cache/hf/embeddinggemma-300m that
+                ONNX exports (transformers.Gemma3TextModel, bidirectional, the encoder only: the
+                sentence-transformers Dense modules after it are not in the graph, nor timed by `bert bench`).
     deberta     deberta-v3-base's shape: transformers.DebertaV2Model, hidden 768, 12 layers, 12 heads,
                 intermediate 3072, vocab 128,100, disentangled attention (c2p and p2c, shared position
                 keys, 256 log buckets, normalised relative embeddings), no absolute positions, no token
@@ -153,6 +158,9 @@ MODELS = {m.key: m for m in [
     Model("modernbert", "modernbert-base", "ModernBertModel", make_config=modernbert_config),
     Model("deberta", "deberta-v3-base", "DebertaV2Model", lengths=(128, 512, 2048), gated=False, make_config=deberta_config),
     Model("qwen3", "qwen3-embedding-0.6b", "Qwen3Model", lengths=(128, 512, 2048), make_config=qwen3_config),
+    Model("gemma", "embeddinggemma-300m", "Gemma3TextModel", lengths=(128, 512, 2048), real=True,
+          hf=WEIGHTS / ".cache/hf/embeddinggemma-300m", converted=WEIGHTS / "embeddinggemma-300m",
+          onnx=WEIGHTS / "embeddinggemma-300m-onnx"),
 ]}
 
 
@@ -215,10 +223,11 @@ def make(models, bert):
 
 def make_checkpoint(model, bert):
     if model.real:
+        pull = f"SWIFTBERT_HOME={ROOT} {bert} pull {model.name} --keep-source"
         if not (model.converted / "model.safetensors").exists():
-            raise FileNotFoundError(f"{model.converted} is missing: `make setup` pulls it (bert pull --keep-source)")
+            raise FileNotFoundError(f"{model.converted} is missing: `{pull}` pulls it")
         if not (model.hf / "model.safetensors").exists():
-            raise FileNotFoundError(f"{model.hf} (the HF checkpoint ONNX exports) is missing: `make setup` (bert pull --keep-source)")
+            raise FileNotFoundError(f"{model.hf} (the HF checkpoint ONNX exports) is missing: `{pull}`")
         return
     if not (model.hf / "config.json").exists() or not list(model.hf.glob("*.safetensors")):
         import torch
@@ -291,6 +300,9 @@ def export_onnx(model):
             self.m = m
 
         def forward(self, input_ids, attention_mask):
+            if model.key == "gemma":
+                return self.m(input_ids=input_ids, attention_mask=gemma_masks(self.m.config, attention_mask),
+                              use_cache=False).last_hidden_state
             return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
     model.onnx.mkdir(parents=True, exist_ok=True)
@@ -316,6 +328,23 @@ def export_onnx(model):
     partial.rename(model.onnx / "model.onnx")
     report["optimizer"] = optimize_onnx(model, torch_model)
     (model.onnx / "export.json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+def gemma_masks(config, attention_mask):
+    """Gemma3TextModel's two additive masks, bidirectional as EmbeddingGemma's config says, made with
+    plain tensor operations: transformers builds them with vmap, which the TorchScript exporter cannot
+    trace. Full layers see every real key; sliding layers those with |q - k| < config.sliding_window
+    (transformers' _bidirectional_window_overlay; the config stores 512 // 2 + 1 = 257)."""
+    import torch
+    n = attention_mask.shape[1]
+    position = torch.arange(n, device=attention_mask.device)
+    real = attention_mask[:, None, None, :].bool().expand(-1, 1, n, n)
+    near = ((position[:, None] - position[None, :]).abs() < config.sliding_window)[None, None]
+    blocked = torch.finfo(torch.float32).min
+
+    def additive(keep):
+        return torch.where(keep, torch.zeros((), dtype=torch.float32), torch.full((), blocked, dtype=torch.float32))
+    return {"full_attention": additive(real), "sliding_attention": additive(real & near)}
 
 
 def optimize_onnx(model, torch_model):
