@@ -196,6 +196,17 @@ public func relu(_ x: UnsafeMutablePointer<Float>, count: Int) {
     for i in 0..<count { x[i] = x[i] > 0 ? x[i] : 0 }
 }
 
+/// PyTorch's gelu(approximate="tanh"): x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))), computed as
+/// x · σ(2u) = x / (1 + e^(−2u)) with u the tanh's argument, the same function (1 + tanh(u) =
+/// 2σ(2u)) through the kernels' own `exp`, so the loop vectorises: libm's scalar tanhf was a call
+/// per element, and Gemma's feed-forward stage ran at 120 GFLOP/s against 200 for the matrix
+/// product after it. σ's form keeps its relative accuracy where 1 + tanh(u) would cancel.
+@inline(__always)
+public func tanhGELU(_ x: Float) -> Float {
+    let u: Float = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return x / (1 + exp(-2 * u))
+}
+
 /// The activation of a gated feed-forward network's gate (its hidden_act).
 public enum GatedActivation: Sendable {
     /// SiLU, x · σ(x): SwiGLU (NomicBERT, Qwen3).
