@@ -4,7 +4,7 @@ BF16) on the same exported graph, at batch x sequence cells: the per-precision p
 issue 45, for the models tools/bench/bench_modern_encoders.py makes (DeBERTa-v3-base and
 Qwen3-Embedding-0.6B shapes among them).
 
-RANDOM weights (but all-mpnet-base-v2): honest for timing only.
+RANDOM weights (but all-mpnet-base-v2 and embeddinggemma-300m, whose rows say REAL): honest for timing only.
 
     tools/.venv/bin/python tools/bench/bench_modern_encoders.py make --models deberta     # once
     tools/.venv/bin/python tools/bench/bench_precisions.py --models deberta --cells 1x128,1x512,8x512 --threads 2 --rounds 3
@@ -130,7 +130,8 @@ def main():
         seconds = time.time() - started
     v = versions()
     header = [
-        f"## SwiftBERT per precision beside ONNX Runtime and OpenVINO (random weights: timing only)",
+        "## SwiftBERT per precision beside ONNX Runtime and OpenVINO"
+        + ("" if all(MODELS[k].real for k in args.models.split(",")) else " (random weights where the model says -random: timing only)"),
         "",
         f"- machine: {cpu_name()}, {os.cpu_count()} logical CPUs; {args.threads} threads everywhere",
         f"- bert: {note}; onnxruntime {v['onnxruntime']}, openvino {_openvino_version()}, transformers {v['transformers']}",
