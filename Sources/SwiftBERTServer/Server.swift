@@ -130,8 +130,8 @@ public enum BertServer {
         router.add(middleware: UnroutedRequests())
         for route in Route.all {
             let respond: @Sendable (Request, ClientRequestContext) async -> Response = { request, context in
-                let client = configuration.trustedProxies.client(peer: context.peer, forwardedFor: request.headers[values: .xForwardedFor])
-                return await handler.respond(request, from: client, route: route.path, shape: route.shape, readsBody: route.method == .post) {
+                let turn = configuration.trustedProxies.turn(peer: context.peer, forwardedFor: request.headers[values: .xForwardedFor])
+                return await handler.respond(request, from: turn, route: route.path, shape: route.shape, readsBody: route.method == .post) {
                     try await route.endpoint(endpoints, $0)
                 }
             }
@@ -175,7 +175,8 @@ public enum BertServer {
 
 /// Hummingbird's basic context and the peer's IP address. Whose turn a request's CPU work takes
 /// (`FairLanes`) is the peer, or, when the peer is one of --trusted-proxies, the client its
-/// `X-Forwarded-For` names (`TrustedProxies.client`, in the router, where the headers are):
+/// `X-Forwarded-For` names, an IPv6 client by its /64 (`TrustedProxies.turn`, in the router,
+/// where the headers are):
 /// behind a proxy every connection has the proxy's address, and all its clients would share one
 /// turn.
 struct ClientRequestContext: RequestContext {

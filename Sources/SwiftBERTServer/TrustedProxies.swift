@@ -60,6 +60,15 @@ public struct TrustedProxies: Sendable, Equatable {
         }
         return client.description
     }
+
+    /// Whose turn on the lanes a request takes (`FairLanes`): its client
+    /// (`client(peer:forwardedFor:)`), an IPv6 client by its /64. A host is handed a whole /64,
+    /// and would otherwise take a fresh turn with each address it picks inside it.
+    public func turn(peer: String, forwardedFor lines: [String]) -> String {
+        let client = client(peer: peer, forwardedFor: lines)
+        guard let address = IPAddress(client), !address.isIPv4 else { return client }
+        return IPAddress(high: address.high, low: 0).description + "/64"
+    }
 }
 
 /// A `--trusted-proxies` entry that is neither an address nor a CIDR block.

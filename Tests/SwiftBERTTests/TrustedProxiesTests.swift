@@ -136,5 +136,24 @@ final class TrustedProxiesTests: XCTestCase {
         // 127.0.0.1 is not ::1.
         XCTAssertEqual(trusted.client(peer: "127.0.0.1", forwardedFor: ["203.0.113.7"]), "127.0.0.1")
     }
+
+    /// A turn on the lanes is an IPv4 client, or an IPv6 client's /64: addresses a host picks
+    /// inside its /64 share one turn, with or without trusted proxies.
+    func testAnIPv6ClientTakesOneTurnPerSlash64() throws {
+        for proxies in [TrustedProxies.none, try proxies("127.0.0.1")] {
+            XCTAssertEqual(proxies.turn(peer: "2001:db8:1:2::5", forwardedFor: []), "2001:db8:1:2::/64")
+            XCTAssertEqual(proxies.turn(peer: "2001:db8:1:2:ffff:1:2:3", forwardedFor: []), "2001:db8:1:2::/64")
+            XCTAssertEqual(proxies.turn(peer: "2001:db8:1:3::5", forwardedFor: []), "2001:db8:1:3::/64")
+            XCTAssertEqual(proxies.turn(peer: "::1", forwardedFor: []), "::/64")
+            XCTAssertEqual(proxies.turn(peer: "203.0.113.7", forwardedFor: []), "203.0.113.7")
+            XCTAssertEqual(proxies.turn(peer: "", forwardedFor: []), "")
+        }
+        // Behind a trusted proxy, the forwarded client's /64.
+        let trusted = try proxies("127.0.0.1")
+        XCTAssertEqual(trusted.turn(peer: "127.0.0.1", forwardedFor: ["2001:db8:9:9:aaaa::1"]), "2001:db8:9:9::/64")
+        XCTAssertEqual(trusted.turn(peer: "127.0.0.1", forwardedFor: ["203.0.113.7"]), "203.0.113.7")
+        XCTAssertEqual(trusted.turn(peer: "127.0.0.1", forwardedFor: ["::ffff:203.0.113.7"]), "203.0.113.7")
+        XCTAssertEqual(TrustedProxies.none.turn(peer: "127.0.0.1", forwardedFor: ["2001:db8:9:9:aaaa::1"]), "127.0.0.1")
+    }
     #endif
 }
