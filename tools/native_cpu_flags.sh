@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The /proc/cpuinfo flags a native build (tools/native-flags: `-target-cpu native`) needs, one
 # per line, for a launcher that picks the native or the portable build per CPU: the tarball's
-# bin/bert (tools/dist.sh) and the wheel's loader (python/swiftbert/_native.py). Fails when the
+# bin/bert (tools/dist.sh) and the wheel's loader (python/swiftbert/_variant.py). Fails when the
 # binary holds instructions of an extension left out of the list.
 #
 #   tools/native_cpu_flags.sh NATIVE_BINARY > native-cpu-flags

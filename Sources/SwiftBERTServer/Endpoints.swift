@@ -269,8 +269,8 @@ struct Endpoints: Sendable {
 enum RequestBody {
     /// The size of its body: which set of lanes.
     @TaskLocal static var bytes = 0
-    /// Who sent it (the peer's IP address, or the client a trusted proxy names:
-    /// `TrustedProxies.client`): whose turn on the lanes.
+    /// Whose turn on the lanes it takes: its sender's address (the peer's, or the client a
+    /// trusted proxy names), an IPv6 sender's /64 (`TrustedProxies.turn`).
     @TaskLocal static var client = ""
 }
 

@@ -176,9 +176,8 @@ public enum BertServer {
 /// Hummingbird's basic context and the peer's IP address. Whose turn a request's CPU work takes
 /// (`FairLanes`) is the peer, or, when the peer is one of --trusted-proxies, the client its
 /// `X-Forwarded-For` names, an IPv6 client by its /64 (`TrustedProxies.turn`, in the router,
-/// where the headers are):
-/// behind a proxy every connection has the proxy's address, and all its clients would share one
-/// turn.
+/// where the headers are): behind a proxy every connection has the proxy's address, and all its
+/// clients would share one turn.
 struct ClientRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let peer: String

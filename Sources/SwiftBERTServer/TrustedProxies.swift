@@ -41,13 +41,27 @@ public struct TrustedProxies: Sendable, Equatable {
 
     func trusts(_ address: IPAddress) -> Bool { blocks.contains { $0.contains(address) } }
 
-    /// Whose turn a request takes: the peer's address, or, when the peer is trusted, the
-    /// rightmost untrusted address of `forwardedFor` (the `X-Forwarded-For` lines in the order
-    /// received, read as one comma-separated list). Addresses come back in one spelling
-    /// (`1.2.3.4` for `1.2.3.4:5678` and `::ffff:1.2.3.4` too), so that one client is one turn.
+    /// Who sent a request: the peer's address, or, when the peer is trusted, the rightmost
+    /// untrusted address of `forwardedFor` (the `X-Forwarded-For` lines in the order received,
+    /// read as one comma-separated list). Addresses come back in one spelling (`1.2.3.4` for
+    /// `1.2.3.4:5678` and `::ffff:1.2.3.4` too), so that one client is one turn.
     public func client(peer: String, forwardedFor lines: [String]) -> String {
         guard !blocks.isEmpty else { return peer }
-        guard let peerAddress = IPAddress(peer) else { return peer }  // not IP (a Unix socket): nothing to trust
+        return clientAddress(peer: peer, forwardedFor: lines)?.description ?? peer
+    }
+
+    /// Whose turn on the lanes a request takes (`FairLanes`): its client's address, an IPv6
+    /// client by its /64. A host is handed a whole /64, and would otherwise take a fresh turn
+    /// with each address it picks inside it.
+    public func turn(peer: String, forwardedFor lines: [String]) -> String {
+        guard let address = clientAddress(peer: peer, forwardedFor: lines) else { return peer }
+        return address.isIPv4 ? address.description : IPAddress(high: address.high, low: 0).description + "/64"
+    }
+
+    /// The client's address (`client`); nil when the peer is not an IP address (a Unix socket):
+    /// nothing to trust.
+    private func clientAddress(peer: String, forwardedFor lines: [String]) -> IPAddress? {
+        guard let peerAddress = IPAddress(peer) else { return nil }
         var client = peerAddress
         walk: for line in lines.reversed() {
             for entry in line.split(separator: ",", omittingEmptySubsequences: false).reversed() {
@@ -58,16 +72,7 @@ public struct TrustedProxies: Sendable, Equatable {
                 client = address
             }
         }
-        return client.description
-    }
-
-    /// Whose turn on the lanes a request takes (`FairLanes`): its client
-    /// (`client(peer:forwardedFor:)`), an IPv6 client by its /64. A host is handed a whole /64,
-    /// and would otherwise take a fresh turn with each address it picks inside it.
-    public func turn(peer: String, forwardedFor lines: [String]) -> String {
-        let client = client(peer: peer, forwardedFor: lines)
-        guard let address = IPAddress(client), !address.isIPv4 else { return client }
-        return IPAddress(high: address.high, low: 0).description + "/64"
+        return client
     }
 }
 

@@ -265,10 +265,10 @@ class MultiOutputEncoder(_ModelUser):
         lexical: List[Dict[str, float]] = []
         colbert: List[np.ndarray] = []
         for start in range(0, len(items), _batch_size(batch_size)):
-            result = self._model.outputs(items[start:start + batch_size], wanted, normalize=normalize_embeddings,
+            batch = items[start:start + batch_size]
+            result = self._model.outputs(batch, wanted, normalize=normalize_embeddings,
                                          batch_size=batch_size, max_length=max_length or 0)
-            meta, floats, offset = result.json, result.floats, 0
-            count = len(items[start:start + batch_size])
+            meta, floats, offset, count = result.json, result.floats, 0, len(batch)
             if return_dense:
                 offset = count * meta["dimension"]
                 dense.append(floats[:offset].reshape(count, meta["dimension"]))

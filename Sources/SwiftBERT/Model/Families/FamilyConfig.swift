@@ -23,6 +23,9 @@ public struct FamilyConfigs: Sendable, Equatable {
     /// True for BERT and its variants, whose fields are all shared ones.
     public var isEmpty: Bool { values.isEmpty }
 
+    /// Whether the config holds the fields of `type`.
+    public func holds(_ type: any FamilyConfig.Type) -> Bool { values[type.key] != nil }
+
     public static func == (a: Self, b: Self) -> Bool {
         a.values.count == b.values.count && a.values.allSatisfy { key, value in b.values[key].map(value.isEqual) ?? false }
     }

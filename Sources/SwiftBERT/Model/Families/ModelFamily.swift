@@ -48,6 +48,12 @@ package protocol ModelFamily: Sendable {
 
 extension ModelFamily {
     var configType: (any FamilyConfig.Type)? { nil }
+    /// A converted config is the family's when it holds the family's own section; a family
+    /// without one (BERT and its variants, whose fields are all shared ones) claims those that
+    /// hold none.
+    func describes(_ config: EncoderConfig) -> Bool {
+        configType.map(config.familyConfigs.holds) ?? config.familyConfigs.isEmpty
+    }
     func convert(source: URL, config: ModelConfig, to destination: URL) throws -> Converter.Report? { nil }
     func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? { nil }
     func canonicalName(_ name: String, config: ModelConfig) -> String { name }

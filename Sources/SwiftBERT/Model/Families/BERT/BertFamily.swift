@@ -16,9 +16,6 @@ struct BertFamily: ModelFamily {
         try Converter.readBertConfig(json, modelType: modelType, architectures: architectures, path: path, isMobileBERT: false)
     }
 
-    /// Its variants' fields are all shared ones (`paddingIdx`, `relativeAttentionNumBuckets`).
-    func describes(_ config: EncoderConfig) -> Bool { config.familyConfigs.isEmpty }
-
     /// RoBERTa's tokenizers give the model no token types (every token is type 0, pairs
     /// included); MPNet has none.
     func usesTokenTypes(_ config: EncoderConfig) -> Bool { !config.isRoberta && config.architecture != .mpnet }

@@ -18,8 +18,6 @@ struct DebertaFamily: ModelFamily {
         try Converter.readDebertaConfig(json, architectures: architectures, path: path, folder: folder)
     }
 
-    func describes(_ config: EncoderConfig) -> Bool { config.deberta != nil }
-
     /// DeBERTa-v3 has no token types (one all-zero row); v2-style checkpoints may have two.
     func usesTokenTypes(_ config: EncoderConfig) -> Bool { config.typeVocabSize >= 2 }
     var mayLackTokenTypeTable: Bool { true }

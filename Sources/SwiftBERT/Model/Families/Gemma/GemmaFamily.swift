@@ -18,8 +18,6 @@ struct GemmaFamily: ModelFamily {
         try Converter.readGemmaConfig(json, architectures: architectures, path: path, folder: folder)
     }
 
-    func describes(_ config: EncoderConfig) -> Bool { config.gemma != nil }
-
     func usesTokenTypes(_ config: EncoderConfig) -> Bool { false }
     func positionLimit(_ config: EncoderConfig) -> Int { config.maxPositionEmbeddings }
     var otherActivations: Set<String> { ["gelu_pytorch_tanh"] }

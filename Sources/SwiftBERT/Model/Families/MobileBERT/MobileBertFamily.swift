@@ -16,8 +16,6 @@ struct MobileBertFamily: ModelFamily {
         try Converter.readBertConfig(json, modelType: modelType, architectures: architectures, path: path, isMobileBERT: true)
     }
 
-    func describes(_ config: EncoderConfig) -> Bool { config.mobileBert != nil }
-
     /// MobileBERT is trained with ReLU; its modules run either.
     var otherActivations: Set<String> { ["relu"] }
 

@@ -17,8 +17,6 @@ struct Qwen3Family: ModelFamily {
         try Converter.readQwen3Config(json, architectures: architectures, path: path, folder: folder)
     }
 
-    func describes(_ config: EncoderConfig) -> Bool { config.qwen3 != nil }
-
     func usesTokenTypes(_ config: EncoderConfig) -> Bool { false }
     func positionLimit(_ config: EncoderConfig) -> Int { config.maxPositionEmbeddings }
     var otherActivations: Set<String> { ["silu"] }

@@ -16,8 +16,6 @@ struct RotaryFamily: ModelFamily {
         try Converter.readRotaryConfig(json, modelType: modelType, architectures: architectures, path: path, folder: folder)
     }
 
-    func describes(_ config: EncoderConfig) -> Bool { config.rotary != nil }
-
     /// ModernBERT has no token types, and a model with one type row takes only type 0.
     func usesTokenTypes(_ config: EncoderConfig) -> Bool { config.architecture != .modernBERT && config.typeVocabSize >= 2 }
     /// Rotary positions: max_position_embeddings.
