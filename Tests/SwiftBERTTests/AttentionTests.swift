@@ -116,6 +116,80 @@ final class AttentionTests: XCTestCase {
         }
     }
 
+    /// Grouped-query attention as `multiHeadAttention` runs it (each key/value head packed once for
+    /// its group; with few such heads, the queries split into runs across threads) gives the bits
+    /// of every query head attended to its own copy of K and V on one thread: for each arithmetic
+    /// (BF16 on the vector units and on the tile emulator), with and without a window, one sequence and two of other lengths, 1 to 3 threads.
+    func testGroupedHeadsAndQueryRunsGiveTheBitsOfOneHeadAtATime() {
+        var seed: UInt64 = 41
+        func random() -> Float {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Float(Int64(bitPattern: seed >> 11) % 2001 - 1000) / 300
+        }
+        let (heads, kvHeads, d) = (3, 1, 40)
+        let width = (heads + 2 * kvHeads) * d, expandedWidth = 3 * heads * d
+        for lengths in [[130], [5], [49, 300]] {
+            let m = lengths.reduce(0, +), starts = lengths.indices.map { lengths[..<$0].reduce(0, +) }
+            let projections = (0..<m * width).map { _ in random() }
+            // The same Q with each key/value head copied beside the query heads of its group.
+            var expanded = [Float](repeating: 0, count: m * expandedWidth)
+            for t in 0..<m {
+                for head in 0..<heads {
+                    for c in 0..<d {
+                        let shared = head / (heads / kvHeads)
+                        expanded[t * expandedWidth + head * d + c] = projections[t * width + head * d + c]
+                        expanded[t * expandedWidth + (heads + head) * d + c] = projections[t * width + (heads + shared) * d + c]
+                        expanded[t * expandedWidth + (2 * heads + head) * d + c] = projections[t * width + (heads + kvHeads + shared) * d + c]
+                    }
+                }
+            }
+            let scratch = (0..<3).map { _ in AttentionScratch(maxLength: lengths.max()!, headDim: d) }
+            let runs: [(AttentionPrecision, TileBackend?)] = [(.fp32, nil), (.bf16, nil), (.bf16, .emulator), (.int8, nil)]
+            for (arithmetic, tiles) in runs {
+                for window in [AttentionWindow.all, .around(20), .causal] {
+                    func attend(_ input: [Float], ld: Int, keyValueHeads: Int?, threads: Int) -> [UInt32] {
+                        var out = [Float](repeating: .nan, count: m * heads * d)
+                        input.withUnsafeBufferPointer { p in
+                            out.withUnsafeMutableBufferPointer { o in
+                                let q = p.baseAddress!, kvHeads = keyValueHeads ?? heads
+                                multiHeadAttention(q: q, k: q + heads * d, v: q + (heads + kvHeads) * d, ld: ld, heads: heads,
+                                                   keyValueHeads: keyValueHeads, headDim: d, starts: starts, lengths: lengths,
+                                                   threads: threads, arithmetic: arithmetic, window: window, tiles: tiles,
+                                                   scratch: scratch, into: o.baseAddress!, ldo: heads * d)
+                            }
+                        }
+                        return out.map(\.bitPattern)
+                    }
+                    let reference = attend(expanded, ld: expandedWidth, keyValueHeads: nil, threads: 1)
+                    XCTAssertFalse(reference.contains(Float.nan.bitPattern))
+                    for threads in 1...3 {
+                        XCTAssertEqual(attend(projections, ld: width, keyValueHeads: kvHeads, threads: threads), reference,
+                                       "\(arithmetic) \(tiles.map { "\($0)" } ?? "vector"), \(window), lengths \(lengths), \(threads) threads")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The query runs cover each sequence's queries once, in whole query blocks; pairs that share
+    /// out evenly across the threads are not split.
+    func testQueryRunsCoverTheQueriesOnce() {
+        XCTAssertEqual(queryParts(pairs: 12, threads: 2), 1)
+        XCTAssertEqual(queryParts(pairs: 3, threads: 1), 1)
+        XCTAssertEqual(queryParts(pairs: 1, threads: 2), 2)
+        XCTAssertEqual(queryParts(pairs: 3, threads: 2), 2)
+        XCTAssertEqual(queryParts(pairs: 2, threads: 3), 3)
+        XCTAssertEqual(queryParts(pairs: 9, threads: 2), 1, "many pairs share out well enough")
+        for n in [1, 23, 24, 25, 128, 700] {
+            for parts in 1...4 {
+                let runs = (0..<parts).map { queryRun($0, of: parts, length: n) }
+                XCTAssertEqual(runs.map(\.count).reduce(0, +), n)
+                for (run, next) in zip(runs, runs.dropFirst()) { XCTAssertEqual(run.upperBound, next.lowerBound) }
+                for run in runs where !run.isEmpty { XCTAssertEqual(run.lowerBound % attentionQueryBlock, 0) }
+            }
+        }
+    }
+
     /// INT8 attention (`Int8Attention`, the `int8-attention` and `int8-static` precisions) against the
     /// same arithmetic written out here in scalars: Q and K per row and V per channel quantised
     /// symmetrically (Q as q + 128), scores from the integer sums, softmax in Float, probabilities as

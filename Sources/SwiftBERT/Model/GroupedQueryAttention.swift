@@ -4,9 +4,8 @@ import SwiftBERTKernels
 /// Grouped-query self-attention (Gemma 3, Qwen3): Q (heads × d), K and V (kv heads × d each) in
 /// one Linear; Q and K normalised per head (RMSNorm) and rotated (RoPE);
 /// softmax(QKᵀ/√query_scalar)·V over the keys of the layer's window (all, a sliding window, or
-/// the causal mask); then the output projection. The attention kernel takes one K and V per
-/// query head, so each key/value head is copied beside the query heads of its group first
-/// (2 · heads · d floats a token: small beside the products).
+/// the causal mask); then the output projection. The attention kernel reads each key/value head
+/// for the query heads of its group, from the projection's rows as they are.
 struct GroupedQueryAttention {
     let qkv: Linear
     let output: Linear
@@ -17,14 +16,12 @@ struct GroupedQueryAttention {
     let heads: Int
     let keyValueHeads: Int
     let headDim: Int
-    /// The kernel scales scores by 1/√d; this turns that into 1/√query_scalar (1 where they are
-    /// equal: EmbeddingGemma's query_pre_attn_scalar is its head_dim, and Qwen3 has none).
-    let queryRescale: Float
+    /// The scores' scale 1/√query_scalar, where it is not the kernel's 1/√d (EmbeddingGemma's
+    /// query_pre_attn_scalar is its head_dim, and Qwen3 has none: nil for both).
+    let scoreScale: Float?
     /// The keys each query sees.
     let window: AttentionWindow
 
-    /// Columns of `ForwardContext.wide` the attention uses per token: the projections, the
-    /// expanded Q | K | V, and the heads' output.
     /// Rejects head shapes the attention cannot run, before any weight is read.
     static func validate(headDim: Int, keyValueHeads: Int, _ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {
         guard headDim > 0, headDim % 2 == 0, headDim <= 4096 else { throw fail("head_dim must be a positive even number up to 4096, not \(headDim)") }
@@ -34,9 +31,11 @@ struct GroupedQueryAttention {
         guard config.numAttentionHeads * headDim <= ModelConfig.maximumSize else { throw fail("num_attention_heads × head_dim is too large") }
     }
 
+    /// Columns of `ForwardContext.wide` the attention uses per token: the projections Q | K | V
+    /// and the heads' output.
     static func scratchColumns(_ config: EncoderConfig, headDim: Int, keyValueHeads: Int) -> Int {
         let queries = config.numAttentionHeads * headDim
-        return queries + 2 * keyValueHeads * headDim + 3 * queries + queries
+        return queries + 2 * keyValueHeads * headDim + queries
     }
 
     /// `normOffset`: Q's and K's RMSNorms scale by normOffset + weight (`RMSNorm`).
@@ -50,19 +49,18 @@ struct GroupedQueryAttention {
         queryNorm = try RMSNorm(attention[names.queryNorm], size: d, eps: config.layerNormEps, offset: normOffset)
         keyNorm = try RMSNorm(attention[names.keyNorm], size: d, eps: config.layerNormEps, offset: normOffset)
         (self.rotary, self.window, heads, self.keyValueHeads, headDim) = (rotary, window, config.numAttentionHeads, keyValueHeads, d)
-        queryRescale = Float((Double(d) / queryScalar).squareRoot())
+        scoreScale = queryScalar == Double(d) ? nil : Float(1 / queryScalar.squareRoot())
     }
 
     /// out[T × H] = Wo · Attention(x).
     func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
         let sequences = context.sequences, m = sequences.tokenCount, d = headDim
-        let queries = heads * d, width = queries + 2 * keyValueHeads * d, group = heads / keyValueHeads
+        let queries = heads * d, width = queries + 2 * keyValueHeads * d
         let projections = context.wide                  // [T × width]: Q | K | V per token
-        let expanded = projections + m * width          // [T × 3·queries]: Q | K per query head | V per query head
-        let attended = expanded + m * 3 * queries       // [T × queries]
+        let attended = projections + m * width          // [T × queries]
         context.measure(.qkv) {
             qkv(x, m: m, into: projections, context)
-            let (heads, kvHeads, rescale) = (heads, keyValueHeads, queryRescale)
+            let (heads, kvHeads) = (heads, keyValueHeads)
             // Each head of Q, then of K, is one vector of d channels to its RMSNorm.
             let (queryEps, keyEps) = (queryNorm.eps, keyNorm.eps)
             queryNorm.scale.withUnsafeBufferPointer { queryScale in
@@ -79,26 +77,11 @@ struct GroupedQueryAttention {
             }
             // Q's and K's heads are adjacent in the row: one pass rotates both.
             rotary.rotate(projections, ld: width, heads: heads + keyValueHeads, headDim: d, positions: context.positions, threads: context.threads)
-            parallelRows(m, columns: 3 * queries, threads: context.threads) { rows in
-                for t in rows {
-                    let (row, target) = (projections + t * width, expanded + t * 3 * queries)
-                    if rescale == 1 {
-                        target.update(from: row, count: queries)
-                    } else {
-                        for i in 0..<queries { target[i] = row[i] * rescale }
-                    }
-                    for head in 0..<heads {
-                        let shared = head / group
-                        (target + queries + head * d).update(from: row + queries + shared * d, count: d)
-                        (target + 2 * queries + head * d).update(from: row + queries + kvHeads * d + shared * d, count: d)
-                    }
-                }
-            }
         }
         context.measure(.attention) {
-            multiHeadAttention(q: expanded, k: expanded + queries, v: expanded + 2 * queries, ld: 3 * queries,
-                               heads: heads, headDim: d, starts: sequences.starts, lengths: sequences.lengths,
-                               threads: context.threads, arithmetic: context.attention, window: window,
+            multiHeadAttention(q: projections, k: projections + queries, v: projections + queries + keyValueHeads * d, ld: width,
+                               heads: heads, keyValueHeads: keyValueHeads, headDim: d, starts: sequences.starts, lengths: sequences.lengths,
+                               threads: context.threads, arithmetic: context.attention, scale: scoreScale, window: window,
                                scratch: context.attentionScratch, into: attended, ldo: queries)
         }
         context.measure(.attentionOutput) { output(attended, m: m, into: out, context) }

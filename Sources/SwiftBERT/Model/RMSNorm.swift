@@ -27,8 +27,17 @@ struct RMSNorm {
 
     /// One vector of `count` in place.
     static func normalize(_ v: UnsafeMutablePointer<Float>, count: Int, scale: UnsafePointer<Float>, eps: Float) {
-        var sum: Double = 0
-        for i in 0..<count { sum += Double(v[i]) * Double(v[i]) }
+        // Eight running sums: one sum's chain of dependent additions took 4 cycles an element,
+        // and Gemma's 4 RMSNorms a layer (and Q's and K's per head) took 7 % of a pass at 1x128.
+        // A float's square is exact in a double, so the order moves the sum by ~1e-16 relative.
+        var lanes = SIMD8<Double>()
+        var i = 0
+        while i + 8 <= count {
+            for j in 0..<8 { let x = Double(v[i + j]); lanes[j] += x * x }
+            i += 8
+        }
+        var sum = lanes.sum()
+        while i < count { sum += Double(v[i]) * Double(v[i]); i += 1 }
         let inverse = 1 / (Float(sum / Double(count)) + eps).squareRoot()
         for i in 0..<count { v[i] = v[i] * inverse * scale[i] }
     }

@@ -154,50 +154,92 @@ public struct AttentionWindow: Sendable, Equatable {
 
 /// out[T × heads·headDim] (row stride ldo) = softmax(Q·Kᵀ/√headDim)·V per sequence and head, for
 /// packed Q, K and V whose rows are `ld` floats apart (sequence s: `lengths[s]` rows from row
-/// `starts[s]`); the (sequence, head) pairs are split
-/// across `threads`, each with its own scratch. BERT's and MobileBERT's self-attention run this;
+/// `starts[s]`). BERT's and MobileBERT's self-attention run this;
 /// `arithmetic`: the products in FP32, BF16 or INT8 (the model's precision). `bias`: a
 /// relative position bias added to the scores (MPNet). `window`: the keys each query sees
 /// (ModernBERT's and Gemma's sliding-window layers, a decoder's causal mask); the key blocks
 /// beyond are skipped, so such a layer costs what its window costs. `tiles`: where BF16's
 /// products run on AMX tiles (or their emulator); nil runs them on the vector units.
 /// `pairwiseBias`: scores the caller writes per sequence and head (DeBERTa), added as `bias` is.
-/// `scale`: the softmax's factor on Q·Kᵀ (nil: 1/√headDim).
+/// `scale`: the softmax's factor on Q·Kᵀ (nil: 1/√headDim). `keyValueHeads`: grouped-query
+/// attention (Gemma, Qwen3), K and V holding that many heads (nil: `heads`), query head h reading
+/// key/value head h / (heads / keyValueHeads).
+///
+/// The tasks across `threads`: each (sequence, key/value head) packs its K and V once for the
+/// query heads of its group, and when such pairs are few and do not share out evenly (one for
+/// EmbeddingGemma at batch 1), their queries split into runs of whole query blocks. The query
+/// blocks are the same however the work is split, so the output does not depend on `threads`.
 public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>, v: UnsafePointer<Float>, ld: Int,
-                        heads: Int, headDim: Int, starts: [Int], lengths: [Int], threads: Int, arithmetic: AttentionPrecision = .fp32,
+                        heads: Int, keyValueHeads: Int? = nil, headDim: Int, starts: [Int], lengths: [Int], threads: Int,
+                        arithmetic: AttentionPrecision = .fp32,
                         bias: RelativeAttentionBias? = nil, pairwiseBias: PairwiseAttentionBias? = nil, scale: Float? = nil,
                         window: AttentionWindow = .all, tiles: TileBackend? = TileBackend.preferred,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
     precondition(bias == nil || pairwiseBias == nil, "one bias at a time")
-    let scale = scale ?? 1 / Float(headDim).squareRoot()
+    let kvHeads = keyValueHeads ?? heads
+    precondition(kvHeads > 0 && heads % kvHeads == 0, "the query heads share the key/value heads in equal groups")
+    let scale = scale ?? 1 / Float(headDim).squareRoot(), group = heads / kvHeads
     // QKᵀ and P·V, all heads: each query meets at most the keys of its window.
     let work = lengths.reduce(0) { $0 + 2 * $1 * window.span(length: $1) * heads * headDim }
-    parallelFor(lengths.count * heads, threads: threads, work: work) { task, worker in
-        let s = task / heads, head = task % heads
-        let row = starts[s] * ld + head * headDim
-        let (n, target) = (lengths[s], out + starts[s] * ldo + head * headDim)
-        var pairwise: UnsafeMutablePointer<Float>? = nil
-        if let pairwiseBias {
-            pairwise = .allocate(capacity: n * n)
-            pairwiseBias(s, head, n, pairwise!)
-        }
-        defer { pairwise?.deallocate() }
-        let bias = pairwise.map { ScoreBias(base: UnsafePointer($0), queryStride: n, span: n) } ?? bias?.scores(head: head)
-        /// This head in `A`'s arithmetic.
+    // A pairwise bias is written whole per task: its pairs are not split.
+    let parts = pairwiseBias == nil ? queryParts(pairs: lengths.count * kvHeads, threads: threads) : 1
+    parallelFor(lengths.count * kvHeads * parts, threads: threads, work: work) { task, worker in
+        let s = task / (kvHeads * parts), kvHead = task / parts % kvHeads, part = task % parts
+        let n = lengths[s]
+        let queries = queryRun(part, of: parts, length: n)
+        guard !queries.isEmpty else { return }
+        let kv = starts[s] * ld + kvHead * headDim
+        /// The group's query heads against this K and V, packed once, in `A`'s arithmetic.
         func attend<A: AttentionArithmetic>(_: A.Type) {
-            attendHead(A.self, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale, bias: bias, window: window,
-                       into: target, ldo: ldo, scratch[worker])
+            A.withPackedKeysAndValues(k: k + kv, v: v + kv, ld: ld, n: n, scratch[worker]) { keysT, values in
+                for head in kvHead * group..<(kvHead + 1) * group {
+                    var pairwise: UnsafeMutablePointer<Float>? = nil
+                    if let pairwiseBias {
+                        pairwise = .allocate(capacity: n * n)
+                        pairwiseBias(s, head, n, pairwise!)
+                    }
+                    defer { pairwise?.deallocate() }
+                    let scores = pairwise.map { ScoreBias(base: UnsafePointer($0), queryStride: n, span: n) } ?? bias?.scores(head: head)
+                    precondition(n <= scratch[worker].maxLength && n <= scores?.span ?? n)
+                    attendPacked(A.self, q: q + starts[s] * ld + head * headDim, ld: ld, n: n, scale: scale, bias: scores,
+                                 window: window, queries: queries, keysT: keysT, values: values,
+                                 into: out + starts[s] * ldo + head * headDim, ldo: ldo, scratch[worker])
+                }
+            }
         }
         switch (arithmetic, tiles) {
         case (.fp32, _): attend(FP32Attention.self)
         case (.bf16, .hardware?): attend(TileBF16Attention<HardwareTiles>.self)
         case (.bf16, .emulator?): attend(TileBF16Attention<EmulatedTiles>.self)
         case (.bf16, nil):
-            attendHead(bf16: .preferred, q: q + row, k: k + row, v: v + row, ld: ld, n: n, scale: scale,
-                       bias: bias, window: window, into: target, ldo: ldo, scratch[worker])
+            switch BF16Product.preferred {
+            #if SWIFTBERT_NATIVE_ISA && SWIFTBERT_HOST_BF16
+            case .dotInstruction: attend(BF16Attention.self)
+            #endif
+            case .widened: attend(WidenedBF16Attention.self)
+            }
         case (.int8, _): attend(Int8Attention.self)
         }
     }
+}
+
+/// How many runs each (sequence, key/value head) pair's queries split into. One when the pairs
+/// share out evenly or are many; otherwise enough that the tasks do: EmbeddingGemma (one
+/// key/value head) at batch 1 on 2 threads attended on one thread while the other waited.
+/// Each run packs its K and V again (n · d beside the run's share of the n² · d products).
+func queryParts(pairs: Int, threads: Int) -> Int {
+    guard threads > 1, pairs % threads != 0, pairs < 4 * threads else { return 1 }
+    var (a, b) = (pairs, threads)
+    while b != 0 { (a, b) = (b, a % b) }
+    return threads / a
+}
+
+/// Run `part` of `parts` of a sequence's n queries: whole query blocks, the blocks shared out as
+/// evenly as they go (the last runs may be empty when n is short).
+func queryRun(_ part: Int, of parts: Int, length n: Int) -> Range<Int> {
+    let blocks = (n + attentionQueryBlock - 1) / attentionQueryBlock
+    let first = blocks * part / parts, last = blocks * (part + 1) / parts
+    return min(n, first * attentionQueryBlock)..<min(n, last * attentionQueryBlock)
 }
 
 /// What one depth step of the attention tile multiplies: one element (FP32), one pair (BF16,
@@ -268,7 +310,7 @@ func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: U
                                         _ scratch: AttentionScratch) {
     precondition(n <= scratch.maxLength && n <= bias?.span ?? n)
     A.withPackedKeysAndValues(k: k, v: v, ld: ld, n: n, scratch) { keysT, values in
-        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window,
+        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window, queries: 0..<n,
                      keysT: keysT, values: values, into: out, ldo: ldo, scratch)
     }
 }
@@ -289,10 +331,11 @@ func attendHead(bf16 product: BF16Product, q: UnsafePointer<Float>, k: UnsafePoi
     }
 }
 
-/// attendHead once Kᵀ and V are packed: query blocks × key blocks with the online softmax.
+/// attendHead once Kᵀ and V are packed: query blocks × key blocks with the online softmax, for
+/// the query rows `queries` (from a multiple of the query block; only their output rows are written).
 @inline(__always)
 func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld: Int, n: Int, scale: Float,
-                                                  bias: ScoreBias?, window: AttentionWindow, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
+                                                  bias: ScoreBias?, window: AttentionWindow, queries: Range<Int>, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
                                                   into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
     let scores = scratch.scores, o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
@@ -301,8 +344,8 @@ func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld
     // Distances beyond the sequence are the sequence: no overflow in the sums below.
     let before = min(window.before, n), after = min(window.after, n)
     let scale2 = scale * 1.44269504088896341  // log2 e
-    for q0 in stride(from: 0, to: n, by: attentionQueryBlock) {
-        let rows = min(attentionQueryBlock, n - q0)
+    for q0 in stride(from: queries.lowerBound, to: queries.upperBound, by: attentionQueryBlock) {
+        let rows = min(attentionQueryBlock, queries.upperBound - q0)
         for r in 0..<rows { rowMax[r] = -.infinity; rowSum[r] = 0 }
         o.update(repeating: 0, count: rows * dPad)
         let (queries, ldq, qSteps) = A.queries(q + q0 * ld, ld: ld, rows: rows, scratch)
