@@ -9,6 +9,9 @@ RANDOM weights (but all-mpnet-base-v2 and embeddinggemma-300m, whose rows say RE
     tools/.venv/bin/python tools/bench/bench_modern_encoders.py make --models deberta     # once
     tools/.venv/bin/python tools/bench/bench_precisions.py --models deberta --cells 1x128,1x512,8x512 --threads 2 --rounds 3
 
+With --int8-attention, SwiftBERT's int8-attention (INT8 Linear layers and attention's products on
+VNNI; accuracy in `bert bench`'s report) runs too, as one more INT8 column against ORT INT8.
+
 Each round runs every engine once per cell, the order reversed every other round:
   - SwiftBERT: `bert bench --precision P --batch B --seq N --repetitions R --json` in a fresh process
     (fp32, bf16, int8: dynamic INT8 activations on `bert quantize`'s weights), its median;
@@ -93,7 +96,9 @@ def main():
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--out", help="also write the markdown table here")
     parser.add_argument("--bert", default=str(BERT))
+    parser.add_argument("--int8-attention", action="store_true", help="also time SwiftBERT's int8-attention")
     args = parser.parse_args()
+    swift = SWIFT + (("int8-attention",) if args.int8_attention else ())
     cells = [tuple(int(x) for x in c.split("x")) for c in args.cells.split(",")]
     lines = []
     with tempfile.TemporaryDirectory(prefix="bench-precisions-") as folder:
@@ -109,7 +114,7 @@ def main():
             for batch, length in cells:
                 ids = np.repeat(token_ids(length, config["vocab_size"], cls, sep), batch, axis=0)
                 feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-                figures = {e: [] for e in (*[f"swift-{p}" for p in SWIFT], *PEERS)}
+                figures = {e: [] for e in (*[f"swift-{p}" for p in swift], *PEERS)}
                 for r in range(args.rounds):
                     engines = list(figures)
                     if r % 2:
@@ -125,7 +130,7 @@ def main():
                 med = {k: statistics.median(v) for k, v in figures.items()}
                 best = {p: min(med[e] for e in PEERS if PRECISION[e] == p) for p in SWIFT}
                 cellsText = " | ".join(f"{med[e]:,.1f}" for e in figures)
-                ratios = " | ".join(f"{med[f'swift-{p}'] / best[p]:.2f}" for p in SWIFT)
+                ratios = " | ".join(f"{med[f'swift-{p}'] / best[p.split('-')[0]]:.2f}" for p in swift)
                 lines.append(f"| {model.label} | {batch}x{length} | {cellsText} | {ratios} |")
         seconds = time.time() - started
     v = versions()
@@ -137,8 +142,10 @@ def main():
         f"- bert: {note}; onnxruntime {v['onnxruntime']}, openvino {_openvino_version()}, transformers {v['transformers']}",
         f"- {args.rounds} rounds, engines alternating; per round the median of {args.passes} passes; cells: medians over the rounds, ms. Took {seconds / 60:.1f} min.",
         "",
-        "| model | batch x seq | SwiftBERT FP32 | SwiftBERT BF16 | SwiftBERT INT8 | ORT FP32 | ORT INT8 | OpenVINO FP32 | OpenVINO BF16 | FP32 / best FP32 peer | BF16 / OpenVINO BF16 | INT8 / ORT INT8 |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| model | batch x seq | SwiftBERT FP32 | SwiftBERT BF16 | SwiftBERT INT8 |" + (" SwiftBERT INT8-attention |" if args.int8_attention else "")
+        + " ORT FP32 | ORT INT8 | OpenVINO FP32 | OpenVINO BF16 | FP32 / best FP32 peer | BF16 / OpenVINO BF16 | INT8 / ORT INT8 |"
+        + (" INT8-attention / ORT INT8 |" if args.int8_attention else ""),
+        "|---|---|" + "--:|" * (len(swift) + len(PEERS) + len(swift)),
     ]
     text = "\n".join(header + lines) + "\n"
     print(text)
