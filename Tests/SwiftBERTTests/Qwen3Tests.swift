@@ -72,15 +72,7 @@ final class Qwen3Tests: XCTestCase {
             let ids = (state["input_ids"]?.array ?? []).compactMap(\.int).map(Int32.init)
             let rows = try XCTUnwrap(state["rows"]?.array).map { GemmaTests.halfVector($0.string) }
             XCTAssertEqual(rows.count, ids.count)
-            let got = try encoder.encode([ids]).hiddenStates(0), h = encoder.config.encoder.hiddenSize
-            var worst: Float = 0
-            for (t, row) in rows.enumerated() {
-                for c in 0..<h {
-                    // The fixture's float16 keeps 11 bits: half an ulp of it, and float32's own rounding.
-                    let expected = row[c], error = abs(got[t * h + c] - expected)
-                    worst = max(worst, error / (abs(expected) * 0x1p-11 + 1e-4))
-                }
-            }
+            let worst = worstErrorInHalfRoundings(try encoder.encode([ids]).hiddenStates(0), rows, hiddenSize: encoder.config.encoder.hiddenSize)
             XCTAssertLessThanOrEqual(worst, 1, "\(ids.count) tokens: worst error in units of the fixture's rounding")
         }
     }

@@ -182,3 +182,17 @@ func checkConfigChangesAreRefused(_ source: URL, label prefix: String, _ cases: 
         }
     }
 }
+
+/// The worst difference between `got` ([rows × hiddenSize] floats) and a fixture's float16 rows,
+/// in units of the fixture's rounding: half an ulp of float16's 11 bits, plus 1e-4 for float32's
+/// own rounding near zero. 1 or less: equal to what the fixture can say.
+func worstErrorInHalfRoundings(_ got: [Float], _ rows: [[Float]], hiddenSize h: Int) -> Float {
+    var worst: Float = 0
+    for (t, row) in rows.enumerated() {
+        for c in 0..<min(h, row.count) {
+            let expected = row[c], error = abs(got[t * h + c] - expected)
+            worst = max(worst, error / (abs(expected) * 0x1p-11 + 1e-4))
+        }
+    }
+    return worst
+}
