@@ -119,7 +119,8 @@ final class AttentionTests: XCTestCase {
     /// Grouped-query attention as `multiHeadAttention` runs it (each key/value head packed once for
     /// its group; with few such heads, the queries split into runs across threads) gives the bits
     /// of every query head attended to its own copy of K and V on one thread: for each arithmetic
-    /// (BF16 on the vector units and on the tile emulator), with and without a window, one sequence and two of other lengths, 1 to 3 threads.
+    /// (BF16 on the vector units, on the tile emulator, and on AMX tiles where the CPU has them),
+    /// with and without a window, one sequence and two of other lengths, 1 to 3 threads.
     func testGroupedHeadsAndQueryRunsGiveTheBitsOfOneHeadAtATime() {
         var seed: UInt64 = 41
         func random() -> Float {
@@ -145,6 +146,7 @@ final class AttentionTests: XCTestCase {
             }
             let scratch = (0..<3).map { _ in AttentionScratch(maxLength: lengths.max()!, headDim: d) }
             let runs: [(AttentionPrecision, TileBackend?)] = [(.fp32, nil), (.bf16, nil), (.bf16, .emulator), (.int8, nil)]
+                + (TileBackend.hardwareAvailable ? [(.bf16, .hardware)] : [])
             for (arithmetic, tiles) in runs {
                 for window in [AttentionWindow.all, .around(20), .causal] {
                     func attend(_ input: [Float], ld: Int, keyValueHeads: Int?, threads: Int) -> [UInt32] {
