@@ -137,8 +137,10 @@ def deberta_config():
 
 class Model:
     def __init__(self, key, name, class_name, lengths=LENGTHS, gated=True, make_config=None, real=False,
-                 hf=None, converted=None, onnx=None):
+                 hf=None, converted=None, onnx=None, export_masks=None):
         self.key, self.name, self.class_name, self.lengths, self.gated = key, name, class_name, lengths, gated
+        # (config, attention_mask) -> the masks the model takes, where its own cannot be traced.
+        self.export_masks = export_masks
         self.make_config, self.real = make_config, real
         self.hf = hf or WEIGHTS / f"{name}-random-hf"
         self.converted = converted or WEIGHTS / f"{name}-random"
@@ -160,7 +162,7 @@ MODELS = {m.key: m for m in [
     Model("qwen3", "qwen3-embedding-0.6b", "Qwen3Model", lengths=(128, 512, 2048), make_config=qwen3_config),
     Model("gemma", "embeddinggemma-300m", "Gemma3TextModel", lengths=(128, 512, 2048), real=True,
           hf=WEIGHTS / ".cache/hf/embeddinggemma-300m", converted=WEIGHTS / "embeddinggemma-300m",
-          onnx=WEIGHTS / "embeddinggemma-300m-onnx"),
+          onnx=WEIGHTS / "embeddinggemma-300m-onnx", export_masks=lambda config, mask: gemma_masks(config, mask)),
 ]}
 
 
@@ -300,8 +302,8 @@ def export_onnx(model):
             self.m = m
 
         def forward(self, input_ids, attention_mask):
-            if model.key == "gemma":
-                return self.m(input_ids=input_ids, attention_mask=gemma_masks(self.m.config, attention_mask),
+            if model.export_masks:
+                return self.m(input_ids=input_ids, attention_mask=model.export_masks(self.m.config, attention_mask),
                               use_cache=False).last_hidden_state
             return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
