@@ -43,13 +43,17 @@ func runRooflineBenchmark(arguments: [String]) throws {
     }
 
     let folder = URL(fileURLWithPath: modelName.contains("/") ? modelName : "weights/\(modelName)")
-    let models = try requested.compactMap { precision -> BertModel? in
-        do { return try BertModel(folder: folder, threads: 1, precision: precision) } catch SwiftBERTError.fileNotFound {
+    let models = try requested.compactMap { precision -> (any EncoderModel)? in
+        do { return try loadEncoder(folder: folder, threads: 1, precision: precision) } catch SwiftBERTError.fileNotFound {
             print("(\(precision.rawValue) skipped: no \(precision.fileName); run `bert quantize`)")
             return nil
         }
     }
     guard let config = models.first?.config else { return }
+    guard let layer = ModelFamilies.family(of: config.encoder).layerMultiplyAdds(config.encoder) else {
+        print("\n\(modelName): its family does not say what its layers cost, so no rates")
+        return
+    }
     let ids = [[Int32(101)] + (0..<(tokens - 2)).map { Int32(1000 + ($0 * 7919) % 20000) } + [Int32(102)]]
     var stageTimes = [[StageProfile.Stage: [Double]]](repeating: [:], count: models.count)
     var totals = [[Double]](repeating: [], count: models.count)
@@ -59,19 +63,20 @@ func runRooflineBenchmark(arguments: [String]) throws {
         for (i, model) in models.enumerated() {
             let profile = StageProfile()
             let t0 = DispatchTime.now().uptimeNanoseconds
-            _ = try model.encode(ids, profile: profile)
+            _ = try model.encode(ids, typeIds: nil, profile: profile)
             totals[i].append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
             for (stage, s) in profile.seconds { stageTimes[i][stage, default: []].append(s * 1000) }
         }
     } while Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 < seconds || totals[0].count < 5
 
-    let (t, h, ffn, layers) = (Double(tokens), Double(config.encoder.hiddenSize), Double(config.encoder.intermediateSize), Double(config.encoder.numHiddenLayers))
+    // Per stage, 2 operations per multiply-add; attention as if every query saw every key.
+    let (t, layers) = (Double(tokens), Double(config.encoder.numHiddenLayers))
     let flops: [StageProfile.Stage: Double] = [
-        .qkv: 2 * t * h * 3 * h * layers,
-        .attention: 4 * t * t * h * layers,  // QKᵀ and P·V over all heads
-        .attentionOutput: 2 * t * h * h * layers,
-        .feedForwardIn: 2 * t * h * ffn * layers,
-        .feedForwardOut: 2 * t * ffn * h * layers,
+        .qkv: 2 * t * Double(layer.qkv) * layers,
+        .attention: 4 * t * t * Double(layer.attentionWidth) * layers,  // QKᵀ and P·V over all heads
+        .attentionOutput: 2 * t * Double(layer.attentionOutput) * layers,
+        .feedForwardIn: 2 * t * Double(layer.feedForwardIn) * layers,
+        .feedForwardOut: 2 * t * Double(layer.feedForwardOut) * layers,
     ]
     let bf16OnDotInstruction = BF16Product.preferred.rawValue.contains("vdpbf16ps")
     let (bf16OnTiles, int8OnTiles) = (TileBackend.preferred == .hardware, TileBackend.preferred == .hardware)

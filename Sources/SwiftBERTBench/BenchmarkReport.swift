@@ -61,12 +61,13 @@ package struct BenchmarkReport: Sendable {
         /// With --profile: the encoder's Linear layers' multiply-adds, 2·M·N·K summed over the
         /// layers, per second of the stages that run them, in billions (GFLOP/s for FP32 and BF16,
         /// GOP/s for INT8), comparable with `SwiftBERTBenchmarks gemm`'s rates.
+        /// Nil where the family does not say what its layers cost (MobileBERT).
         package func linearRate(_ config: ModelConfig) -> Double? {
-            guard let profile = profileMilliseconds else { return nil }
+            guard let profile = profileMilliseconds,
+                  let layer = ModelFamilies.family(of: config.encoder).layerMultiplyAdds(config.encoder) else { return nil }
             let seconds = [StageProfile.Stage.qkv, .attentionOutput, .feedForwardIn, .feedForwardOut]
                 .reduce(0) { $0 + (profile[$1] ?? 0) } / 1e3
-            let h = Double(config.encoder.hiddenSize), ffn = Double(config.encoder.intermediateSize)
-            let operations = 2 * Double(shape.tokens) * Double(config.encoder.numHiddenLayers) * (4 * h * h + 2 * h * ffn)
+            let operations = 2 * Double(shape.tokens) * Double(config.encoder.numHiddenLayers) * Double(layer.linear)
             return seconds > 0 ? operations / seconds / 1e9 : nil
         }
     }

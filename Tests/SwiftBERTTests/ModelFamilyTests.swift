@@ -57,6 +57,45 @@ final class ModelFamilyTests: XCTestCase {
         XCTAssertEqual(qwen, minilm.encoder)
     }
 
+    /// What a family says one layer's Linear layers cost per token (`layerMultiplyAdds`, which
+    /// `bert bench --profile` and the roofline turn into rates) is what the checkpoint's matrices
+    /// hold: every 2-D weight of layer 0 but the norms, rows × columns, in a fixture of each
+    /// family that has grouped heads, a gated feed-forward network, or BERT's layer. MobileBERT
+    /// says nothing rather than something wrong.
+    func testLayerMultiplyAddsCountTheCheckpointsMatrices() throws {
+        let fixtures = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures")
+        let cases: [(folder: String, layerPrefix: String, architecture: Architecture)] = [
+            ("qwen3/model", "layers.0.", .qwen3), ("gemma-random/model", "layers.0.", .gemma3),
+            ("rotary/modernbert", "layers.0.", .modernBERT), ("deberta/classifier", "encoder.layer.0.", .debertaV2),
+        ]
+        for (name, prefix, architecture) in cases {
+            let folder = fixtures.appendingPathComponent(name)
+            let config = try Converter.readConfig(folder).encoder
+            XCTAssertEqual(config.architecture, architecture, name)
+            var matrices = 0
+            for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".safetensors") {
+                for (tensor, shape) in try Self.safetensorsShapes(folder.appendingPathComponent(file))
+                where tensor.contains(prefix) && shape.count == 2 && !tensor.lowercased().contains("norm") {
+                    matrices += shape[0] * shape[1]
+                }
+            }
+            let layer = try XCTUnwrap(ModelFamilies.family(of: config).layerMultiplyAdds(config), name)
+            XCTAssertGreaterThan(matrices, 0, name)
+            XCTAssertEqual(layer.linear, matrices, name)
+        }
+        let mobile = try Converter.readConfig(fixtures.appendingPathComponent("mobilebert/mobilebert-layernorm")).encoder
+        XCTAssertNil(ModelFamilies.family(of: mobile).layerMultiplyAdds(mobile))
+    }
+
+    /// Each tensor's shape, from a safetensors file's JSON header.
+    static func safetensorsShapes(_ file: URL) throws -> [(String, [Int])] {
+        let data = try Data(contentsOf: file)
+        let length = data.prefix(8).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+        let header = try JSONDecoder().decode(JSONValue.self, from: data.dropFirst(8).prefix(length))
+        guard case let .object(tensors) = header else { return [] }
+        return tensors.compactMap { name, entry in entry["shape"]?.array.map { (name, $0.compactMap(\.int)) } }
+    }
+
     /// model_type picks the family; without one, the architectures' class names do. Others are
     /// refused with a message that lists what runs.
     func testHuggingFaceConfigsPickTheirFamily() throws {

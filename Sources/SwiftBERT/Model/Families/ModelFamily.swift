@@ -44,6 +44,9 @@ package protocol ModelFamily: Sendable {
     /// Checks of its own fields, before any weight is touched (`EncoderConfig.validate` calls it);
     /// `fail` adds what to do.
     func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws
+    /// What a token costs in one layer's Linear layers, by profile stage (nil: its layers do not
+    /// split as the stages do, and no rate is given).
+    func layerMultiplyAdds(_ config: EncoderConfig) -> LayerMultiplyAdds?
 }
 
 extension ModelFamily {
@@ -63,6 +66,7 @@ extension ModelFamily {
     var otherActivations: Set<String> { [] }
     var mayLackTokenTypeTable: Bool { false }
     func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws {}
+    func layerMultiplyAdds(_ config: EncoderConfig) -> LayerMultiplyAdds? { .bert(config) }
 }
 
 /// The families SwiftBERT runs, in the order they are asked.

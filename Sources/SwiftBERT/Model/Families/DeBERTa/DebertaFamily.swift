@@ -31,6 +31,10 @@ struct DebertaFamily: ModelFamily {
 
     func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.deberta?.validate(config, fail: fail) }
 
+    /// BERT's: the projections of the relative position table, once per layer and not per
+    /// token, are left out.
+    func layerMultiplyAdds(_ config: EncoderConfig) -> LayerMultiplyAdds? { .bert(config) }
+
     func loadEncoder(folder: URL, threads: Int?, precision: Precision) throws -> any EncoderModel {
         try DebertaEncoderModel(folder: folder, threads: threads, precision: precision)
     }

@@ -24,6 +24,10 @@ struct GemmaFamily: ModelFamily {
 
     func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.gemma?.validate(config, fail: fail) }
 
+    func layerMultiplyAdds(_ config: EncoderConfig) -> LayerMultiplyAdds? {
+        config.gemma.map { .groupedQuery(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads) }
+    }
+
     func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
         config.encoder.gemma.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.gemmaLayout) }
     }

@@ -21,6 +21,9 @@ struct MobileBertFamily: ModelFamily {
 
     func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.mobileBert?.validate(config, fail: fail) }
 
+    /// None: its bottlenecks and stacked feed-forward networks are not BERT's four stages.
+    func layerMultiplyAdds(_ config: EncoderConfig) -> LayerMultiplyAdds? { nil }
+
     func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
         config.encoder.mobileBert.map { TensorNames.mobileBertModules(config, $0) }
     }

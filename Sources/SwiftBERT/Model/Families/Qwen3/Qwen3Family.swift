@@ -23,6 +23,10 @@ struct Qwen3Family: ModelFamily {
 
     func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.qwen3?.validate(config, fail: fail) }
 
+    func layerMultiplyAdds(_ config: EncoderConfig) -> LayerMultiplyAdds? {
+        config.qwen3.map { .groupedQuery(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads) }
+    }
+
     func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
         config.encoder.qwen3.map { TensorNames.llamaStyleModules(config, headDim: $0.headDim, keyValueHeads: $0.keyValueHeads, layout: Converter.qwen3Layout) }
     }

@@ -27,6 +27,9 @@ struct RotaryFamily: ModelFamily {
 
     func validate(_ config: EncoderConfig, fail: (String) -> SwiftBERTError) throws { try config.rotary?.validate(config, fail: fail) }
 
+    /// BERT's projections, and a gated feed-forward network.
+    func layerMultiplyAdds(_ config: EncoderConfig) -> LayerMultiplyAdds? { LayerMultiplyAdds.bert(config).gated(config) }
+
     func tensorModules(_ config: ModelConfig) -> [TensorNames.Module]? {
         config.encoder.rotary.map { TensorNames.rotaryModules(config, $0) }
     }
