@@ -42,6 +42,11 @@ from bench_modern_encoders import BERT, MODELS, cpu_name, log, ort_session, snap
 SWIFT = ("fp32", "bf16", "int8")
 PEERS = ("ort-fp32", "ort-int8", "ov-fp32", "ov-bf16")
 PRECISION = {"ort-fp32": "fp32", "ov-fp32": "fp32", "ort-int8": "int8", "ov-bf16": "bf16"}
+# SwiftBERT's precisions as the tables name them, the peers' precision each is compared with, and
+# what that comparison is against.
+LABEL = {"fp32": "FP32", "bf16": "BF16", "int8": "INT8", "int8-attention": "INT8-attention"}
+AGAINST = {"fp32": "fp32", "bf16": "bf16", "int8": "int8", "int8-attention": "int8"}
+BEST_PEER = {"fp32": "best FP32 peer", "bf16": "OpenVINO BF16", "int8": "ORT INT8"}
 
 
 def swift_ms(bert, model, precision, batch, length, threads, passes, sentences):
@@ -130,7 +135,7 @@ def main():
                 med = {k: statistics.median(v) for k, v in figures.items()}
                 best = {p: min(med[e] for e in PEERS if PRECISION[e] == p) for p in SWIFT}
                 cellsText = " | ".join(f"{med[e]:,.1f}" for e in figures)
-                ratios = " | ".join(f"{med[f'swift-{p}'] / best[p.split('-')[0]]:.2f}" for p in swift)
+                ratios = " | ".join(f"{med[f'swift-{p}'] / best[AGAINST[p]]:.2f}" for p in swift)
                 lines.append(f"| {model.label} | {batch}x{length} | {cellsText} | {ratios} |")
         seconds = time.time() - started
     v = versions()
@@ -142,9 +147,9 @@ def main():
         f"- bert: {note}; onnxruntime {v['onnxruntime']}, openvino {_openvino_version()}, transformers {v['transformers']}",
         f"- {args.rounds} rounds, engines alternating; per round the median of {args.passes} passes; cells: medians over the rounds, ms. Took {seconds / 60:.1f} min.",
         "",
-        "| model | batch x seq | SwiftBERT FP32 | SwiftBERT BF16 | SwiftBERT INT8 |" + (" SwiftBERT INT8-attention |" if args.int8_attention else "")
-        + " ORT FP32 | ORT INT8 | OpenVINO FP32 | OpenVINO BF16 | FP32 / best FP32 peer | BF16 / OpenVINO BF16 | INT8 / ORT INT8 |"
-        + (" INT8-attention / ORT INT8 |" if args.int8_attention else ""),
+        "| model | batch x seq | " + " | ".join(f"SwiftBERT {LABEL[p]}" for p in swift)
+        + " | ORT FP32 | ORT INT8 | OpenVINO FP32 | OpenVINO BF16 | "
+        + " | ".join(f"{LABEL[p]} / {BEST_PEER[AGAINST[p]]}" for p in swift) + " |",
         "|---|---|" + "--:|" * (len(swift) + len(PEERS) + len(swift)),
     ]
     text = "\n".join(header + lines) + "\n"

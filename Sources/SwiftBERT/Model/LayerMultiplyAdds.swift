@@ -35,7 +35,8 @@ package struct LayerMultiplyAdds: Sendable, Equatable {
     /// Gemma 3 and Qwen3.
     package static func groupedQuery(_ config: EncoderConfig, headDim d: Int, keyValueHeads: Int) -> LayerMultiplyAdds {
         let (h, queries) = (config.hiddenSize, config.numAttentionHeads * d)
-        return LayerMultiplyAdds(qkv: h * (queries + 2 * keyValueHeads * d), attentionOutput: queries * h,
-                                 feedForwardIn: 0, feedForwardOut: config.intermediateSize * h, attentionWidth: queries).gated(config)
+        var layer = bert(config).gated(config)
+        (layer.qkv, layer.attentionOutput, layer.attentionWidth) = (h * (queries + 2 * keyValueHeads * d), queries * h, queries)
+        return layer
     }
 }

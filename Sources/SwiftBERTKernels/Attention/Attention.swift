@@ -186,8 +186,9 @@ public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>,
     parallelFor(lengths.count * kvHeads * parts, threads: threads, work: work) { task, worker in
         let s = task / (kvHeads * parts), kvHead = task / parts % kvHeads, part = task % parts
         let n = lengths[s]
-        let queries = queryRun(part, of: parts, length: n)
-        guard !queries.isEmpty else { return }
+        let queryRows = queryRun(part, of: parts, length: n)
+        guard !queryRows.isEmpty else { return }
+        precondition(n <= scratch[worker].maxLength, "the scratch holds the sequence's K and V")
         let kv = starts[s] * ld + kvHead * headDim
         /// The group's query heads against this K and V, packed once, in `A`'s arithmetic.
         func attend<A: AttentionArithmetic>(_: A.Type) {
@@ -200,9 +201,9 @@ public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>,
                     }
                     defer { pairwise?.deallocate() }
                     let scores = pairwise.map { ScoreBias(base: UnsafePointer($0), queryStride: n, span: n) } ?? bias?.scores(head: head)
-                    precondition(n <= scratch[worker].maxLength && n <= scores?.span ?? n)
+                    precondition(n <= scores?.span ?? n)
                     attendPacked(A.self, q: q + starts[s] * ld + head * headDim, ld: ld, n: n, scale: scale, bias: scores,
-                                 window: window, queries: queries, keysT: keysT, values: values,
+                                 window: window, queryRows: queryRows, keysT: keysT, values: values,
                                  into: out + starts[s] * ldo + head * headDim, ldo: ldo, scratch[worker])
                 }
             }
@@ -235,7 +236,7 @@ func queryParts(pairs: Int, threads: Int) -> Int {
 }
 
 /// Run `part` of `parts` of a sequence's n queries: whole query blocks, the blocks shared out as
-/// evenly as they go (the last runs may be empty when n is short).
+/// evenly as they go (some runs are empty when the sequence has fewer blocks than parts).
 func queryRun(_ part: Int, of parts: Int, length n: Int) -> Range<Int> {
     let blocks = (n + attentionQueryBlock - 1) / attentionQueryBlock
     let first = blocks * part / parts, last = blocks * (part + 1) / parts
@@ -310,7 +311,7 @@ func attendHead<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, k: U
                                         _ scratch: AttentionScratch) {
     precondition(n <= scratch.maxLength && n <= bias?.span ?? n)
     A.withPackedKeysAndValues(k: k, v: v, ld: ld, n: n, scratch) { keysT, values in
-        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window, queries: 0..<n,
+        attendPacked(A.self, q: q, ld: ld, n: n, scale: scale, bias: bias, window: window, queryRows: 0..<n,
                      keysT: keysT, values: values, into: out, ldo: ldo, scratch)
     }
 }
@@ -332,10 +333,10 @@ func attendHead(bf16 product: BF16Product, q: UnsafePointer<Float>, k: UnsafePoi
 }
 
 /// attendHead once Kᵀ and V are packed: query blocks × key blocks with the online softmax, for
-/// the query rows `queries` (from a multiple of the query block; only their output rows are written).
+/// the query rows `queryRows` (from a multiple of the query block; only their output rows are written).
 @inline(__always)
 func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld: Int, n: Int, scale: Float,
-                                                  bias: ScoreBias?, window: AttentionWindow, queries: Range<Int>, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
+                                                  bias: ScoreBias?, window: AttentionWindow, queryRows: Range<Int>, keysT: UnsafePointer<A.Scalar>, values: UnsafePointer<A.Scalar>,
                                                   into out: UnsafeMutablePointer<Float>, ldo: Int, _ scratch: AttentionScratch) {
     let d = scratch.headDim, dPad = scratch.paddedHeadDim, nPad = roundUp16(n)
     let scores = scratch.scores, o = scratch.output, rowMax = scratch.rowMax, rowSum = scratch.rowSum
@@ -344,8 +345,8 @@ func attendPacked<A: AttentionArithmetic>(_: A.Type, q: UnsafePointer<Float>, ld
     // Distances beyond the sequence are the sequence: no overflow in the sums below.
     let before = min(window.before, n), after = min(window.after, n)
     let scale2 = scale * 1.44269504088896341  // log2 e
-    for q0 in stride(from: queries.lowerBound, to: queries.upperBound, by: attentionQueryBlock) {
-        let rows = min(attentionQueryBlock, queries.upperBound - q0)
+    for q0 in stride(from: queryRows.lowerBound, to: queryRows.upperBound, by: attentionQueryBlock) {
+        let rows = min(attentionQueryBlock, queryRows.upperBound - q0)
         for r in 0..<rows { rowMax[r] = -.infinity; rowSum[r] = 0 }
         o.update(repeating: 0, count: rows * dPad)
         let (queries, ldq, qSteps) = A.queries(q + q0 * ld, ld: ld, rows: rows, scratch)
