@@ -53,6 +53,33 @@ final class KernelTests: XCTestCase {
         }
     }
 
+    /// splitRange covers 0..<n once, on `align` bounds, in parts that differ by one unit at most:
+    /// EmbeddingGemma's 36 feed-forward panels on 8 parts are 5,5,5,5,4,4,4,4 (each of 2 threads
+    /// claiming every other part runs 18), not 7 parts of 5 and one of 1.
+    func testSplitRangeGivesPartsThatDifferByOneUnitAtMost() {
+        XCTAssertEqual(splitRange(2304, parts: 8, align: 64).map(\.count), [320, 320, 320, 320, 256, 256, 256, 256])
+        XCTAssertEqual(splitRange(1280, parts: 8, align: 64).map(\.count), [192, 192, 192, 192, 128, 128, 128, 128])
+        XCTAssertEqual(splitRange(0, parts: 4), [])
+        for n in [1, 7, 63, 64, 65, 300, 1152, 2304, 4097] {
+            for parts in [1, 2, 3, 4, 8, 16] {
+                for align in [1, 8, 16, 64] {
+                    let ranges = splitRange(n, parts: parts, align: align)
+                    let label = "n \(n), parts \(parts), align \(align)"
+                    XCTAssertEqual(ranges.first?.lowerBound, 0, label)
+                    XCTAssertEqual(ranges.last?.upperBound, n, label)
+                    XCTAssertLessThanOrEqual(ranges.count, parts, label)
+                    XCTAssertFalse(ranges.contains(where: \.isEmpty), label)
+                    for (a, b) in zip(ranges, ranges.dropFirst()) { XCTAssertEqual(a.upperBound, b.lowerBound, label) }
+                    XCTAssertTrue(ranges.allSatisfy { $0.lowerBound % align == 0 }, label)
+                    let units = ranges.map { ($0.count + align - 1) / align }
+                    XCTAssertLessThanOrEqual(units.max()! - units.min()!, 1, label)
+                    XCTAssertEqual(units, units.sorted(by: >), label)
+                    XCTAssertEqual(ranges.count, min(parts, (n + align - 1) / align), label)
+                }
+            }
+        }
+    }
+
     func testErfMatchesLibmToFloatPrecision() {
         var worst: Double = 0
         for i in -60000...60000 {
