@@ -12,6 +12,11 @@ included), 1 and 2 threads, for:
   attention, opset 17, fused by onnxruntime.transformers.optimizer, as tools/bench/compare_engines.py
   exports it), registered with `TextEmbedding.add_custom_model` (mean pooling, normalised);
 
+With --precisions fp32,int8,bf16, SwiftBERT also runs at those precisions (`SentenceEncoder(precision=P)`,
+engines swiftbert-int8, swiftbert-bf16), each in every cell; their vectors are checked against
+SwiftBERT FP32's (cosine >= 0.99 for INT8, >= 0.999 for BF16, the first text) and the table of
+ratios gives each precision's time against each peer's FP32.
+
 plus two figures of SwiftBERT alone: two Python threads, each with an encoder of threads=1, against
 one at b1x128; and `bert bench --batch 32 --seq 128 --precision fp32` against the Python API at
 b32x128 (the Python API's overhead: tokenising, the C ABI, numpy).
@@ -88,11 +93,24 @@ def timed_in_threads(calls, batch, seconds):
     return sum(counts) / (time.perf_counter() - start)
 
 
+def swiftbert_precision(engine):
+    """The precision of a SwiftBERT engine id (swiftbert, swiftbert-int8, ...); None for a peer."""
+    if engine == "swiftbert":
+        return "fp32"
+    return engine.split("-", 1)[1] if engine.startswith("swiftbert-") else None
+
+
+# Cosine to SwiftBERT FP32 below which a precision's vector means a broken engine, not rounding.
+MIN_COSINE = {"fp32": 0.9999, "int8": 0.99, "int8-attention": 0.99, "int8-static": 0.99, "bf16": 0.999}
+
+
 def worker(engine, threads, model, folder):
     import numpy as np
-    if engine == "swiftbert":
+    precision = swiftbert_precision(engine)
+    if precision:
         import swiftbert
-        encoders = [swiftbert.SentenceEncoder(model, threads=threads) for _ in range(2 if threads == 1 else 1)]
+        encoders = [swiftbert.SentenceEncoder(model, precision=precision, threads=threads)
+                    for _ in range(2 if threads == 1 and precision == "fp32" else 1)]
         calls = [lambda b, e=e: e.encode(b, batch_size=len(b)) for e in encoders]
         version = f"swiftbert {swiftbert.__version__} (engine {swiftbert.engine_version()})"
     elif engine == "sentence-transformers":
@@ -121,7 +139,7 @@ def worker(engine, threads, model, folder):
         batch = [request["text"]] * request["batch"]
         if "probe" in request:
             vector = np.asarray(calls[0](batch))[0]
-            tokens = len(encoders[0].tokenize(request["text"], max_length=512)["ids"]) if engine == "swiftbert" else None
+            tokens = len(encoders[0].tokenize(request["text"], max_length=512)["ids"]) if precision else None
             print(json.dumps({"vector": [float(x) for x in vector], "tokens": tokens}), flush=True)
             continue
         calls[0](batch)  # warm: the first call of a shape may allocate
@@ -247,6 +265,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=3.0, help="per cell per engine per round")
     parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--precisions", default="fp32",
+                        help="SwiftBERT's precisions, each an engine (fp32 is `swiftbert`), e.g. fp32,int8,bf16")
     parser.add_argument("--fastembed-python", default=str(ROOT / "tools/.venv-fastembed/bin/python"))
     parser.add_argument("--bert", default=str(ROOT / ".build/release/bert"), help="for `bert bench` (none: skip)")
     parser.add_argument("--max-load", type=float, default=0.7)
@@ -261,13 +281,17 @@ def main():
         return worker(args.worker, args.threads, args.model, args.folder)
 
     engines = [e for e in args.engines.split(",") if e]
+    if "swiftbert" in engines:
+        at = engines.index("swiftbert") + 1
+        engines[at:at] = [f"swiftbert-{p}" for p in args.precisions.split(",") if p and p != "fp32"]
     hf = HOME / "weights/.cache/hf" / args.model
     folders = {"swiftbert": args.model, "sentence-transformers": hf}
     if "fastembed" in engines:
         folders["fastembed"] = export_onnx(hf, HOME / "weights/.cache/python-bench" / args.model)
     text = text_of(HOME / "weights" / args.model / "tokenizer.json", SEQ)
     pythons = {"swiftbert": sys.executable, "sentence-transformers": sys.executable, "fastembed": args.fastembed_python}
-    workers = {(e, t): Worker(e, t, pythons[e], args.model, folders[e]) for e in engines for t in THREADS}
+    workers = {(e, t): Worker(e, t, pythons["swiftbert" if swiftbert_precision(e) else e], args.model,
+                              folders["swiftbert" if swiftbert_precision(e) else e]) for e in engines for t in THREADS}
     try:
         # The same model in every engine: each engine's vector of the text against SwiftBERT's.
         import numpy as np
@@ -279,7 +303,7 @@ def main():
         for e, v in probes.items():
             cosine = float(v @ reference / (np.linalg.norm(v) * np.linalg.norm(reference)))
             print(f"# {e}: {workers[(e, 1)].version}; cosine with swiftbert's vector {cosine:.7f}", flush=True)
-            assert cosine >= 0.9999, f"{e} embeds differently (cosine {cosine})"
+            assert cosine >= MIN_COSINE.get(swiftbert_precision(e) or "fp32", 0.9999), f"{e} embeds differently (cosine {cosine})"
 
         cells = [(b, t, 1) for b in BATCHES for t in THREADS]
         jobs = [(e, b, t, p) for (b, t, p) in cells for e in engines]
@@ -312,7 +336,7 @@ def main():
 
     median = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     spread = {k: (min(r[k] for r in rounds), max(r[k] for r in rounds)) for k in rounds[0]}
-    print(f"\n{args.model} fp32, {SEQ}-token texts; {args.rounds} interleaved rounds of {args.seconds:g} s per cell; "
+    print(f"\n{args.model}, SwiftBERT {args.precisions}, the peers fp32; {SEQ}-token texts; {args.rounds} interleaved rounds of {args.seconds:g} s per cell; "
           f"medians (min-max) in texts/s; 1-min load before the rounds: {', '.join(f'{x:.2f}' for x in loads)}\n")
     print("| batch | threads | " + " | ".join(engines) + " | SwiftBERT time / sentence-transformers' | SwiftBERT time / fastembed's |")
     print("|---|---|" + "---|" * (len(engines) + 2))
@@ -326,6 +350,17 @@ def main():
                 else:
                     ratios.append("-")
             print(f"| {b} | {t} | " + " | ".join(row) + " | " + " | ".join(ratios) + " |")
+    variants = [e for e in engines if swiftbert_precision(e) and e != "swiftbert"]
+    peers = [p for p in ("sentence-transformers", "fastembed") if p in engines]
+    if variants and peers:
+        names = ["swiftbert"] + variants
+        print("\nEach SwiftBERT precision's time against each peer's (FP32), ratios of medians:\n")
+        print("| batch | threads | " + " | ".join(f"{n} / {p}" for n in names for p in peers) + " |")
+        print("|---|---|" + "---|" * (len(names) * len(peers)))
+        for b in BATCHES:
+            for t in THREADS:
+                print(f"| {b} | {t} | " + " | ".join(f"{median[f'{p}|{b}|{t}|1'] / median[f'{n}|{b}|{t}|1']:.2f}x"
+                                                     for n in names for p in peers) + " |")
     if "swiftbert" in engines:
         one, two = median["swiftbert|1|1|1"], median["swiftbert|1|1|2"]
         print(f"\nb1x128, two Python threads (each an encoder of threads=1): {two:.1f} texts/s, "
