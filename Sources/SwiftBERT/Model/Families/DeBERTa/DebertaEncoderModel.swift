@@ -98,17 +98,17 @@ struct DebertaLayer {
 }
 
 /// DisentangledSelfAttention with share_att_key: Q, K and V from one fused Linear (the converter
-/// stacks query_proj, key_proj and value_proj), and the position queries and keys, [2·span × H]
-/// each, made at load by the same projections from the relative embeddings (biases included, as
-/// transformers applies query_proj and key_proj to them).
+/// stacks query_proj, key_proj and value_proj), and the position queries and keys, [2·span × d]
+/// per head, made at load by the same projections from the relative embeddings (biases included,
+/// as transformers applies query_proj and key_proj to them).
 struct DisentangledSelfAttention {
     let qkv: Linear
     let heads: Int
     let headDim: Int
-    /// query_proj(relative embeddings) for p2c, key_proj(relative embeddings) for c2p; nil when
-    /// pos_att_type leaves that score out.
-    let positionQueries: [Float]?
-    let positionKeys: [Float]?
+    /// Per head, query_proj(relative embeddings) for p2c and key_proj(relative embeddings) for
+    /// c2p; nil when pos_att_type leaves that score out.
+    let positionQueries: [PositionTable]?
+    let positionKeys: [PositionTable]?
     let scale: Float
 
     init(_ scope: WeightScope, _ config: EncoderConfig, _ deberta: DebertaConfig, relativeEmbeddings: [Float]) throws {
@@ -123,11 +123,15 @@ struct DisentangledSelfAttention {
                 qkv(x.baseAddress!, m: rows, into: y.baseAddress!, .forHead(rows: rows, threads: 1))
             }
         }
-        func columns(_ part: Int) -> [Float] {
-            (0..<rows).flatMap { r in projected[(r * 3 + part) * h ..< (r * 3 + part + 1) * h] }
+        let d = config.headDim
+        /// Each head's table from part `part` of the projections (0: Q, 1: K).
+        func tables(_ part: Int) -> [PositionTable] {
+            projected.withUnsafeBufferPointer { p in
+                (0..<config.numAttentionHeads).map { PositionTable(p.baseAddress! + part * h + $0 * d, rows: rows, headDim: d, ld: 3 * h) }
+            }
         }
-        positionQueries = deberta.positionToContent ? columns(0) : nil
-        positionKeys = deberta.contentToPosition ? columns(1) : nil
+        positionQueries = deberta.positionToContent ? tables(0) : nil
+        positionKeys = deberta.contentToPosition ? tables(1) : nil
     }
 
     /// attended[T × H] = softmax((Q·Kᵀ + c2p + p2c) · scale)·V per sequence and head.
@@ -137,28 +141,17 @@ struct DisentangledSelfAttention {
         let projections = context.wide  // [T × 3H]: Q | K | V per token
         context.measure(.qkv) { qkv(x, m: sequences.tokenCount, into: projections, context) }
         context.measure(.attention) {
-            withOptionalPointer(positionQueries) { positionQueries in
-                withOptionalPointer(positionKeys) { positionKeys in
-                    let (d, starts) = (headDim, sequences.starts)
-                    multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
-                                       heads: heads, headDim: d, starts: starts, lengths: sequences.lengths,
-                                       threads: context.threads, arithmetic: context.attention,
-                                       pairwiseBias: { s, head, n, scores in
-                                           let q = projections + starts[s] * 3 * h + head * d
-                                           disentangledScores(queries: q, keys: q + h, ld: 3 * h, n: n, headDim: d,
-                                                              positionKeys: positionKeys.map { $0 + head * d },
-                                                              positionQueries: positionQueries.map { $0 + head * d }, positionLD: h,
-                                                              tableRow: tableRow, into: scores)
-                                       },
-                                       scale: scale, scratch: context.attentionScratch, into: attended, ldo: h)
-                }
-            }
+            let (d, starts, positionQueries, positionKeys) = (headDim, sequences.starts, positionQueries, positionKeys)
+            multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
+                               heads: heads, headDim: d, starts: starts, lengths: sequences.lengths,
+                               threads: context.threads, arithmetic: context.attention,
+                               pairwiseBias: { s, head, n, scores in
+                                   let q = projections + starts[s] * 3 * h + head * d
+                                   disentangledScores(queries: q, keys: q + h, ld: 3 * h, n: n,
+                                                      positionKeys: positionKeys?[head], positionQueries: positionQueries?[head],
+                                                      tableRow: tableRow, into: scores)
+                               },
+                               scale: scale, scratch: context.attentionScratch, into: attended, ldo: h)
         }
     }
-}
-
-/// body(pointer to the array's storage), or body(nil) without an array.
-private func withOptionalPointer<R>(_ array: [Float]?, _ body: (UnsafePointer<Float>?) -> R) -> R {
-    guard let array else { return body(nil) }
-    return array.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
