@@ -11,8 +11,9 @@
 
 /// One head's projected relative-position table, [rows × d]: a layer's position keys (for c2p)
 /// or position queries (for p2c). The products against it are a Linear layer's product with the
-/// table as weights, so they run on this build's FP32 Linear kernel: OpenBLAS's sgemm took 9 % of
-/// a DeBERTa-v3-base BF16 pass at 1x128 for them.
+/// table as weights, on the Linear kernels: this build's FP32 kernel, or, for a BF16 model, the
+/// BF16 one (the table and the rows multiplied rounded to BF16, as attention's Q·Kᵀ is). They are
+/// about half of DeBERTa-v3-base's attention at 1x128.
 public final class PositionTable: @unchecked Sendable {
     /// Table rows (2 · span).
     public let rows: Int
@@ -22,13 +23,13 @@ public final class PositionTable: @unchecked Sendable {
     /// The copy `weights` points at where the build does not repack (portable builds); nil after a repack.
     private let storage: UnsafeMutablePointer<Float>?
 
-    /// Row r's d floats are at table + r · ld.
-    public init(_ table: UnsafePointer<Float>, rows: Int, headDim d: Int, ld: Int) {
+    /// Row r's d floats are at table + r · ld. `bf16`: multiply in BF16 (a BF16 model).
+    public init(_ table: UnsafePointer<Float>, rows: Int, headDim d: Int, ld: Int, bf16: Bool) {
         self.rows = rows
         let copy = UnsafeMutablePointer<Float>.allocate(capacity: rows * d)
         for r in 0..<rows { (copy + r * d).update(from: table + r * ld, count: d) }
-        var repacked = false
-        weights = MappedFloatMatrix(copy, n: rows, k: d).forFP32Kernel { repacked = true }
+        var repacked = bf16
+        weights = bf16 ? PackedBF16Matrix(copy, n: rows, k: d) : MappedFloatMatrix(copy, n: rows, k: d).forFP32Kernel { repacked = true }
         if repacked { copy.deallocate() }
         storage = repacked ? nil : copy
         zeros = .allocate(capacity: rows)
@@ -47,7 +48,13 @@ public final class PositionTable: @unchecked Sendable {
         withUnsafeTemporaryAllocation(of: Float.self, capacity: n * d) { packed in
             let rowsOfX = packed.baseAddress!
             for t in 0..<n { (rowsOfX + t * d).update(from: x + t * ld, count: d) }
-            weights.multiply(LinearInput(floats: rowsOfX), bias: zeros, into: products, rows: 0..<n, columns: reached, finished: nil)
+            var rounded: BF16Activations? = nil
+            if weights.activations == .bf16 {
+                rounded = BF16Activations()
+                rounded!.round(rowsOfX, m: n, k: d)
+            }
+            weights.multiply(LinearInput(floats: rowsOfX, bf16: rounded), bias: zeros, into: products, rows: 0..<n,
+                             columns: reached, finished: nil)
         }
     }
 }

@@ -127,7 +127,9 @@ struct DisentangledSelfAttention {
         /// Each head's table from part `part` of the projections (0: Q, 1: K).
         func tables(_ part: Int) -> [PositionTable] {
             projected.withUnsafeBufferPointer { p in
-                (0..<config.numAttentionHeads).map { PositionTable(p.baseAddress! + part * h + $0 * d, rows: rows, headDim: d, ld: 3 * h) }
+                (0..<config.numAttentionHeads).map {
+                    PositionTable(p.baseAddress! + part * h + $0 * d, rows: rows, headDim: d, ld: 3 * h, bf16: scope.precision == .bf16)
+                }
             }
         }
         positionQueries = deberta.positionToContent ? tables(0) : nil
