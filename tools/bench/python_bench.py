@@ -290,8 +290,8 @@ def main():
         folders["fastembed"] = export_onnx(hf, HOME / "weights/.cache/python-bench" / args.model)
     text = text_of(HOME / "weights" / args.model / "tokenizer.json", SEQ)
     pythons = {"swiftbert": sys.executable, "sentence-transformers": sys.executable, "fastembed": args.fastembed_python}
-    workers = {(e, t): Worker(e, t, pythons["swiftbert" if swiftbert_precision(e) else e], args.model,
-                              folders["swiftbert" if swiftbert_precision(e) else e]) for e in engines for t in THREADS}
+    runs_as = {e: "swiftbert" if swiftbert_precision(e) else e for e in engines}  # every precision in SwiftBERT's venv
+    workers = {(e, t): Worker(e, t, pythons[runs_as[e]], args.model, folders[runs_as[e]]) for e in engines for t in THREADS}
     try:
         # The same model in every engine: each engine's vector of the text against SwiftBERT's.
         import numpy as np

@@ -12,15 +12,16 @@
 /// One head's projected relative-position table, [rows × d]: a layer's position keys (for c2p)
 /// or position queries (for p2c). The products against it are a Linear layer's product with the
 /// table as weights, on the Linear kernels: this build's FP32 kernel, or, for a BF16 model, the
-/// BF16 one (the table and the rows multiplied rounded to BF16, as attention's Q·Kᵀ is). They are
-/// about half of DeBERTa-v3-base's attention at 1x128.
+/// BF16 one (the table and the rows multiplied rounded to BF16, as attention's Q·Kᵀ is). With
+/// 2n − 1 table rows against Q·Kᵀ's n keys, c2p and p2c are about twice the multiply-adds of Q·Kᵀ
+/// and P·V together.
 public final class PositionTable: @unchecked Sendable {
     /// Table rows (2 · span).
     public let rows: Int
     let weights: any LinearWeights
     /// The products have no bias.
     private let zeros: UnsafeMutablePointer<Float>
-    /// The copy `weights` points at where the build does not repack (portable builds); nil after a repack.
+    /// The copy `weights` points at where it keeps none of its own (FP32 in portable builds), else nil.
     private let storage: UnsafeMutablePointer<Float>?
 
     /// Row r's d floats are at table + r · ld. `bf16`: multiply in BF16 (a BF16 model).
@@ -28,10 +29,11 @@ public final class PositionTable: @unchecked Sendable {
         self.rows = rows
         let copy = UnsafeMutablePointer<Float>.allocate(capacity: rows * d)
         for r in 0..<rows { (copy + r * d).update(from: table + r * ld, count: d) }
-        var repacked = bf16
-        weights = bf16 ? PackedBF16Matrix(copy, n: rows, k: d) : MappedFloatMatrix(copy, n: rows, k: d).forFP32Kernel { repacked = true }
-        if repacked { copy.deallocate() }
-        storage = repacked ? nil : copy
+        // PackedBF16Matrix, and the FP32 micro-kernel where the build has it, keep copies of their own.
+        var copied = bf16
+        weights = bf16 ? PackedBF16Matrix(copy, n: rows, k: d) : MappedFloatMatrix(copy, n: rows, k: d).forFP32Kernel { copied = true }
+        if copied { copy.deallocate() }
+        storage = copied ? nil : copy
         zeros = .allocate(capacity: rows)
         zeros.initialize(repeating: 0, count: rows)
     }
