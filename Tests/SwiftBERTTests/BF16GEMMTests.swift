@@ -32,6 +32,33 @@ final class BF16GEMMTests: XCTestCase {
         XCTAssertEqual(BFloat16.pair(1, -2), 0xC000_3F80)
         XCTAssertEqual(BFloat16.float(low: 0xC000_3F80), 1)
         XCTAssertEqual(BFloat16.float(high: 0xC000_3F80), -2)
+        // The 16-lane form gives the same bits, NaNs, infinities and ties among them.
+        var lanes = SIMD16<UInt32>()
+        for (i, (input, _)) in cases.enumerated() { lanes[i] = input }
+        let rounded = BFloat16.bits(lanes)
+        for i in 0..<16 { XCTAssertEqual(rounded[i], BFloat16.bits(Float(bitPattern: lanes[i])), "lane \(i)") }
+    }
+
+    /// `roundPairs` (16-pair vectors, then single pairs, then a last odd element) gives the
+    /// pairs of the scalar rounding, bit for bit, at every length from 1 to 100 floats: a
+    /// 32-wide head's queries (one vector), a Linear row (many), and the tails between.
+    func testRoundPairsMatchesTheScalarPairsAtEveryLength() {
+        var random = SystemRandomNumberGenerator()
+        let specials: [UInt32] = [0x7FC0_0001, 0xFF80_0001, 0x7F80_0000, 0xFF80_0000, 0x7F7F_FFFF, 0x3F80_8000,
+                                  0x3F81_8000, 0x8000_0000, 0x0000_0001, 0x8040_0000]
+        for count in 1...100 {
+            let x = (0..<count).map { i in
+                i % 7 == 3 ? Float(bitPattern: specials[(i / 7) % specials.count]) : Float.random(in: -4...4, using: &random)
+            }
+            let pairs = (count + 1) / 2
+            var out = [UInt32](repeating: 0xDEAD_BEEF, count: pairs + 1)
+            x.withUnsafeBufferPointer { BFloat16.roundPairs($0.baseAddress!, count: count, into: &out) }
+            for p in 0..<pairs {
+                let expected = 2 * p + 1 < count ? BFloat16.pair(x[2 * p], x[2 * p + 1]) : BFloat16.bits(x[2 * p])
+                XCTAssertEqual(out[p], expected, "count \(count), pair \(p)")
+            }
+            XCTAssertEqual(out[pairs], 0xDEAD_BEEF, "count \(count): nothing written past the pairs")
+        }
     }
 
     func testPackedLayoutPutsEveryWeightAtItsDocumentedLaneAndPadsWithZeros() {

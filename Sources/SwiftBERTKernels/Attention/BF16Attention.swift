@@ -28,22 +28,30 @@ enum BF16Attention: AttentionArithmetic {
         let (d, dPad, nPad) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n))
         let dPairs = (d + 1) / 2, nPairs = (n + 1) / 2
         scratch.withLanes { keysT, values in
-            // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1].
-            for p in 0..<dPairs {
-                let row = keysT + p * nPad, c = 2 * p
-                if c + 1 < d {
-                    for j in 0..<n { row[j] = BFloat16.pair(k[j * ld + c], k[j * ld + c + 1]) }
-                } else {
-                    for j in 0..<n { row[j] = BFloat16.bits(k[j * ld + c]) }
+            // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1]. Each key's row is rounded
+            // to pairs in vectors, then its lanes go to their rows (a column of Kᵀ).
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: dPairs) { keyPairs in
+                let pairs = keyPairs.baseAddress!
+                for j in 0..<n {
+                    BFloat16.roundPairs(k + j * ld, count: d, into: pairs)
+                    for p in 0..<dPairs { keysT[p &* nPad &+ j] = pairs[p] }
                 }
-                for j in n..<nPad { row[j] = 0 }
             }
+            for p in 0..<dPairs { (keysT + p * nPad + n).update(repeating: 0, count: nPad - n) }
             // V [nPairs × dPad]: lane (jp, c) = V[2jp][c], V[2jp + 1][c]; the pad columns stay zero.
             for jp in 0..<nPairs {
                 let row = values + jp * dPad, even = v + 2 * jp * ld
                 if 2 * jp + 1 < n {
                     let odd = even + ld
-                    for c in 0..<d { row[c] = BFloat16.pair(even[c], odd[c]) }
+                    var c = 0
+                    while c &+ 16 <= d {
+                        @inline(__always) func lanes(_ x: UnsafePointer<Float>) -> SIMD16<UInt32> {
+                            BFloat16.bits(UnsafeRawPointer(x + c).loadUnaligned(as: SIMD16<UInt32>.self))
+                        }
+                        UnsafeMutableRawPointer(row + c).storeBytes(of: lanes(even) | lanes(odd) &<< 16, as: SIMD16<UInt32>.self)
+                        c &+= 16
+                    }
+                    while c < d { row[c] = BFloat16.pair(even[c], odd[c]); c &+= 1 }
                 } else {
                     for c in 0..<d { row[c] = BFloat16.bits(even[c]) }
                 }
