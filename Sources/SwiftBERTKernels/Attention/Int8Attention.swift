@@ -66,11 +66,13 @@ enum Int8Attention: AttentionArithmetic {
             largest.update(repeating: 0, count: d)
             for j in 0..<n {
                 let row = v + j * ld
-                for c in stride(from: 0, to: wide, by: 16) {
+                var c = 0
+                while c < wide {
                     let x = UnsafeRawPointer(row + c).loadUnaligned(as: SIMD16<Float>.self)
                     let m = lanewiseMax(UnsafeRawPointer(largest + c).loadUnaligned(as: SIMD16<Float>.self),
                                         x.replacing(with: -x, where: x .< 0))
                     UnsafeMutableRawPointer(largest + c).storeBytes(of: m, as: SIMD16<Float>.self)
+                    c &+= 16
                 }
                 for c in wide..<d { largest[c] = max(largest[c], abs(row[c])) }
             }
@@ -82,7 +84,8 @@ enum Int8Attention: AttentionArithmetic {
                 let row = values + jp * dPad, first = 2 * jp
                 let rows = min(2, n - first)
                 let v0 = v + first * ld
-                for c in stride(from: 0, to: wide, by: 16) {
+                var c = 0
+                while c < wide {
                     let r = UnsafeRawPointer(reciprocals + c).loadUnaligned(as: SIMD16<Float>.self)
                     @inline(__always) func q(_ t: Int) -> SIMD16<Int32> {
                         guard t < rows else { return SIMD16() }
@@ -91,6 +94,7 @@ enum Int8Attention: AttentionArithmetic {
                     }
                     let pairs = q(0) & 0xFFFF | q(1) &<< 16
                     UnsafeMutableRawPointer(row + c).storeBytes(of: pairs, as: SIMD16<Int32>.self)
+                    c &+= 16
                 }
                 @inline(__always) func q(_ t: Int, _ c: Int) -> Int32 {
                     t < rows ? SymmetricInt8.quantize(v0[t &* ld &+ c], reciprocal: reciprocals[c]) : 0
@@ -121,13 +125,16 @@ enum Int8Attention: AttentionArithmetic {
         let keyScales = scratch.keyScales + firstKey, keyOffsets = scratch.keyOffsets + firstKey
         for r in 0..<rows {
             let s = UnsafeMutableRawPointer(scores + r * ld), queryScale = SIMD16<Float>(repeating: scratch.queryScales[r])
-            // Whole 16-key steps (the tile's; the scales past the sequence are finite).
-            for c in stride(from: 0, to: cols, by: 16) {
+            // Whole 16-key steps (the tile's; the scales past the sequence are finite). While
+            // loops here and below: `stride(from:to:by:)` compiled to a call per step.
+            var c = 0
+            while c < cols {
                 let sums = s.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Int32>.self)
                 let offsets = UnsafeRawPointer(keyOffsets + c).loadUnaligned(as: SIMD16<Int32>.self)
                 let scales = UnsafeRawPointer(keyScales + c).loadUnaligned(as: SIMD16<Float>.self)
                 s.storeBytes(of: integersAsFloats(sums &- offsets) * (queryScale * scales),
                              toByteOffset: 4 &* c, as: SIMD16<Float>.self)
+                c &+= 16
             }
         }
     }
@@ -140,10 +147,12 @@ enum Int8Attention: AttentionArithmetic {
             let row = UnsafeRawPointer(p + r * ld), target = UnsafeMutableRawPointer(out + r * ldPairs)
             // p ∈ [0, 1]: round(p · 32767) ∈ 0...32767, ties to even (as `SymmetricInt8.quantize`),
             // as 16-bit halves in key order, so each lane holds a pair of keys. Keys past `cols` are 0.
-            for c in stride(from: 0, to: cols, by: 16) {
+            var c = 0
+            while c < cols {
                 var fixed = SymmetricInt8.rounded(row.loadUnaligned(fromByteOffset: 4 &* c, as: SIMD16<Float>.self) * 32767)
                 if c &+ 16 > cols { fixed.replace(with: 0, where: lane .>= Int32(cols &- c)) }
                 target.storeBytes(of: truncatedToWords(fixed), toByteOffset: 2 &* c, as: SIMD16<UInt16>.self)
+                c &+= 16
             }
         }
         return (UnsafePointer(out), ldPairs, (cols + 1) / 2)
