@@ -22,12 +22,13 @@ static inline void tile_rows(int rows0, int rows1, int rows[8]) {
 }
 
 // The product, blocks of 32 rows × 32 columns, rows outermost (a block's rows of a stay in
-// cache while its columns run). Only the last row block can have fewer rows: the configuration
+// cache while its columns run). b's columns come in panels of 64 lanes, `b_panel_stride` bytes
+// apart (256 when its rows are contiguous): a 32-column block lies within one panel. Only the last row block can have fewer rows: the configuration
 // is loaded for the first and, when it differs, once more for the last. A last partial step
 // of k reads zero-padded copies of a and b, so no tile reads past them.
 #define TILE_GEMM(NAME, ATTR, A_TYPE, B_TYPE, C_TYPE, DP)                                                  \
     ATTR void NAME(const A_TYPE *a, size_t a_stride, int rows, const B_TYPE *b, size_t b_stride,          \
-                   int cols, int depth, C_TYPE *c, size_t c_stride, int accumulate) {                      \
+                   size_t b_panel_stride, int cols, int depth, C_TYPE *c, size_t c_stride, int accumulate) { \
         if (rows <= 0 || cols <= 0) return;                                                                \
         TILE_STATE                                                                                         \
         const int full = depth / 16, tail = depth % 16, steps = full + (tail ? 1 : 0);                     \
@@ -49,6 +50,7 @@ static inline void tile_rows(int rows0, int rows1, int rows[8]) {
             for (int j = 0; j < cols; j += 32) {                                                           \
                 const int two = cols - j >= 32;                                                            \
                 uint8_t *c0 = c_bytes + (size_t)r * c_stride + (size_t)j * 4, *c1 = c0 + 16 * c_stride;    \
+                const uint8_t *b_columns = b_bytes + (size_t)(j / 64) * b_panel_stride + (size_t)(j % 64) * 4; \
                 if (accumulate) {                                                                          \
                     TILE_LOAD(0, c0, c_stride);                                                            \
                     if (two) TILE_LOAD(1, c0 + 64, c_stride);                                              \
@@ -59,14 +61,13 @@ static inline void tile_rows(int rows0, int rows1, int rows[8]) {
                 if (tail) {                                                                                \
                     memset(b_tail, 0, sizeof b_tail);                                                      \
                     for (int i = 0; i < tail; i++)                                                         \
-                        memcpy(b_tail + i * 128, b_bytes + (size_t)(full * 16 + i) * b_stride + (size_t)j * 4, \
-                               two ? 128 : 64);                                                            \
+                        memcpy(b_tail + i * 128, b_columns + (size_t)(full * 16 + i) * b_stride, two ? 128 : 64); \
                 }                                                                                          \
                 for (int step = 0; step < steps; step++) {                                                 \
                     const int whole = step < full;                                                         \
                     const uint8_t *at = whole ? a_block + step * 64 : a_tail;                              \
                     const size_t at_stride = whole ? a_stride : 64;                                        \
-                    const uint8_t *bt = whole ? b_bytes + (size_t)step * 16 * b_stride + (size_t)j * 4 : b_tail; \
+                    const uint8_t *bt = whole ? b_columns + (size_t)step * 16 * b_stride : b_tail;         \
                     const size_t bt_stride = whole ? b_stride : 128;                                       \
                     TILE_LOAD(6, bt, bt_stride);                                                           \
                     if (two) TILE_LOAD(7, bt + 64, bt_stride);                                             \

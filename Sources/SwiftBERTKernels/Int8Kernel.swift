@@ -120,9 +120,9 @@ extension PackedInt8Matrix {
                     // tdpbusd is vpdpbusd's arithmetic on tiles: u8 × s8 into int32, the same sums.
                     let (gemm, weights) = (tiles.int8GEMM, packed.assumingMemoryBound(to: Int8.self))
                     tileGEMM(rows: rows ?? 0..<activations.m, columns: columns, panelBytes: panelStride, accumulating: Int32.self,
-                             block: { row, count, panel, out in
-                                 gemm(activations.quantized + row * stride, stride, Int32(count), weights + panel * panelStride,
-                                      panelWidth * 4, Int32(panelWidth), Int32(kQuads), out, panelWidth * 4, 0)
+                             block: { row, count, firstPanel, panels, out, ldOut in
+                                 gemm(activations.quantized + row * stride, stride, Int32(count), weights + firstPanel * panelStride,
+                                      panelWidth * 4, panelStride, Int32(panels * panelWidth), Int32(kQuads), out, ldOut * 4, 0)
                              }, epilogue: epilogue, finished: finished)
                     return
                 }

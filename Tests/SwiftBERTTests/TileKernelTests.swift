@@ -25,7 +25,7 @@ final class TileKernelTests: XCTestCase {
             let a = (0..<(rows * aStride)).map { _ in UInt8.random(in: 0...255, using: &random) }
             let b = (0..<(kQuads * 256)).map { _ in Int8.random(in: -128...127, using: &random) }
             var c = [Int32](repeating: 0, count: 32 * 64)
-            swiftbert_emulated_int8_gemm(a, aStride, Int32(rows), b, 256, 64, Int32(kQuads), &c, 256, 0)
+            swiftbert_emulated_int8_gemm(a, aStride, Int32(rows), b, 256, 256, 64, Int32(kQuads), &c, 256, 0)
             for r in 0..<rows {
                 for j in 0..<64 {
                     var sum: Int32 = 0
@@ -50,7 +50,7 @@ final class TileKernelTests: XCTestCase {
             a[0] = 0x8000_0001  // -0 (odd k) and a denormal (even k)
             b[min(5, b.count - 1)] = 0x0001_8000  // a denormal (odd k) and -0 (even k)
             var c = [Float](repeating: .nan, count: 32 * 64)
-            swiftbert_emulated_bf16_gemm(a, kPairs * 4, Int32(rows), b, 256, 64, Int32(kPairs), &c, 256, 0)
+            swiftbert_emulated_bf16_gemm(a, kPairs * 4, Int32(rows), b, 256, 256, 64, Int32(kPairs), &c, 256, 0)
             for r in 0..<rows {
                 for j in 0..<64 {
                     var acc: Float = 0
@@ -80,12 +80,12 @@ final class TileKernelTests: XCTestCase {
             let b = (0..<(depth * bStride)).map { _ in UInt32.random(in: 0...UInt32.max, using: &random) & 0xBFFF_BFFF }
             let start = (0..<(rows * cStride)).map { _ in Float.random(in: -8...8, using: &random) }
             var c = start
-            swiftbert_emulated_bf16_gemm(a, aStride * 4, Int32(rows), b, bStride * 4, Int32(cols), Int32(depth), &c, cStride * 4, 1)
+            swiftbert_emulated_bf16_gemm(a, aStride * 4, Int32(rows), b, bStride * 4, 256, Int32(cols), Int32(depth), &c, cStride * 4, 1)
             var sums = start.map { Int32(bitPattern: $0.bitPattern) }
             a.withUnsafeBytes { a8 in
                 b.withUnsafeBytes { b8 in
                     swiftbert_emulated_int8_gemm(a8.baseAddress!.assumingMemoryBound(to: UInt8.self), aStride * 4, Int32(rows),
-                                                 b8.baseAddress!.assumingMemoryBound(to: Int8.self), bStride * 4, Int32(cols),
+                                                 b8.baseAddress!.assumingMemoryBound(to: Int8.self), bStride * 4, 256, Int32(cols),
                                                  Int32(depth), &sums, cStride * 4, 1)
                 }
             }
@@ -171,18 +171,24 @@ final class TileKernelTests: XCTestCase {
         // Rows across one and two tiles and several row blocks; columns in one or two tiles of a
         // block and several blocks; depth across and between 16-lane steps; strides wider than
         // the rows; overwriting and accumulating. The panel shape (64 columns, 256-byte rows) is
-        // the Linear layers'; the others are attention's.
-        for (rows, cols, depth, accumulate) in [(1, 64, 1, false), (16, 64, 16, false), (17, 64, 23, false), (32, 64, 48, true),
-                                                (32, 64, 192, false), (5, 64, 384, true), (24, 256, 16, false), (70, 48, 33, true),
-                                                (24, 32, 128, true), (33, 16, 77, true)] {
-            let (aStride, bStride, cStride) = (depth * 4 + 12, cols * 4 + 64, cols * 4 + 32)
+        // the Linear layers', also several panels a call, apart (`panels`); the others are attention's.
+        for (rows, cols, depth, accumulate, panels) in [
+            (1, 64, 1, false, false), (16, 64, 16, false, false), (17, 64, 23, false, false), (32, 64, 48, true, false),
+            (32, 64, 192, false, false), (5, 64, 384, true, false), (24, 256, 16, false, false), (70, 48, 33, true, false),
+            (24, 32, 128, true, false), (33, 16, 77, true, false), (32, 256, 96, false, true), (40, 192, 41, true, true),
+            (7, 128, 200, false, true),
+        ] {
+            // Panelled: each 64-column panel is `depth` rows of 256 bytes, the panels 64 bytes apart more.
+            let (aStride, cStride) = (depth * 4 + 12, cols * 4 + 32)
+            let (bStride, bPanel) = panels ? (256, depth * 256 + 64) : (cols * 4 + 64, 256)
+            let bBytes = panels ? (cols / 64) * bPanel : depth * bStride
             let a8 = (0..<(rows * aStride)).map { _ in UInt8.random(in: 0...255, using: &random) }
-            let b8 = (0..<(depth * bStride)).map { _ in Int8.random(in: -128...127, using: &random) }
+            let b8 = (0..<bBytes).map { _ in Int8.random(in: -128...127, using: &random) }
             let start = (0..<(rows * cStride / 4)).map { _ in Int32.random(in: .min ... .max, using: &random) }
             var hardware = start, emulated = start
-            swiftbert_amx_int8_gemm(a8, aStride, Int32(rows), b8, bStride, Int32(cols), Int32(depth), &hardware, cStride, accumulate ? 1 : 0)
-            swiftbert_emulated_int8_gemm(a8, aStride, Int32(rows), b8, bStride, Int32(cols), Int32(depth), &emulated, cStride, accumulate ? 1 : 0)
-            XCTAssertEqual(hardware, emulated, "int8 rows \(rows) cols \(cols) quads \(depth)")
+            swiftbert_amx_int8_gemm(a8, aStride, Int32(rows), b8, bStride, bPanel, Int32(cols), Int32(depth), &hardware, cStride, accumulate ? 1 : 0)
+            swiftbert_emulated_int8_gemm(a8, aStride, Int32(rows), b8, bStride, bPanel, Int32(cols), Int32(depth), &emulated, cStride, accumulate ? 1 : 0)
+            XCTAssertEqual(hardware, emulated, "int8 rows \(rows) cols \(cols) quads \(depth) panels \(panels)")
 
             // BF16 of mixed signs and magnitudes, with denormals and signed zeros among them.
             func value(_ scale: Float) -> UInt32 {
@@ -193,11 +199,11 @@ final class TileKernelTests: XCTestCase {
                 }
             }
             let a = (0..<(rows * aStride / 4)).map { _ in value(2) | value(2) << 16 }
-            let b = (0..<(depth * bStride / 4)).map { _ in value(1) | value(1) << 16 }
+            let b = (0..<(bBytes / 4)).map { _ in value(1) | value(1) << 16 }
             let floats = (0..<(rows * cStride / 4)).map { _ in Float.random(in: -4...4, using: &random) }
             var tiles = floats, emulator = floats
-            swiftbert_amx_bf16_gemm(a, aStride, Int32(rows), b, bStride, Int32(cols), Int32(depth), &tiles, cStride, accumulate ? 1 : 0)
-            swiftbert_emulated_bf16_gemm(a, aStride, Int32(rows), b, bStride, Int32(cols), Int32(depth), &emulator, cStride, accumulate ? 1 : 0)
+            swiftbert_amx_bf16_gemm(a, aStride, Int32(rows), b, bStride, bPanel, Int32(cols), Int32(depth), &tiles, cStride, accumulate ? 1 : 0)
+            swiftbert_emulated_bf16_gemm(a, aStride, Int32(rows), b, bStride, bPanel, Int32(cols), Int32(depth), &emulator, cStride, accumulate ? 1 : 0)
             XCTAssertEqual(tiles.map(\.bitPattern), emulator.map(\.bitPattern), "bf16 rows \(rows) cols \(cols) pairs \(depth): not bit for bit")
             compared += rows * cols
         }

@@ -9,8 +9,10 @@
 //     c[r][j] (+)= Σ_p a[r][p] · b[p][j]      r < rows, j < cols (a multiple of 16), p < depth
 //
 // in 32-bit lanes: `a` holds each row's lanes (BF16 pairs along k, even k low; or u8 quads),
-// `b` one row of `cols` lanes per pair or quad of k (the packed weights: a 64-channel panel,
-// 256 bytes a row; attention: Kᵀ or V packed per head). Strides are in bytes. Tiles are
+// `b` one row of `cols` lanes per pair or quad of k, its columns in panels of 64 lanes
+// `b_panel_stride` bytes apart (the packed weights: 64-channel panels, 256 bytes a row, so a
+// call covers several panels; attention: Kᵀ or V packed per head, rows contiguous, so 256).
+// Strides are in bytes. Tiles are
 // 2 × 2 accumulators of 16 rows × 16 columns, k in steps of 16 lanes; a last partial step
 // reads zero-padded copies, so no tile reads past a, b or the lanes given.
 #ifndef SWIFTBERT_AMX_H
@@ -26,17 +28,17 @@ int swiftbert_amx_enable(void);
 
 /// BF16 pairs into FP32 (TDPBF16PS). `accumulate` adds to what c holds, else overwrites it.
 void swiftbert_amx_bf16_gemm(const uint32_t *a, size_t a_stride, int rows, const uint32_t *b, size_t b_stride,
-                             int cols, int depth, float *c, size_t c_stride, int accumulate);
+                             size_t b_panel_stride, int cols, int depth, float *c, size_t c_stride, int accumulate);
 /// The same in plain C, with TDPBF16PS's arithmetic as the hardware does it (emulator.c).
 void swiftbert_emulated_bf16_gemm(const uint32_t *a, size_t a_stride, int rows, const uint32_t *b, size_t b_stride,
-                                  int cols, int depth, float *c, size_t c_stride, int accumulate);
+                                  size_t b_panel_stride, int cols, int depth, float *c, size_t c_stride, int accumulate);
 
 /// u8 quads of activations × s8 quads of weights into int32, wrapping (TDPBUSD).
 void swiftbert_amx_int8_gemm(const uint8_t *a, size_t a_stride, int rows, const int8_t *b, size_t b_stride,
-                             int cols, int depth, int32_t *c, size_t c_stride, int accumulate);
+                             size_t b_panel_stride, int cols, int depth, int32_t *c, size_t c_stride, int accumulate);
 /// The same in plain C.
 void swiftbert_emulated_int8_gemm(const uint8_t *a, size_t a_stride, int rows, const int8_t *b, size_t b_stride,
-                                  int cols, int depth, int32_t *c, size_t c_stride, int accumulate);
+                                  size_t b_panel_stride, int cols, int depth, int32_t *c, size_t c_stride, int accumulate);
 
 /// For the roofline: `iterations` × 4 tile products (tdpbusd when `int8`, else tdpbf16ps) on
 /// resident tiles. Only after swiftbert_amx_enable() said yes.

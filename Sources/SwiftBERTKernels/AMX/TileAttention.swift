@@ -52,6 +52,7 @@ enum TileBF16Attention<Unit: TileUnit>: AttentionArithmetic {
     @inline(__always)
     static func product(a: UnsafePointer<UInt32>, lda: Int, b: UnsafePointer<UInt32>, ldb: Int, depth: Int,
                         c: UnsafeMutablePointer<Float>, ldc: Int, rows: Int, columns: Int, accumulate: Bool) {
-        Unit.backend.bf16GEMM(a, lda * 4, Int32(rows), b, ldb * 4, Int32(columns), Int32(depth), c, ldc * 4, accumulate ? 1 : 0)
+        Unit.backend.bf16GEMM(a, lda * 4, Int32(rows), b, ldb * 4, TileBackend.contiguousPanels, Int32(columns), Int32(depth),
+                              c, ldc * 4, accumulate ? 1 : 0)
     }
 }

@@ -44,12 +44,19 @@ public enum TileBackend: String, Sendable {
     /// Rows a Linear layer's block covers: two tiles of 16.
     static let blockRows = 32
 
-    /// c[rows × cols] (+)= a[rows × depth] · b[depth × cols] in 32-bit lanes, strides in bytes
-    /// (swiftbert_amx.h).
-    typealias BF16GEMM = @convention(c) (UnsafePointer<UInt32>?, Int, Int32, UnsafePointer<UInt32>?, Int, Int32, Int32,
+    /// The outputs one tile call leaves for the epilogue: 32 KiB, so that they are still in L1
+    /// (48 KiB a core on Sapphire and Emerald Rapids) when it reads them.
+    static let callOutputBytes = 32 * 1024
+
+    /// c[rows × cols] (+)= a[rows × depth] · b[depth × cols] in 32-bit lanes, strides in bytes,
+    /// b's columns in panels of 64 lanes a stride apart (swiftbert_amx.h).
+    typealias BF16GEMM = @convention(c) (UnsafePointer<UInt32>?, Int, Int32, UnsafePointer<UInt32>?, Int, Int, Int32, Int32,
                                          UnsafeMutablePointer<Float>?, Int, Int32) -> Void
-    typealias Int8GEMM = @convention(c) (UnsafePointer<UInt8>?, Int, Int32, UnsafePointer<Int8>?, Int, Int32, Int32,
+    typealias Int8GEMM = @convention(c) (UnsafePointer<UInt8>?, Int, Int32, UnsafePointer<Int8>?, Int, Int, Int32, Int32,
                                          UnsafeMutablePointer<Int32>?, Int, Int32) -> Void
+
+    /// b's panel stride for a b whose rows are contiguous lanes: 64 lanes of 4 bytes.
+    static let contiguousPanels = 256
 
     var bf16GEMM: BF16GEMM {
         switch self {
