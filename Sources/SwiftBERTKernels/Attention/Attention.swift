@@ -44,7 +44,8 @@ public final class AttentionScratch {
     let blockMax: UnsafeMutablePointer<Float>
     let queryPairs, probabilityPairs: UnsafeMutablePointer<UInt32>
     /// INT8 only: each query row's and key row's scale, each value channel's scale over 32767
-    /// (P's fixed point), and one block of P·V's Int32 sums (also scratch while V is quantised).
+    /// (P's fixed point), and one block of P·V's Int32 sums (also scratch while K and V are
+    /// packed, in BF16 too: a key's row of pairs).
     let queryScales, keyScales, valueScales, products: UnsafeMutablePointer<Float>
     /// INT8 only: 128 × each key's byte sum, the u8 offset of the queries to take off.
     let keyOffsets: UnsafeMutablePointer<Int32>

@@ -29,13 +29,11 @@ enum BF16Attention: AttentionArithmetic {
         let dPairs = (d + 1) / 2, nPairs = (n + 1) / 2
         scratch.withLanes { keysT, values in
             // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1]. Each key's row is rounded
-            // to pairs in vectors, then its lanes go to their rows (a column of Kᵀ).
-            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: dPairs) { keyPairs in
-                let pairs = keyPairs.baseAddress!
-                for j in 0..<n {
-                    BFloat16.roundPairs(k + j * ld, count: d, into: pairs)
-                    for p in 0..<dPairs { keysT[p &* nPad &+ j] = pairs[p] }
-                }
+            // to pairs in vectors, in a row of scratch, then its lanes go to their rows (a column of Kᵀ).
+            let pairs = UnsafeMutableRawPointer(scratch.products).assumingMemoryBound(to: UInt32.self)
+            for j in 0..<n {
+                BFloat16.roundPairs(k + j * ld, count: d, into: pairs)
+                for p in 0..<dPairs { keysT[p &* nPad &+ j] = pairs[p] }
             }
             for p in 0..<dPairs { (keysT + p * nPad + n).update(repeating: 0, count: nPad - n) }
             // V [nPairs × dPad]: lane (jp, c) = V[2jp][c], V[2jp + 1][c]; the pad columns stay zero.
