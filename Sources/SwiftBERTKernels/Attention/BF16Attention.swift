@@ -30,10 +30,11 @@ enum BF16Attention: AttentionArithmetic {
         scratch.withLanes { keysT, values in
             // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1]. Each key's row is rounded
             // to pairs in vectors, in a row of scratch, then its lanes go to their rows (a column of Kᵀ).
-            let pairs = UnsafeMutableRawPointer(scratch.products).assumingMemoryBound(to: UInt32.self)
-            for j in 0..<n {
-                BFloat16.roundPairs(k + j * ld, count: d, into: pairs)
-                for p in 0..<dPairs { keysT[p &* nPad &+ j] = pairs[p] }
+            scratch.products.withMemoryRebound(to: UInt32.self, capacity: dPairs) { pairs in
+                for j in 0..<n {
+                    BFloat16.roundPairs(k + j * ld, count: d, into: pairs)
+                    for p in 0..<dPairs { keysT[p &* nPad &+ j] = pairs[p] }
+                }
             }
             for p in 0..<dPairs { (keysT + p * nPad + n).update(repeating: 0, count: nPad - n) }
             // V [nPairs × dPad]: lane (jp, c) = V[2jp][c], V[2jp + 1][c]; the pad columns stay zero.
