@@ -51,18 +51,17 @@ func tileGEMM<Scalar: SIMDScalar>(rows: Range<Int>, columns: Range<Int>, panelBy
                 }
             }
         }
-        /// `group`'s panels for rows `row ..< row + count`, as few calls as the scratch allows.
-        @inline(__always) func runPanels(_ row: Int, _ count: Int, _ group: Range<Int>) {
+        /// body(run) for the runs of `range`'s panels that one call takes for `count` rows: as
+        /// many panels as the scratch holds.
+        @inline(__always) func calls(rows count: Int, _ range: Range<Int>, _ body: (Range<Int>) -> Void) {
             let perCall = max(1, capacity / (count * panelWidth))
-            for first in stride(from: group.lowerBound, to: group.upperBound, by: perCall) {
-                run(row, count, first..<min(first + perCall, group.upperBound))
+            for first in stride(from: range.lowerBound, to: range.upperBound, by: perCall) {
+                body(first..<min(first + perCall, range.upperBound))
             }
         }
         if rows.count <= 2 * blockRows {
             // Every row in each call (the C side runs its 32-row blocks), panels outermost.
-            let perCall = max(1, capacity / (rows.count * panelWidth))
-            for first in stride(from: panels.lowerBound, to: panels.upperBound, by: perCall) {
-                let chunk = first..<min(first + perCall, panels.upperBound)
+            calls(rows: rows.count, panels) { chunk in
                 run(rows.lowerBound, rows.count, chunk)
                 finished?(rows, written(chunk.lowerBound, chunk.upperBound))
             }
@@ -73,7 +72,7 @@ func tileGEMM<Scalar: SIMDScalar>(rows: Range<Int>, columns: Range<Int>, panelBy
             let groupEnd = min(groupStart + perGroup, panels.upperBound)
             for row in stride(from: rows.lowerBound, to: rows.upperBound, by: blockRows) {
                 let count = min(blockRows, rows.upperBound - row)
-                runPanels(row, count, groupStart..<groupEnd)
+                calls(rows: count, groupStart..<groupEnd) { run(row, count, $0) }
                 finished?(row..<(row + count), written(groupStart, groupEnd))
             }
         }
