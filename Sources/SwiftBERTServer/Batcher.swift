@@ -185,7 +185,8 @@ final class Batcher: @unchecked Sendable {
             // Token types only when some request has them (sentence pairs); zeros elsewhere.
             let typeIds = items.contains { $0.typeIds != nil }
                 ? items.map { $0.typeIds ?? [Int32](repeating: 0, count: $0.ids.count) } : nil
-            let output = try model.encode(items.map(\.ids), typeIds: typeIds)
+            // Each sequence's last layer for the rows its request's head reads.
+            let output = try model.encode(items.map(\.ids), typeIds: typeIds, profile: nil, reading: items.map(\.request.rowsRead))
             // Each request's head over its own sequences of the shared pass.
             var positions: [ObjectIdentifier: [Int]] = [:]
             for (position, item) in items.enumerated() { positions[ObjectIdentifier(item.request), default: []].append(position) }
@@ -207,6 +208,8 @@ protocol BatchedRequest: AnyObject, Sendable {
     var isFinished: Bool { get }
     /// Runs the request's head over `encoded` (its sequences `indices`, in that order).
     func deliver(_ encoded: EncoderOutput, indices: [Int])
+    /// The rows of each of its sequences the head reads.
+    var rowsRead: HeadRows { get }
     func finish(_ error: Error)
 }
 
@@ -227,6 +230,8 @@ final class HeadRequest<H: Head>: BatchedRequest, @unchecked Sendable {
     }
 
     var isFinished: Bool { lock.withLock { finished } }
+
+    var rowsRead: HeadRows { head.rowsRead(batch) }
 
     /// Every output; read once the request has finished without an error.
     var outputs: [H.Output] { lock.withLock { slots.map { $0! } } }

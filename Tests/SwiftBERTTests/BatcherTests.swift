@@ -68,6 +68,31 @@ final class BatcherTests: XCTestCase {
         XCTAssertEqual(batcher.queueDepth, 0, "nothing of a refused request is queued")
     }
 
+    /// A [CLS]-pooled request and a mean-pooled one in one shared pass: the last layer runs the
+    /// first's [CLS] rows and all of the second's (`HeadRows`), and each gets what a pass of its
+    /// own over every row gives, bit for bit.
+    func testHeadsReadingDifferentRowsShareAPass() async throws {
+        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
+        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 4096, maxWait: .milliseconds(200), queueCapacity: 64),
+                              metrics: Self.metrics)
+        var clsPooled = try SentenceHead(model)
+        clsPooled.pooling = .cls
+        let cls = clsPooled
+        let mean = try SentenceHead(model)
+        let batch = HeadBatch(threads: 1)
+        let first: [[Int32]] = [[101, 7592, 2088, 102], [101, 2088, 2003, 2307, 102]]
+        let second: [[Int32]] = [[101, 2307, 7592, 102], [101, 2088, 102]]
+        let clsResult = Task { try await batcher.run(first, head: cls, batch: batch, timeout: .seconds(30)) }
+        try await waitUntil { batcher.queueDepth >= first.count }
+        let meanResult = Task { try await batcher.run(second, head: mean, batch: batch, timeout: .seconds(30)) }
+        try await waitUntil { batcher.queueDepth >= first.count + second.count }
+        batcher.start()
+        defer { batcher.stop() }
+        let (clsVectors, meanVectors) = (try await clsResult.value, try await meanResult.value)
+        XCTAssertEqual(clsVectors.map { $0.map(\.bitPattern) }, try cls(model.encode(first), batch).map { $0.map(\.bitPattern) })
+        XCTAssertEqual(meanVectors.map { $0.map(\.bitPattern) }, try mean(model.encode(second), batch).map { $0.map(\.bitPattern) })
+    }
+
     private func waitUntil(_ condition: @Sendable () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while !condition() {

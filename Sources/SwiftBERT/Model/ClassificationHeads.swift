@@ -80,6 +80,12 @@ public struct SequenceClassificationHead: Head {
         }
     }
 
+    /// The first token, unless ModernBERT's classifier pools the mean.
+    public func rowsRead(_ batch: HeadBatch) -> HeadRows {
+        if case .modernBERT(_, .mean) = pooler { return .all }
+        return .position(0)
+    }
+
     public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[Float]] {
         let pooled: [Float]
         switch pooler {

@@ -5,6 +5,9 @@ import SwiftBERTKernels
 struct PackedSequences {
     let lengths: [Int]
     let starts: [Int]
+    /// The rows of each sequence a head reads, when not all (`HeadRows`): the last layer's
+    /// queries and what follows them run for these alone.
+    var rowsRead: [Range<Int>]? = nil
     var tokenCount: Int { (starts.last ?? 0) + (lengths.last ?? 0) }
     var longest: Int { lengths.max() ?? 0 }
 
@@ -44,7 +47,8 @@ struct PackedSequences {
     /// its tokens' rows in the packed batch.
     func encoderChunks(threads: Int) -> [(sequences: PackedSequences, tokens: Range<Int>)] {
         chunks(tokens: Self.chunkTokensPerThread * max(1, threads)).map { chunk in
-            let part = PackedSequences(lengths: Array(lengths[chunk]))  // a chunk holds a sequence at least
+            var part = PackedSequences(lengths: Array(lengths[chunk]))  // a chunk holds a sequence at least
+            part.rowsRead = rowsRead.map { Array($0[chunk]) }
             return (part, starts[chunk.lowerBound]..<(starts[chunk.lowerBound] + part.tokenCount))
         }
     }

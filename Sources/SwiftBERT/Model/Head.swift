@@ -8,6 +8,12 @@ public protocol Head: Sendable {
     associatedtype Output: Sendable
     /// One output per sequence of `encoded`, in order.
     func callAsFunction(_ encoded: EncoderOutput, _ batch: HeadBatch) throws -> [Output]
+    /// The rows of each sequence it reads: what the encoder's last layer must compute.
+    func rowsRead(_ batch: HeadBatch) -> HeadRows
+}
+
+extension Head {
+    public func rowsRead(_ batch: HeadBatch) -> HeadRows { .all }
 }
 
 /// What a head is told about the batch besides its hidden states.
@@ -97,6 +103,8 @@ public struct MaskedLMHead: Head {
         }
         (self.encoder, self.maskId) = (encoder, maskId)
     }
+
+    public func rowsRead(_ batch: HeadBatch) -> HeadRows { .token(maskId) }
 
     public func callAsFunction(_ encoded: EncoderOutput, _ batch: HeadBatch) throws -> [[Mask]] {
         let positions = (0..<encoded.count).flatMap { s in

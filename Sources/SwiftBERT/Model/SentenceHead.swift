@@ -22,6 +22,16 @@ public struct SentenceHead: Head {
         }
     }
 
+    /// [CLS] pooling reads one row ([CLS], or the first after a prompt left out), last-token
+    /// pooling the last; the others read every row.
+    public func rowsRead(_ batch: HeadBatch) -> HeadRows {
+        switch pooling {
+        case .cls: .position(includePrompt ? 0 : batch.promptLength)
+        case .lastToken: .last
+        default: .all
+        }
+    }
+
     /// The sentence vector of every sequence of the batch. `batch.promptLength` counts [CLS] and
     /// the prompt's tokens; they are left out of the pooling when the model says include_prompt false.
     public func callAsFunction(_ output: EncoderOutput, _ batch: HeadBatch) -> [[Float]] {

@@ -54,8 +54,9 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
     public func predict(_ text: String, topK k: Int = 5, wordsOnly: Bool = false, prefix: String? = nil) throws -> [Prediction] {
         guard k > 0 else { throw SwiftBERTError.invalidInput(reason: "top-k must be at least 1") }
         let encoding = try prepare(text)
-        let output = try model.encode([encoding.ids], typeIds: [encoding.typeIds])
-        let masks = try head(output, HeadBatch(threads: model.threads))[0]
+        let batch = HeadBatch(threads: model.threads)
+        let output = try model.encode([encoding.ids], typeIds: [encoding.typeIds], profile: nil, reading: [head.rowsRead(batch)])
+        let masks = try head(output, batch)[0]
         return finish(masks, topK: k, wordsOnly: wordsOnly, prefix: prefix)
     }
 

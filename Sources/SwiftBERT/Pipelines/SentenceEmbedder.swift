@@ -127,8 +127,10 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         let order = encodings.indices.sorted { encodings[$0].ids.count < encodings[$1].ids.count }
         for start in stride(from: 0, to: order.count, by: max(1, options.batchSize)) {
             let chunk = Array(order[start..<min(start + max(1, options.batchSize), order.count)])
-            let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
-            let results = try head(output, HeadBatch(threads: model.threads, promptLength: promptLength))
+            let batch = HeadBatch(threads: model.threads, promptLength: promptLength)
+            let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds }, profile: nil,
+                                          reading: Array(repeating: head.rowsRead(batch), count: chunk.count))
+            let results = try head(output, batch)
             for (result, index) in zip(results, chunk) { outputs[index] = result }
         }
         return (outputs.map { $0! }, encodings.indices.filter { encodings[$0].wasTruncated })

@@ -37,8 +37,10 @@ public final class TextClassifier: ModelPipeline, @unchecked Sendable {
         var rows = [[Float]](repeating: [], count: texts.count)
         for start in stride(from: 0, to: encodings.count, by: max(1, batchSize)) {
             let chunk = Array(start..<min(start + max(1, batchSize), encodings.count))
-            let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds })
-            for (row, index) in zip(head(output, HeadBatch(threads: model.threads)), chunk) { rows[index] = row }
+            let batch = HeadBatch(threads: model.threads)
+            let output = try model.encode(chunk.map { encodings[$0].ids }, typeIds: chunk.map { encodings[$0].typeIds }, profile: nil,
+                                          reading: Array(repeating: head.rowsRead(batch), count: chunk.count))
+            for (row, index) in zip(head(output, batch), chunk) { rows[index] = row }
         }
         return rows
     }

@@ -166,6 +166,10 @@ public struct AttentionWindow: Sendable, Equatable {
 /// attention (Gemma, Qwen3), K and V holding that many heads (nil: `heads`), query head h reading
 /// key/value head h / (heads / keyValueHeads).
 ///
+/// `queries`: the rows of each sequence whose outputs are needed (nil: all). Each runs from the
+/// start of its query block, so every row computed is what a pass over all rows gives; the other
+/// rows of `out` are left as they were.
+///
 /// The tasks across `threads`: each (sequence, key/value head) packs its K and V once for the
 /// query heads of its group, and when such pairs are few and do not share out evenly (one for
 /// EmbeddingGemma at batch 1), their queries split into runs of whole query blocks. The query
@@ -174,7 +178,7 @@ public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>,
                         heads: Int, keyValueHeads: Int? = nil, headDim: Int, starts: [Int], lengths: [Int], threads: Int,
                         arithmetic: AttentionPrecision = .fp32,
                         bias: RelativeAttentionBias? = nil, pairwiseBias: PairwiseAttentionBias? = nil, scale: Float? = nil,
-                        window: AttentionWindow = .all, tiles: TileBackend? = TileBackend.preferred,
+                        window: AttentionWindow = .all, queries: [Range<Int>]? = nil, tiles: TileBackend? = TileBackend.preferred,
                         scratch: [AttentionScratch], into out: UnsafeMutablePointer<Float>, ldo: Int) {
     precondition(bias == nil || pairwiseBias == nil, "one bias at a time")
     let kvHeads = keyValueHeads ?? heads
@@ -187,7 +191,12 @@ public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>,
     parallelFor(lengths.count * kvHeads * parts, threads: threads, work: work) { task, worker in
         let s = task / (kvHeads * parts), kvHead = task / parts % kvHeads, part = task % parts
         let n = lengths[s]
-        let queryRows = queryRun(part, of: parts, length: n)
+        var queryRows = queryRun(part, of: parts, length: n)
+        if let wanted = queries?[s] {
+            // From the start of the first wanted row's block (queryRun's runs start on one too).
+            let from = wanted.lowerBound / attentionQueryBlock * attentionQueryBlock
+            queryRows = max(queryRows.lowerBound, from)..<max(max(queryRows.lowerBound, from), min(queryRows.upperBound, wanted.upperBound))
+        }
         guard !queryRows.isEmpty else { return }
         precondition(n <= scratch[worker].maxLength, "the scratch holds the sequence's K and V")
         let kv = starts[s] * ld + kvHead * headDim

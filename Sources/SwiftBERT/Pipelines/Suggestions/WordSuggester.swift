@@ -296,7 +296,8 @@ public final class WordSuggester: @unchecked Sendable {
     private func reading(of context: Substring) throws -> ContextReading {
         if let cache, cache.text == context { return cache }
         let input = modelInput(context: context)
-        let output = try model.encode([input])
+        // The mask before [SEP]: the only row read.
+        let output = try model.encode([input], typeIds: nil, profile: nil, reading: [.position(input.count - 2)])
         let logits = try model.maskedLMLogits(output, at: [(0, input.count - 2)])[0]
         runs += 1
         let recent = recentShares(context)

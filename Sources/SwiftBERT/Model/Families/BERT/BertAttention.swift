@@ -13,8 +13,10 @@ struct BertSelfAttention {
         headDim = config.headDim
     }
 
-    /// attended[T × H] = softmax(Q·Kᵀ/√d)·V per sequence and head, Q, K, V projected from x.
-    func callAsFunction(_ x: UnsafePointer<Float>, into attended: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+    /// attended[T × H] = softmax(Q·Kᵀ/√d)·V per sequence and head, Q, K, V projected from x;
+    /// with `queries`, only those rows of each sequence (`multiHeadAttention`).
+    func callAsFunction(_ x: UnsafePointer<Float>, into attended: UnsafeMutablePointer<Float>, _ context: ForwardContext,
+                        queries: [Range<Int>]? = nil) {
         let sequences = context.sequences
         let projections = context.wide  // [T × 3H]: Q | K | V per token
         context.measure(.qkv) { qkv(x, m: sequences.tokenCount, into: projections, context) }
@@ -22,7 +24,8 @@ struct BertSelfAttention {
             let h = heads * headDim
             multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
                                heads: heads, headDim: headDim, starts: sequences.starts, lengths: sequences.lengths,
-                               threads: context.threads, arithmetic: context.attention, bias: context.attentionBias, scratch: context.attentionScratch, into: attended, ldo: h)
+                               threads: context.threads, arithmetic: context.attention, bias: context.attentionBias, queries: queries,
+                               scratch: context.attentionScratch, into: attended, ldo: h)
         }
     }
 }
@@ -48,9 +51,10 @@ struct BertProjectionOutput {
         layerNorm = try scope[TensorNames.layerNorm].layerNorm(size: config.hiddenSize, eps: config.layerNormEps)
     }
 
-    /// x = LayerNorm(x + input·Wᵀ + b), in place.
-    func callAsFunction(_ input: UnsafePointer<Float>, residual x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let m = context.sequences.tokenCount
+    /// x = LayerNorm(x + input·Wᵀ + b), in place, over the first `rows` rows (nil: every token's).
+    func callAsFunction(_ input: UnsafePointer<Float>, residual x: UnsafeMutablePointer<Float>, _ context: ForwardContext,
+                        rows: Int? = nil) {
+        let m = rows ?? context.sequences.tokenCount
         context.measure(stage) { dense(input, m: m, into: context.projected, context) }
         context.measure(.layerNorm) { layerNorm(x, residual: context.projected, m: m, threads: context.threads) }
     }

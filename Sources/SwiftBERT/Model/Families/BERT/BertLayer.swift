@@ -10,9 +10,9 @@ struct BertIntermediate {
         activation = HiddenActivation(config)
     }
 
-    /// y[T × FFN] = activation(x·Wᵀ + b).
-    func callAsFunction(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let (m, n) = (context.sequences.tokenCount, dense.n)
+    /// y[T × FFN] = activation(x·Wᵀ + b), over the first `rows` rows (nil: every token's).
+    func callAsFunction(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, _ context: ForwardContext, rows: Int? = nil) {
+        let (m, n) = (rows ?? context.sequences.tokenCount, dense.n)
         context.measure(.feedForwardIn) {
             dense(x, m: m, into: y, context) { y, rows, columns in
                 // The activation on each block of the output as soon as it is complete, in cache.
