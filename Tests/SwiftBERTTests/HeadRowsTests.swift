@@ -91,6 +91,21 @@ final class HeadRowsTests: XCTestCase {
         try assertReadRowsEqualAFullPass(loaded.encoder, batch, "MPNet fp32")
     }
 
+    /// DeBERTa (random weights, tools/fixtures): the disentangled scores are read by absolute
+    /// query position, and its last layer runs the rows read alone too.
+    func testRowsReadInDeBERTa() throws {
+        let folder = try DebertaTests.converted("classifier")
+        let tokenizer = try Tokenizer.load(folder: folder)
+        let batch = Array(try batch(tokenizer).prefix(20))
+        for precision in [Precision.fp32, .bf16, .int8] {
+            for threads in [1, 2] {
+                let encoder = try loadEncoder(folder: folder, threads: threads, precision: precision)
+                XCTAssertTrue(encoder is DebertaEncoderModel)
+                try assertReadRowsEqualAFullPass(encoder, batch, "DeBERTa \(precision) \(threads) threads")
+            }
+        }
+    }
+
     /// The pipelines ask for their heads' rows, and answer as over a full pass.
     func testPipelinesGiveWhatTheirHeadsGiveOverAFullPass() throws {
         let loaded = try SwiftBERT.loadModel(folder: convertedModel("all-MiniLM-L6-v2"), threads: 2)

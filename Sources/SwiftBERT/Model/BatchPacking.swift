@@ -26,10 +26,15 @@ extension EncoderConfig {
     }
 
     /// Flattens a batch into one token matrix, checking every id against the model's tables.
-    func pack(_ batch: [[Int32]], typeIds: [[Int32]]?) throws -> ([Int32], [Int32], PackedSequences) {
+    /// `reading`: the rows a head reads of each sequence (`HeadRows`; nil: all), which the
+    /// layout carries to the last layer.
+    func pack(_ batch: [[Int32]], typeIds: [[Int32]]?, reading: [HeadRows]? = nil) throws -> ([Int32], [Int32], PackedSequences) {
         guard !batch.isEmpty else { throw SwiftBERTError.invalidInput(reason: "the batch is empty") }
         if let typeIds, typeIds.count != batch.count {
             throw SwiftBERTError.invalidInput(reason: "\(typeIds.count) token type sequences for \(batch.count) sequences")
+        }
+        if let reading, reading.count != batch.count {
+            throw SwiftBERTError.invalidInput(reason: "\(reading.count) choices of rows read (HeadRows) for \(batch.count) sequences")
         }
         for (i, sequence) in batch.enumerated() {
             if let problem = problem(ids: sequence, typeIds: typeIds?[i]) {
@@ -40,6 +45,10 @@ extension EncoderConfig {
         // RoBERTa's tokenizers pass the model no type ids: every token is type 0 there.
         let types = usesTokenTypes ? typeIds?.flatMap { $0 } ?? [Int32](repeating: 0, count: ids.count)
                                    : [Int32](repeating: 0, count: ids.count)
-        return (ids, types, PackedSequences(lengths: batch.map(\.count)))
+        var sequences = PackedSequences(lengths: batch.map(\.count))
+        if let reading, reading.contains(where: { $0 != .all }) {
+            sequences.rowsRead = zip(reading, batch).map { rows, sequence in rows.rows(of: sequence[...]) }
+        }
+        return (ids, types, sequences)
     }
 }

@@ -19,6 +19,34 @@ struct PackedSequences {
         self.starts = starts
     }
 
+    /// Moves the rows read (`rowsRead`) of each buffer [T × width] to its front, in order, and
+    /// returns their count: what the rest of a last layer runs over after attention
+    /// (`putBackRowsRead` returns them). A row's place is never after it, so none is overwritten
+    /// before it moves.
+    func gatherRowsRead(width h: Int, _ buffers: [UnsafeMutablePointer<Float>]) -> Int {
+        var place = 0
+        for (s, rows) in (rowsRead ?? []).enumerated() {
+            for row in rows.lazy.map({ self.starts[s] + $0 }) {
+                if row != place { for buffer in buffers { (buffer + place * h).update(from: buffer + row * h, count: h) } }
+                place += 1
+            }
+        }
+        return place
+    }
+
+    /// The rows `gatherRowsRead` moved to the front of `buffer`, back to their rows, last first
+    /// (a row is never before its place).
+    func putBackRowsRead(width h: Int, _ buffer: UnsafeMutablePointer<Float>) {
+        guard let rowsRead else { return }
+        var place = rowsRead.reduce(0) { $0 + $1.count }
+        for (s, rows) in rowsRead.enumerated().reversed() {
+            for row in rows.reversed().lazy.map({ self.starts[s] + $0 }) {
+                place -= 1
+                if row != place { (buffer + row * h).update(from: buffer + place * h, count: h) }
+            }
+        }
+    }
+
     /// Consecutive runs of sequences of at most `tokens` tokens each (a longer sequence alone),
     /// as ranges of sequence indices covering them all.
     func chunks(tokens: Int) -> [Range<Int>] {

@@ -51,14 +51,7 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     /// (`Quantizer.calibrate`).
     func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?,
                 recordingInto ranges: ActivationRanges?, reading: [HeadRows]? = nil) throws -> EncoderOutput {
-        if let reading, reading.count != batch.count {
-            throw SwiftBERTError.invalidInput(reason: "\(reading.count) row choices (HeadRows) for \(batch.count) sequences")
-        }
-        let (ids, types, packed) = try config.encoder.pack(batch, typeIds: typeIds)
-        var sequences = packed
-        if let reading, reading.contains(where: { $0 != .all }) {
-            sequences.rowsRead = zip(reading, batch).map { rows, sequence in rows.rows(of: sequence[...]) }
-        }
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds, reading: reading)
         return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.encoder.hiddenSize, threads: threads) { part, ids, types, hidden in
             let context = context(for: part, profile: profile)
             context.activationRanges = ranges
@@ -79,8 +72,8 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         // 1. Embeddings: word + position (RoBERTa's from padding_idx + 1) + token type, LayerNorm.
         context.measure(.embeddings) { embeddings(ids: ids, typeIds: typeIds, into: x, context) }
         for (index, layer) in layers.enumerated() {
-            if index == layers.count - 1, let rows = context.sequences.rowsRead {
-                lastLayer(layer, reading: rows, x, context)
+            if index == layers.count - 1, context.sequences.rowsRead != nil {
+                lastLayer(layer, x, context)
                 break
             }
             // 2. Self-attention: Q, K, V in one fused Linear, softmax(QKᵀ/√d [+ MPNet's position
@@ -95,37 +88,21 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
         }
     }
 
-    /// The last layer when a head reads only `rows` of each sequence: Q, K and V of every token
-    /// (each query row attends to all keys), attention for the query blocks of the rows read, then
-    /// the rows read alone, gathered to the front of the buffers, through the attention output,
-    /// the feed-forward network and their LayerNorms, and put back in place. Each row's arithmetic
-    /// is that of a pass over every row, so its states are the same, bit for bit.
-    func lastLayer(_ layer: BertLayer, reading rows: [Range<Int>], _ x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let (h, starts, attended) = (config.encoder.hiddenSize, context.sequences.starts, context.attended)
-        layer.attention.selfAttention(x, into: attended, context, queries: rows)
-        // Row `row` to place m, in order: a place is never after its row, so no row is overwritten
-        // before it moves.
-        var m = 0
-        for (s, range) in rows.enumerated() {
-            for row in range.lazy.map({ starts[s] + $0 }) {
-                if row != m {
-                    (attended + m * h).update(from: attended + row * h, count: h)
-                    (x + m * h).update(from: x + row * h, count: h)
-                }
-                m += 1
-            }
-        }
+    /// The last layer when a head reads only some rows of each sequence (`rowsRead`): Q, K and
+    /// V of every token (each query row attends to all keys), attention for the query blocks of
+    /// the rows read, then those rows alone, gathered to the front of the buffers, through the
+    /// attention output, the feed-forward network and their LayerNorms, and put back in place.
+    /// Each row's arithmetic is that of a pass over every row, so its states are the same, bit
+    /// for bit.
+    func lastLayer(_ layer: BertLayer, _ x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+        let sequences = context.sequences
+        layer.attention.selfAttention(x, into: context.attended, context, queries: sequences.rowsRead)
+        let m = sequences.gatherRowsRead(width: config.encoder.hiddenSize, [context.attended, x])
         guard m > 0 else { return }
-        layer.attention.output(attended, residual: x, context, rows: m)
+        layer.attention.output(context.attended, residual: x, context, rows: m)
         layer.intermediate(x, into: context.wide, context, rows: m)
         layer.output(context.wide, residual: x, context, rows: m)
-        // Back to their rows, last first: a row is never before its place.
-        for (s, range) in rows.enumerated().reversed() {
-            for row in range.reversed().lazy.map({ starts[s] + $0 }) {
-                m -= 1
-                if row != m { (x + row * h).update(from: x + m * h, count: h) }
-            }
-        }
+        sequences.putBackRowsRead(width: config.encoder.hiddenSize, x)
     }
 
     // MARK: - Heads

@@ -44,7 +44,13 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
     }
 
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds)
+        try encode(batch, typeIds: typeIds, profile: profile, reading: nil)
+    }
+
+    /// `encode` for a head that reads `reading[s]` of sequence s: the last layer runs its
+    /// queries, attention output and feed-forward network for those rows alone (as `BertModel`).
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?, reading: [HeadRows]?) throws -> EncoderOutput {
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds, reading: reading)
         return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: config.encoder.hiddenSize, threads: threads) { part, ids, types, hidden in
             let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
                                          attention: precision.attention, profile: profile, hidden: config.encoder.hiddenSize,
@@ -62,7 +68,11 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
         let tableRows = (-(longest - 1)..<longest).map { Int32(deberta.tableRow(distance: $0)) }
         tableRows.withUnsafeBufferPointer { rows in
             let zero = rows.baseAddress! + (longest - 1)
-            for layer in layers {
+            for (index, layer) in layers.enumerated() {
+                if index == layers.count - 1, context.sequences.rowsRead != nil {
+                    lastLayer(layer, x, tableRow: zero, context)
+                    break
+                }
                 // 2. Disentangled self-attention.
                 layer.attention(x, into: context.attended, tableRow: zero, context)
                 // 3. Attention output projection, residual, LayerNorm.
@@ -73,6 +83,19 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
                 layer.output(context.wide, residual: x, context)
             }
         }
+    }
+
+    /// The last layer for the rows read alone after attention (`BertModel.lastLayer`). The
+    /// disentangled scores are still made for every query row of the sequences.
+    func lastLayer(_ layer: DebertaLayer, _ x: UnsafeMutablePointer<Float>, tableRow: UnsafePointer<Int32>, _ context: ForwardContext) {
+        let sequences = context.sequences
+        layer.attention(x, into: context.attended, tableRow: tableRow, context, queries: sequences.rowsRead)
+        let m = sequences.gatherRowsRead(width: config.encoder.hiddenSize, [context.attended, x])
+        guard m > 0 else { return }
+        layer.attentionOutput(context.attended, residual: x, context, rows: m)
+        layer.intermediate(x, into: context.wide, context, rows: m)
+        layer.output(context.wide, residual: x, context, rows: m)
+        sequences.putBackRowsRead(width: config.encoder.hiddenSize, x)
     }
 
     public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {
@@ -138,7 +161,7 @@ struct DisentangledSelfAttention {
 
     /// attended[T × H] = softmax((Q·Kᵀ + c2p + p2c) · scale)·V per sequence and head.
     func callAsFunction(_ x: UnsafePointer<Float>, into attended: UnsafeMutablePointer<Float>, tableRow: UnsafePointer<Int32>,
-                        _ context: ForwardContext) {
+                        _ context: ForwardContext, queries: [Range<Int>]? = nil) {
         let sequences = context.sequences, h = heads * headDim
         let projections = context.wide  // [T × 3H]: Q | K | V per token
         context.measure(.qkv) { qkv(x, m: sequences.tokenCount, into: projections, context) }
@@ -153,7 +176,7 @@ struct DisentangledSelfAttention {
                                                       positionKeys: positionKeys?[head], positionQueries: positionQueries?[head],
                                                       tableRow: tableRow, into: scores)
                                },
-                               scale: scale, scratch: context.attentionScratch, into: attended, ldo: h)
+                               scale: scale, queries: queries, scratch: context.attentionScratch, into: attended, ldo: h)
         }
     }
 }
