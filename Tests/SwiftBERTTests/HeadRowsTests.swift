@@ -106,6 +106,24 @@ final class HeadRowsTests: XCTestCase {
         }
     }
 
+    /// Qwen3 (random weights, tools/fixtures): causal attention, grouped-query heads wider than
+    /// the hidden size, and the final RMSNorm after the last layer; last-token pooling reads the
+    /// last row.
+    func testRowsReadInQwen3() throws {
+        let folder = try Qwen3Tests.converted()
+        let tokenizer = try Tokenizer.load(folder: folder)
+        let batch = Array(try batch(tokenizer).prefix(20))
+        for precision in [Precision.fp32, .bf16, .int8] {
+            for threads in [1, 2] {
+                let encoder = try loadEncoder(folder: folder, threads: threads, precision: precision)
+                XCTAssertTrue(encoder is Qwen3EncoderModel)
+                try assertReadRowsEqualAFullPass(encoder, batch, "Qwen3 \(precision) \(threads) threads")
+            }
+        }
+        let embedder = try SentenceEmbedder(folder: folder, threads: 2)
+        XCTAssertEqual(embedder.head(for: .init()).rowsRead(HeadBatch(threads: 1)), HeadRows.last)
+    }
+
     /// The pipelines ask for their heads' rows, and answer as over a full pass.
     func testPipelinesGiveWhatTheirHeadsGiveOverAFullPass() throws {
         let loaded = try SwiftBERT.loadModel(folder: convertedModel("all-MiniLM-L6-v2"), threads: 2)

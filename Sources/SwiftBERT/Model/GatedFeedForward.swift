@@ -23,8 +23,9 @@ struct GatedFeedForward {
     }
 
     /// out[T × H] = FFN(x).
-    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let m = context.sequences.tokenCount, f = width
+    /// Over the first `rows` rows (nil: every token's).
+    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext, rows: Int? = nil) {
+        let m = rows ?? context.sequences.tokenCount, f = width
         let both = context.wide, gated = context.gated!
         context.measure(.feedForwardIn) {
             gateUp(x, m: m, into: both, context)

@@ -52,8 +52,11 @@ struct GroupedQueryAttention {
         scoreScale = queryScalar == Double(d) ? nil : Float(1 / queryScalar.squareRoot())
     }
 
-    /// out[T × H] = Wo · Attention(x).
-    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+    /// out[T × H] = Wo · Attention(x). With `readingOnly` (a last layer for the rows a head
+    /// reads, `PackedSequences.rowsRead`), attention and Wo run for those rows alone, and `out`
+    /// holds them in order from its first row.
+    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext,
+                        readingOnly: Bool = false) {
         let sequences = context.sequences, m = sequences.tokenCount, d = headDim
         let queries = heads * d, width = queries + 2 * keyValueHeads * d
         let projections = context.wide                  // [T × width]: Q | K | V per token
@@ -82,9 +85,10 @@ struct GroupedQueryAttention {
             multiHeadAttention(q: projections, k: projections + queries, v: projections + queries + keyValueHeads * d, ld: width,
                                heads: heads, keyValueHeads: keyValueHeads, headDim: d, starts: sequences.starts, lengths: sequences.lengths,
                                threads: context.threads, arithmetic: context.attention, scale: scoreScale, window: window,
-                               scratch: context.attentionScratch, into: attended, ldo: queries)
+                               queries: readingOnly ? sequences.rowsRead : nil, scratch: context.attentionScratch, into: attended, ldo: queries)
         }
-        context.measure(.attentionOutput) { output(attended, m: m, into: out, context) }
+        let rows = readingOnly ? sequences.gatherRowsRead(width: queries, [attended]) : m
+        context.measure(.attentionOutput) { output(attended, m: rows, into: out, context) }
     }
 }
 
@@ -92,9 +96,9 @@ extension ConvertedModel {
     /// `encode` of a model of grouped-query layers and gated feed-forward networks (Gemma 3,
     /// Qwen3): the batch packed (no token types), the forward pass's scratch sized for both
     /// blocks, and `forward` run on each chunk.
-    func encodeGroupedQueryLayers(_ batch: [[Int32]], headDim: Int, keyValueHeads: Int, profile: StageProfile?,
+    func encodeGroupedQueryLayers(_ batch: [[Int32]], headDim: Int, keyValueHeads: Int, profile: StageProfile?, reading: [HeadRows]? = nil,
                                   forward: (_ ids: [Int32], _ hidden: UnsafeMutablePointer<Float>, ForwardContext) -> Void) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: nil)
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: nil, reading: reading)
         let h = config.encoder.hiddenSize
         let attentionColumns = GroupedQueryAttention.scratchColumns(config.encoder, headDim: headDim, keyValueHeads: keyValueHeads)
         return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, _, hidden in

@@ -166,9 +166,9 @@ public struct AttentionWindow: Sendable, Equatable {
 /// attention (Gemma, Qwen3), K and V holding that many heads (nil: `heads`), query head h reading
 /// key/value head h / (heads / keyValueHeads).
 ///
-/// `queries`: the rows of each sequence whose outputs are needed (nil: all). Each runs from the
-/// start of its query block, so every row computed is what a pass over all rows gives; the other
-/// rows of `out` are left as they were.
+/// `queries`: the rows of each sequence whose outputs are needed (nil: all). The query blocks
+/// that hold them run whole, as in a pass over all rows, so every row computed is what that
+/// pass gives; the rows of other blocks in `out` are left as they were.
 ///
 /// The tasks across `threads`: each (sequence, key/value head) packs its K and V once for the
 /// query heads of its group, and when such pairs are few and do not share out evenly (one for
@@ -192,10 +192,15 @@ public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>,
         let s = task / (kvHeads * parts), kvHead = task / parts % kvHeads, part = task % parts
         let n = lengths[s]
         var queryRows = queryRun(part, of: parts, length: n)
-        if let wanted = queries?[s] {
-            // From the start of the first wanted row's block (queryRun's runs start on one too).
-            let from = wanted.lowerBound / attentionQueryBlock * attentionQueryBlock
-            queryRows = max(queryRows.lowerBound, from)..<max(max(queryRows.lowerBound, from), min(queryRows.upperBound, wanted.upperBound))
+        if let wanted = queries?[s], !wanted.isEmpty {
+            // The whole query blocks that hold the wanted rows, as a full pass runs them: a
+            // block's keys (with a window, up to its last row's) are then the same.
+            let block = attentionQueryBlock
+            let from = max(queryRows.lowerBound, wanted.lowerBound / block * block)
+            let to = min(queryRows.upperBound, (wanted.upperBound + block - 1) / block * block)
+            queryRows = from..<max(from, to)
+        } else if queries != nil {
+            return
         }
         guard !queryRows.isEmpty else { return }
         precondition(n <= scratch[worker].maxLength, "the scratch holds the sequence's K and V")

@@ -37,7 +37,14 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
 
     /// Token types are ignored: Qwen3 has none.
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        try encodeGroupedQueryLayers(batch, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads, profile: profile) {
+        try encode(batch, typeIds: typeIds, profile: profile, reading: nil)
+    }
+
+    /// `encode` for a head that reads `reading[s]` of sequence s (last-token pooling reads one
+    /// row): the last layer runs its queries, output projection and feed-forward network for
+    /// those rows alone (as `BertModel`).
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?, reading: [HeadRows]?) throws -> EncoderOutput {
+        try encodeGroupedQueryLayers(batch, headDim: qwen3.headDim, keyValueHeads: qwen3.keyValueHeads, profile: profile, reading: reading) {
             forward(ids: $0, hidden: $1, $2)
         }
     }
@@ -48,17 +55,26 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
         context.measure(.embeddings) {
             for t in 0..<m { wordEmbeddings.row(Int(ids[t]), into: x + t * h) }
         }
-        let normed = context.attended, projected = context.projected
-        for layer in layers {
+        let normed = context.attended, projected = context.projected, sequences = context.sequences
+        for (index, layer) in layers.enumerated() {
+            // The last layer for the rows a head reads: every token's keys and values, then
+            // those rows alone, gathered to the front of x and put back at the end.
+            let readingOnly = index == layers.count - 1 && sequences.rowsRead != nil
             // x += Attention(norm(x)); x += FFN(norm(x)).
             normed.update(from: x, count: m * h)
             context.measure(.layerNorm) { layer.inputNorm(normed, m: m, threads: context.threads) }
-            layer.attention(normed, into: projected, context)
-            context.measure(.layerNorm) { addResidual(x, projected, rows: m, cols: h, threads: context.threads) }
-            normed.update(from: x, count: m * h)
-            context.measure(.layerNorm) { layer.preFeedForwardNorm(normed, m: m, threads: context.threads) }
-            layer.feedForward(normed, into: projected, context)
-            context.measure(.layerNorm) { addResidual(x, projected, rows: m, cols: h, threads: context.threads) }
+            layer.attention(normed, into: projected, context, readingOnly: readingOnly)
+            let rows = readingOnly ? sequences.gatherRowsRead(width: h, [x]) : m
+            context.measure(.layerNorm) { addResidual(x, projected, rows: rows, cols: h, threads: context.threads) }
+            normed.update(from: x, count: rows * h)
+            context.measure(.layerNorm) { layer.preFeedForwardNorm(normed, m: rows, threads: context.threads) }
+            layer.feedForward(normed, into: projected, context, rows: rows)
+            context.measure(.layerNorm) { addResidual(x, projected, rows: rows, cols: h, threads: context.threads) }
+            if readingOnly {
+                context.measure(.layerNorm) { finalNorm(x, m: rows, threads: context.threads) }
+                sequences.putBackRowsRead(width: h, x)
+                return
+            }
         }
         context.measure(.layerNorm) { finalNorm(x, m: m, threads: context.threads) }
     }
