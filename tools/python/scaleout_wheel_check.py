@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Spark and Ray jobs (examples/spark/embed.py, examples/ray/embed.py) from a plain venv that
 has only the swiftbert wheel plus PySpark, Ray Data, pyarrow and pandas: no --bert, no `bert` on
-PATH, no Swift toolchain on PATH, an environment emptied with `env -i PATH=/usr/bin:/bin HOME=$HOME`.
+PATH, no Swift toolchain on PATH, an environment emptied with `env -i PATH=/usr/bin:/bin HOME=$HOME`
+(OPENBLAS_CORETYPE is kept when set).
 By hand, not in CI (JVM and Ray start-ups; docs/scale-out.md, "Not in CI").
 
 Run by tools/python/scaleout_wheel_check.sh, which makes the venv; this file runs inside it:
@@ -40,8 +41,12 @@ def load() -> str:
 
 
 def clean_env() -> dict:
-    """What `env -i PATH=/usr/bin:/bin HOME=$HOME` leaves."""
-    return {"PATH": "/usr/bin:/bin", "HOME": os.environ["HOME"]}
+    """What `env -i PATH=/usr/bin:/bin HOME=$HOME` leaves, plus OPENBLAS_CORETYPE when it is set (a
+    machine that needs it to pick OpenBLAS's kernels needs it in every run)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ["HOME"]}
+    if "OPENBLAS_CORETYPE" in os.environ:
+        env["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
+    return env
 
 
 def reference(corpus: str, home: str, work: str) -> dict:
@@ -64,11 +69,13 @@ def check(path: str, expected: dict, all_ids: int) -> dict:
     table = ds.dataset(path, format="parquet").to_table()
     ids = table["id"].to_pylist()
     distinct = set(ids)
-    wrong, differing, max_diff = [], 0, 0.0
+    wrong, differing, max_diff, null_with_error, identical = [], 0, 0.0, 0, 0
     for row_id, vector, error in zip(ids, table["embedding"].to_pylist(), table["error"].to_pylist()):
         if row_id not in expected:  # a null text
             if vector is not None or not error:
                 wrong.append(row_id)
+            else:
+                null_with_error += 1
             continue
         if vector is None or error is not None:
             wrong.append(row_id)
@@ -77,8 +84,12 @@ def check(path: str, expected: dict, all_ids: int) -> dict:
         if not np.array_equal(got.view(np.uint32), expected[row_id].view(np.uint32)):
             differing += 1
             max_diff = max(max_diff, float(np.abs(got - expected[row_id]).max()))
+        else:
+            identical += 1
     result = {"rows": len(ids), "distinct_ids": len(distinct), "missing": all_ids - len(distinct & set(range(all_ids))),
               "duplicates": len(ids) - len(distinct), "null_text_rows": all_ids - len(expected),
+              "null_text_rows_with_error": null_with_error,
+              "vectors_bit_identical": identical,
               "wrong_rows": wrong[:10], "vectors_not_bit_identical": differing, "max_abs_diff": max_diff}
     result["ok"] = (result["missing"] == 0 and result["duplicates"] == 0 and not wrong and differing == 0
                     and len(ids) == all_ids)
@@ -106,7 +117,7 @@ def main() -> int:
     failed = False
     for name in args.only.split(","):
         output = os.path.join(work, f"{name}.parquet")
-        command = ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={os.environ['HOME']}", sys.executable, *jobs[name],
+        command = ["env", "-i", *(f"{k}={v}" for k, v in clean_env().items()), sys.executable, *jobs[name],
                    "--input", corpus, "--text-column", "text", "--id-column", "id", "--output", output,
                    "--swiftbert-home", home, "--threads", "1"]
         before = load()

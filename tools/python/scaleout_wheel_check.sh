@@ -9,14 +9,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-wheel=$(ls dist/swiftbert-*-py3-none-manylinux_2_35_x86_64.whl)
-venv=${SCALEOUT_VENV:-/tmp/swiftbert-scaleout-venv}
-pins=$(grep -E '#[[:space:]]*scaleout' tools/requirements.txt | sed 's/[[:space:]]*#.*//')
-[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-# shellcheck disable=SC2086
-"$venv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
-set -f  # ray[data] is a pin, not a glob
-# shellcheck disable=SC2086
-"$venv/bin/pip" install -q --disable-pip-version-check "$wheel" $pins
-set +f
+# shellcheck source=tools/python/scaleout_venv.sh
+. tools/python/scaleout_venv.sh
+scaleout_venv
 exec "$venv/bin/python" tools/python/scaleout_wheel_check.py --swiftbert-home "$repo" "$@"
