@@ -88,6 +88,7 @@ struct GroupedQueryAttention {
                                queries: readingOnly ? sequences.rowsRead : nil, scratch: context.attentionScratch, into: attended, ldo: queries)
         }
         let rows = readingOnly ? sequences.gatherRowsRead(width: queries, [attended]) : m
+        guard rows > 0 else { return }
         context.measure(.attentionOutput) { output(attended, m: rows, into: out, context) }
     }
 }

@@ -65,6 +65,7 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
             context.measure(.layerNorm) { layer.inputNorm(normed, m: m, threads: context.threads) }
             layer.attention(normed, into: projected, context, readingOnly: readingOnly)
             let rows = readingOnly ? sequences.gatherRowsRead(width: h, [x]) : m
+            if rows == 0 { return }  // no row read: nothing more to compute
             context.measure(.layerNorm) { addResidual(x, projected, rows: rows, cols: h, threads: context.threads) }
             normed.update(from: x, count: rows * h)
             context.measure(.layerNorm) { layer.preFeedForwardNorm(normed, m: rows, threads: context.threads) }
