@@ -124,6 +124,24 @@ final class HeadRowsTests: XCTestCase {
         XCTAssertEqual(embedder.head(for: .init()).rowsRead(HeadBatch(threads: 1)), HeadRows.last)
     }
 
+    /// The rotary encoders (random weights, tools/fixtures): GTE (post-LN), NomicBERT, and
+    /// ModernBERT (pre-LN, a final norm, sliding-window layers: a windowed block's keys depend on
+    /// its rows).
+    func testRowsReadInTheRotaryEncoders() throws {
+        for name in ["gte", "nomic", "modernbert"] {
+            let folder = try RotaryEncoderTests.conversions.folder(name)
+            let tokenizer = try Tokenizer.load(folder: folder)
+            let batch = Array(try batch(tokenizer).prefix(20))
+            for precision in [Precision.fp32, .bf16] {
+                for threads in [1, 2] {
+                    let encoder = try loadEncoder(folder: folder, threads: threads, precision: precision)
+                    XCTAssertTrue(encoder is RotaryEncoderModel)
+                    try assertReadRowsEqualAFullPass(encoder, batch, "\(name) \(precision) \(threads) threads")
+                }
+            }
+        }
+    }
+
     /// The pipelines ask for their heads' rows, and answer as over a full pass.
     func testPipelinesGiveWhatTheirHeadsGiveOverAFullPass() throws {
         let loaded = try SwiftBERT.loadModel(folder: convertedModel("all-MiniLM-L6-v2"), threads: 2)

@@ -46,7 +46,13 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
     }
 
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]? = nil, profile: StageProfile? = nil) throws -> EncoderOutput {
-        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds)
+        try encode(batch, typeIds: typeIds, profile: profile, reading: nil)
+    }
+
+    /// `encode` for a head that reads `reading[s]` of sequence s: the last layer runs its
+    /// queries, output projection and feed-forward network for those rows alone (as `BertModel`).
+    public func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?, reading: [HeadRows]?) throws -> EncoderOutput {
+        let (ids, types, sequences) = try config.encoder.pack(batch, typeIds: typeIds, reading: reading)
         let h = config.encoder.hiddenSize
         return sequences.encodeInChunks(ids: ids, typeIds: types, hiddenSize: h, threads: threads) { part, ids, types, hidden in
             let context = ForwardContext(sequences: part, threads: threads, quantizesActivations: precision.quantizesActivations,
@@ -69,14 +75,20 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
             }
             embeddingsNorm(x, residual: nil, m: m, threads: context.threads)
         }
-        for layer in layers {
+        let sequences = context.sequences
+        for (index, layer) in layers.enumerated() {
+            // The last layer for the rows a head reads: every token's keys and values, then
+            // those rows alone (`rows` of them), gathered to the front of x and put back at the end.
+            let readingOnly = index == layers.count - 1 && sequences.rowsRead != nil
             switch placement {
             case .post:
                 // 2. Attention, residual, LayerNorm; 3. gated feed-forward, residual, LayerNorm.
-                layer.attention(x, into: context.projected, context)
-                context.measure(.layerNorm) { layer.attentionNorm!(x, residual: context.projected, m: m, threads: context.threads) }
-                layer.feedForward(x, into: context.projected, context)
-                context.measure(.layerNorm) { layer.mlpNorm(x, residual: context.projected, m: m, threads: context.threads) }
+                layer.attention(x, into: context.projected, context, readingOnly: readingOnly)
+                let rows = readingOnly ? sequences.gatherRowsRead(width: h, [x]) : m
+                if rows == 0 { return }  // no row read: nothing more to compute
+                context.measure(.layerNorm) { layer.attentionNorm!(x, residual: context.projected, m: rows, threads: context.threads) }
+                layer.feedForward(x, into: context.projected, context, rows: rows)
+                context.measure(.layerNorm) { layer.mlpNorm(x, residual: context.projected, m: rows, threads: context.threads) }
             case .pre:
                 // 2. x += Attention(LayerNorm(x)) (layer 0: of x itself); 3. x += FFN(LayerNorm(x)).
                 // The normalised copy goes to `attended`, which attention overwrites only once
@@ -84,12 +96,19 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
                 let normed = context.attended
                 normed.update(from: x, count: m * h)
                 if let norm = layer.attentionNorm { context.measure(.layerNorm) { norm(normed, residual: nil, m: m, threads: context.threads) } }
-                layer.attention(normed, into: context.projected, context)
-                addResidual(x, context.projected, rows: m, cols: h, threads: context.threads)
-                normed.update(from: x, count: m * h)
-                context.measure(.layerNorm) { layer.mlpNorm(normed, residual: nil, m: m, threads: context.threads) }
-                layer.feedForward(normed, into: context.projected, context)
-                addResidual(x, context.projected, rows: m, cols: h, threads: context.threads)
+                layer.attention(normed, into: context.projected, context, readingOnly: readingOnly)
+                let rows = readingOnly ? sequences.gatherRowsRead(width: h, [x]) : m
+                if rows == 0 { return }
+                addResidual(x, context.projected, rows: rows, cols: h, threads: context.threads)
+                normed.update(from: x, count: rows * h)
+                context.measure(.layerNorm) { layer.mlpNorm(normed, residual: nil, m: rows, threads: context.threads) }
+                layer.feedForward(normed, into: context.projected, context, rows: rows)
+                addResidual(x, context.projected, rows: rows, cols: h, threads: context.threads)
+                if readingOnly, let finalNorm { context.measure(.layerNorm) { finalNorm(x, residual: nil, m: rows, threads: context.threads) } }
+            }
+            if readingOnly {
+                sequences.putBackRowsRead(width: h, x)
+                return
             }
         }
         if let finalNorm { context.measure(.layerNorm) { finalNorm(x, residual: nil, m: m, threads: context.threads) } }
@@ -139,8 +158,11 @@ struct RotarySelfAttention {
         (self.rotary, self.window, heads, headDim) = (rotary, window, config.numAttentionHeads, config.headDim)
     }
 
-    /// out[T × H] = Wo · Attention(x).
-    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
+    /// out[T × H] = Wo · Attention(x). With `readingOnly` (a last layer for the rows a head
+    /// reads, `PackedSequences.rowsRead`), attention and Wo run for those rows alone, and `out`
+    /// holds them in order from its first row.
+    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, _ context: ForwardContext,
+                        readingOnly: Bool = false) {
         let sequences = context.sequences, h = heads * headDim
         let projections = context.wide  // [T × 3H]: Q | K | V per token
         context.measure(.qkv) {
@@ -151,8 +173,10 @@ struct RotarySelfAttention {
             multiHeadAttention(q: projections, k: projections + h, v: projections + 2 * h, ld: 3 * h,
                                heads: heads, headDim: headDim, starts: sequences.starts, lengths: sequences.lengths,
                                threads: context.threads, arithmetic: context.attention, window: window,
-                               scratch: context.attentionScratch, into: context.attended, ldo: h)
+                               queries: readingOnly ? sequences.rowsRead : nil, scratch: context.attentionScratch, into: context.attended, ldo: h)
         }
-        context.measure(.attentionOutput) { output(context.attended, m: sequences.tokenCount, into: out, context) }
+        let rows = readingOnly ? sequences.gatherRowsRead(width: h, [context.attended]) : sequences.tokenCount
+        guard rows > 0 else { return }
+        context.measure(.attentionOutput) { output(context.attended, m: rows, into: out, context) }
     }
 }
