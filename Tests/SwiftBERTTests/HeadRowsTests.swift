@@ -71,16 +71,9 @@ final class HeadRowsTests: XCTestCase {
     }
 
     func testRowsReadAreThoseOfAFullPassInEveryPrecision() throws {
-        let folder = try convertedModel("all-MiniLM-L6-v2")
-        let tokenizer = try SwiftBERT.loadModel(folder: folder, threads: 1).tokenizer
-        let batch = try batch(tokenizer)
-        for precision in [Precision.fp32, .bf16, .int8, .int8Attention, .int8Static] {
-            for threads in [1, 2] {
-                let encoder = try SwiftBERT.loadModel(folder: folder, threads: threads, precision: precision).encoder
-                XCTAssertTrue(encoder is BertModel)
-                try assertReadRowsEqualAFullPass(encoder, batch, "MiniLM \(precision) \(threads) threads")
-            }
-        }
+        // A copy with an int8-static file of its own: the set-up makes none.
+        try assertRowsReadInEveryPrecision(ConcurrencyTests.quicklyCalibrated(convertedModel("all-MiniLM-L6-v2")), BertModel.self,
+                                           [.fp32, .bf16, .int8, .int8Attention, .int8Static], "MiniLM", sequences: 48)
     }
 
     /// MPNet: its relative position bias is read by absolute query position.
@@ -91,19 +84,24 @@ final class HeadRowsTests: XCTestCase {
         try assertReadRowsEqualAFullPass(loaded.encoder, batch, "MPNet fp32")
     }
 
+    /// A converted folder's encoder (of type `Encoder`), loaded in each precision on 1 and 2
+    /// threads, over the first `sequences` of `batch` (all 48 span several chunks).
+    func assertRowsReadInEveryPrecision<Encoder: EncoderModel>(_ folder: URL, _: Encoder.Type, _ precisions: [Precision],
+                                                                 _ label: String, sequences: Int = 20) throws {
+        let batch = Array(try batch(Tokenizer.load(folder: folder)).prefix(sequences))
+        for precision in precisions {
+            for threads in [1, 2] {
+                let encoder = try loadEncoder(folder: folder, threads: threads, precision: precision)
+                XCTAssertTrue(encoder is Encoder, label)
+                try assertReadRowsEqualAFullPass(encoder, batch, "\(label) \(precision) \(threads) threads")
+            }
+        }
+    }
+
     /// DeBERTa (random weights, tools/fixtures): the disentangled scores are read by absolute
     /// query position, and its last layer runs the rows read alone too.
     func testRowsReadInDeBERTa() throws {
-        let folder = try DebertaTests.converted("classifier")
-        let tokenizer = try Tokenizer.load(folder: folder)
-        let batch = Array(try batch(tokenizer).prefix(20))
-        for precision in [Precision.fp32, .bf16, .int8] {
-            for threads in [1, 2] {
-                let encoder = try loadEncoder(folder: folder, threads: threads, precision: precision)
-                XCTAssertTrue(encoder is DebertaEncoderModel)
-                try assertReadRowsEqualAFullPass(encoder, batch, "DeBERTa \(precision) \(threads) threads")
-            }
-        }
+        try assertRowsReadInEveryPrecision(DebertaTests.converted("classifier"), DebertaEncoderModel.self, [.fp32, .bf16, .int8], "DeBERTa")
     }
 
     /// Qwen3 (random weights, tools/fixtures): causal attention, grouped-query heads wider than
@@ -111,15 +109,7 @@ final class HeadRowsTests: XCTestCase {
     /// last row.
     func testRowsReadInQwen3() throws {
         let folder = try Qwen3Tests.converted()
-        let tokenizer = try Tokenizer.load(folder: folder)
-        let batch = Array(try batch(tokenizer).prefix(20))
-        for precision in [Precision.fp32, .bf16, .int8] {
-            for threads in [1, 2] {
-                let encoder = try loadEncoder(folder: folder, threads: threads, precision: precision)
-                XCTAssertTrue(encoder is Qwen3EncoderModel)
-                try assertReadRowsEqualAFullPass(encoder, batch, "Qwen3 \(precision) \(threads) threads")
-            }
-        }
+        try assertRowsReadInEveryPrecision(folder, Qwen3EncoderModel.self, [.fp32, .bf16, .int8], "Qwen3")
         let embedder = try SentenceEmbedder(folder: folder, threads: 2)
         XCTAssertEqual(embedder.head(for: .init()).rowsRead(HeadBatch(threads: 1)), HeadRows.last)
     }
@@ -129,16 +119,7 @@ final class HeadRowsTests: XCTestCase {
     /// its rows).
     func testRowsReadInTheRotaryEncoders() throws {
         for name in ["gte", "nomic", "modernbert"] {
-            let folder = try RotaryEncoderTests.conversions.folder(name)
-            let tokenizer = try Tokenizer.load(folder: folder)
-            let batch = Array(try batch(tokenizer).prefix(20))
-            for precision in [Precision.fp32, .bf16] {
-                for threads in [1, 2] {
-                    let encoder = try loadEncoder(folder: folder, threads: threads, precision: precision)
-                    XCTAssertTrue(encoder is RotaryEncoderModel)
-                    try assertReadRowsEqualAFullPass(encoder, batch, "\(name) \(precision) \(threads) threads")
-                }
-            }
+            try assertRowsReadInEveryPrecision(RotaryEncoderTests.conversions.folder(name), RotaryEncoderModel.self, [.fp32, .bf16], name)
         }
     }
 
