@@ -19,6 +19,10 @@ struct PackedSequences {
         self.starts = starts
     }
 
+    /// Whether layer `index` of `count` runs for the rows read alone (after every token's keys
+    /// and values): the last, when a head reads only some rows (`HeadRows`).
+    func readsOnly(layer index: Int, of count: Int) -> Bool { index == count - 1 && rowsRead != nil }
+
     /// Moves the rows read (`rowsRead`) of each buffer [T × width] to its front, in order, and
     /// returns their count: what the rest of a last layer runs over after attention
     /// (`putBackRowsRead` returns them). A row's place is never after it, so none is overwritten

@@ -192,15 +192,14 @@ public func multiHeadAttention(q: UnsafePointer<Float>, k: UnsafePointer<Float>,
         let s = task / (kvHeads * parts), kvHead = task / parts % kvHeads, part = task % parts
         let n = lengths[s]
         var queryRows = queryRun(part, of: parts, length: n)
-        if let wanted = queries?[s], !wanted.isEmpty {
+        if let queries {
             // The whole query blocks that hold the wanted rows, as a full pass runs them: a
             // block's keys (with a window, up to its last row's) are then the same.
-            let block = attentionQueryBlock
+            let (wanted, block) = (queries[s], attentionQueryBlock)
+            guard !wanted.isEmpty else { return }
             let from = max(queryRows.lowerBound, wanted.lowerBound / block * block)
             let to = min(queryRows.upperBound, (wanted.upperBound + block - 1) / block * block)
             queryRows = from..<max(from, to)
-        } else if queries != nil {
-            return
         }
         guard !queryRows.isEmpty else { return }
         precondition(n <= scratch[worker].maxLength, "the scratch holds the sequence's K and V")

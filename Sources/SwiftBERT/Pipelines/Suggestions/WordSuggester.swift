@@ -296,9 +296,9 @@ public final class WordSuggester: @unchecked Sendable {
     private func reading(of context: Substring) throws -> ContextReading {
         if let cache, cache.text == context { return cache }
         let input = modelInput(context: context)
-        // The mask before [SEP]: the only row read.
-        let output = try model.encode([input], typeIds: nil, profile: nil, reading: [.position(input.count - 2)])
-        let logits = try model.maskedLMLogits(output, at: [(0, input.count - 2)])[0]
+        let mask = input.count - 2  // before [SEP]: the only row read
+        let output = try model.encode([input], typeIds: nil, profile: nil, reading: [.position(mask)])
+        let logits = try model.maskedLMLogits(output, at: [(0, mask)])[0]
         runs += 1
         let recent = recentShares(context)
         let recencyShare = recent == nil ? 0 : options.recencyWeight

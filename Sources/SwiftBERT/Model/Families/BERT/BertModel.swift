@@ -42,7 +42,7 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     }
 
     /// `encode` for a head that reads `reading[s]` of sequence s: the last layer runs its
-    /// queries, attention output and feed-forward network for those rows alone (`lastLayer`).
+    /// queries, attention output and feed-forward network for those rows alone (`forward`).
     public func encode(_ batch: [[Int32]], typeIds: [[Int32]]?, profile: StageProfile?, reading: [HeadRows]?) throws -> EncoderOutput {
         try encode(batch, typeIds: typeIds, profile: profile, recordingInto: nil, reading: reading)
     }
@@ -71,38 +71,26 @@ public final class BertModel: ConvertedModel, EncoderModel, @unchecked Sendable 
     func forward(ids: [Int32], typeIds: [Int32], hidden x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
         // 1. Embeddings: word + position (RoBERTa's from padding_idx + 1) + token type, LayerNorm.
         context.measure(.embeddings) { embeddings(ids: ids, typeIds: typeIds, into: x, context) }
+        let sequences = context.sequences, h = config.encoder.hiddenSize
         for (index, layer) in layers.enumerated() {
-            if index == layers.count - 1, context.sequences.rowsRead != nil {
-                lastLayer(layer, x, context)
-                break
-            }
+            // The last layer, when a head reads only some rows (`HeadRows`): every token's Q, K
+            // and V, attention for the query blocks of the rows read, then those rows alone
+            // (`m` of them), gathered to the front of the buffers and put back at the end. Each
+            // row's arithmetic is a full pass's, so its states are the same, bit for bit.
+            let readingOnly = sequences.readsOnly(layer: index, of: layers.count)
             // 2. Self-attention: Q, K, V in one fused Linear, softmax(QKᵀ/√d [+ MPNet's position
             //    bias])·V per sequence and head.
-            layer.attention.selfAttention(x, into: context.attended, context)
+            layer.attention.selfAttention(x, into: context.attended, context, queries: readingOnly ? sequences.rowsRead : nil)
+            let m = readingOnly ? sequences.gatherRowsRead(width: h, [context.attended, x]) : sequences.tokenCount
+            if m == 0 { return }  // no row read: nothing more to compute
             // 3. Attention output projection, residual, LayerNorm.
-            layer.attention.output(context.attended, residual: x, context)
+            layer.attention.output(context.attended, residual: x, context, rows: m)
             // 4. Feed-forward in: dense, then exact GELU.
-            layer.intermediate(x, into: context.wide, context)
+            layer.intermediate(x, into: context.wide, context, rows: m)
             // 5. Feed-forward out: dense, residual, LayerNorm.
-            layer.output(context.wide, residual: x, context)
+            layer.output(context.wide, residual: x, context, rows: m)
+            if readingOnly { sequences.putBackRowsRead(width: h, x) }
         }
-    }
-
-    /// The last layer when a head reads only some rows of each sequence (`rowsRead`): Q, K and
-    /// V of every token (each query row attends to all keys), attention for the query blocks of
-    /// the rows read, then those rows alone, gathered to the front of the buffers, through the
-    /// attention output, the feed-forward network and their LayerNorms, and put back in place.
-    /// Each row's arithmetic is that of a pass over every row, so its states are the same, bit
-    /// for bit.
-    func lastLayer(_ layer: BertLayer, _ x: UnsafeMutablePointer<Float>, _ context: ForwardContext) {
-        let sequences = context.sequences
-        layer.attention.selfAttention(x, into: context.attended, context, queries: sequences.rowsRead)
-        let m = sequences.gatherRowsRead(width: config.encoder.hiddenSize, [context.attended, x])
-        guard m > 0 else { return }
-        layer.attention.output(context.attended, residual: x, context, rows: m)
-        layer.intermediate(x, into: context.wide, context, rows: m)
-        layer.output(context.wide, residual: x, context, rows: m)
-        sequences.putBackRowsRead(width: config.encoder.hiddenSize, x)
     }
 
     // MARK: - Heads

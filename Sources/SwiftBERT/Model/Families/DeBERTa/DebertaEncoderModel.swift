@@ -68,34 +68,24 @@ public final class DebertaEncoderModel: ConvertedModel, EncoderModel, @unchecked
         let tableRows = (-(longest - 1)..<longest).map { Int32(deberta.tableRow(distance: $0)) }
         tableRows.withUnsafeBufferPointer { rows in
             let zero = rows.baseAddress! + (longest - 1)
+            let sequences = context.sequences, h = config.encoder.hiddenSize
             for (index, layer) in layers.enumerated() {
-                if index == layers.count - 1, context.sequences.rowsRead != nil {
-                    lastLayer(layer, x, tableRow: zero, context)
-                    break
-                }
+                // The last layer for the rows a head reads, as `BertModel.forward` runs it (the
+                // disentangled scores are still made for every query row).
+                let readingOnly = sequences.readsOnly(layer: index, of: layers.count)
                 // 2. Disentangled self-attention.
-                layer.attention(x, into: context.attended, tableRow: zero, context)
+                layer.attention(x, into: context.attended, tableRow: zero, context, queries: readingOnly ? sequences.rowsRead : nil)
+                let m = readingOnly ? sequences.gatherRowsRead(width: h, [context.attended, x]) : sequences.tokenCount
+                if m == 0 { return }  // no row read: nothing more to compute
                 // 3. Attention output projection, residual, LayerNorm.
-                layer.attentionOutput(context.attended, residual: x, context)
+                layer.attentionOutput(context.attended, residual: x, context, rows: m)
                 // 4. Feed-forward in: dense, then GELU.
-                layer.intermediate(x, into: context.wide, context)
+                layer.intermediate(x, into: context.wide, context, rows: m)
                 // 5. Feed-forward out: dense, residual, LayerNorm.
-                layer.output(context.wide, residual: x, context)
+                layer.output(context.wide, residual: x, context, rows: m)
+                if readingOnly { sequences.putBackRowsRead(width: h, x) }
             }
         }
-    }
-
-    /// The last layer for the rows read alone after attention (`BertModel.lastLayer`). The
-    /// disentangled scores are still made for every query row of the sequences.
-    func lastLayer(_ layer: DebertaLayer, _ x: UnsafeMutablePointer<Float>, tableRow: UnsafePointer<Int32>, _ context: ForwardContext) {
-        let sequences = context.sequences
-        layer.attention(x, into: context.attended, tableRow: tableRow, context, queries: sequences.rowsRead)
-        let m = sequences.gatherRowsRead(width: config.encoder.hiddenSize, [context.attended, x])
-        guard m > 0 else { return }
-        layer.attentionOutput(context.attended, residual: x, context, rows: m)
-        layer.intermediate(x, into: context.wide, context, rows: m)
-        layer.output(context.wide, residual: x, context, rows: m)
-        sequences.putBackRowsRead(width: config.encoder.hiddenSize, x)
     }
 
     public func maskedLMLogits(hiddenRows: [Float], count m: Int) throws -> [Float] {

@@ -59,7 +59,7 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
         for (index, layer) in layers.enumerated() {
             // The last layer for the rows a head reads: every token's keys and values, then
             // those rows alone, gathered to the front of x and put back at the end.
-            let readingOnly = index == layers.count - 1 && sequences.rowsRead != nil
+            let readingOnly = sequences.readsOnly(layer: index, of: layers.count)
             // x += Attention(norm(x)); x += FFN(norm(x)).
             normed.update(from: x, count: m * h)
             context.measure(.layerNorm) { layer.inputNorm(normed, m: m, threads: context.threads) }

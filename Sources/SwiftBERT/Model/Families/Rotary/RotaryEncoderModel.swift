@@ -79,7 +79,7 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
         for (index, layer) in layers.enumerated() {
             // The last layer for the rows a head reads: every token's keys and values, then
             // those rows alone (`rows` of them), gathered to the front of x and put back at the end.
-            let readingOnly = index == layers.count - 1 && sequences.rowsRead != nil
+            let readingOnly = sequences.readsOnly(layer: index, of: layers.count)
             switch placement {
             case .post:
                 // 2. Attention, residual, LayerNorm; 3. gated feed-forward, residual, LayerNorm.
