@@ -92,7 +92,7 @@ func fieldWithNonInteger(_ value: Any, schema: Schema, path: String = "") -> (fi
         let double = number.doubleValue
         let whole = double.rounded() == double && double >= -9.2e18 && double <= 9.2e18
         return whole ? nil : (path, number.stringValue)
-    case let .array(items):
+    case let .array(items), let .nonEmptyArray(items):
         guard let list = value as? [Any] else { return nil }
         for (index, item) in list.enumerated() {
             if let found = fieldWithNonInteger(item, schema: items, path: "\(path)[\(index)]") { return found }
@@ -106,7 +106,7 @@ func fieldWithNonInteger(_ value: Any, schema: Schema, path: String = "") -> (fi
             }
         }
         return nil
-    case .string, .number, .boolean, .oneOf, .ref, .nullable:
+    case .string, .number, .boolean, .oneOf, .ref, .nullable, .enumeration, .pattern:
         // A oneOf (texts or token ids) reports its own shape error; the rest hold no integer.
         return nil
     }
@@ -366,16 +366,18 @@ struct FillRequest: Decodable, Sendable {
 
 private let textsSchema = Schema.oneOf([.string, .array(.string)])
 private let textsOrIds = Schema.oneOf([.string, .array(.string), .array(.integer), .array(.array(.integer))])
+/// "Left" or "Right", in any case (`Endpoints.truncatesLeft`).
+private let truncationDirection = Schema.pattern("^([Ll][Ee][Ff][Tt]|[Rr][Ii][Gg][Hh][Tt])$")
 
 extension OpenAIEmbeddingRequest: Documented {
-    static let schema = Schema.object([("input", textsOrIds, true), ("model", .string, false), ("encoding_format", .string, false),
+    static let schema = Schema.object([("input", textsOrIds, true), ("model", .string, false), ("encoding_format", .enumeration(["float", "base64"]), false),
                                        ("dimensions", .integer, false), ("user", .string, false), ("truncate", .boolean, false)])
 }
 extension TEIEmbedRequest: Documented {
     static let schema = Schema.object([("inputs", textsOrIds, true), ("normalize", .boolean, false), ("truncate", .boolean, false),
-                                       ("truncation_direction", .string, false), ("prompt_name", .string, false),
+                                       ("truncation_direction", truncationDirection, false), ("prompt_name", .string, false),
                                        ("dimensions", .integer, false), ("model", .string, false),
-                                       ("chunk", .integer, false), ("overlap", .integer, false), ("chunk_pooling", .string, false)])
+                                       ("chunk", .integer, false), ("overlap", .integer, false), ("chunk_pooling", .enumeration(["none", "mean"]), false)])
 }
 /// What a TEIRequest's `inputs` look like.
 protocol DocumentedInputs {
@@ -385,30 +387,30 @@ extension TextInputs: DocumentedInputs {
     static var schema: Schema { textsSchema }
 }
 extension SimilarityInputs: DocumentedInputs {
-    static var schema: Schema { .object([("source_sentence", .string, true), ("sentences", .array(.string), true)]) }
+    static var schema: Schema { .object([("source_sentence", .string, true), ("sentences", .nonEmptyArray(.string), true)]) }
 }
 extension OutputsRequest: Documented {
     static var schema: Schema {
-        .object([("inputs", textsSchema, true), ("outputs", .array(.string), true), ("normalize", .boolean, false),
-                 ("truncate", .boolean, false), ("truncation_direction", .string, false), ("prompt_name", .string, false),
+        .object([("inputs", textsSchema, true), ("outputs", .nonEmptyArray(.enumeration(["dense", "sparse", "multi_vector"])), true), ("normalize", .boolean, false),
+                 ("truncate", .boolean, false), ("truncation_direction", truncationDirection, false), ("prompt_name", .string, false),
                  ("model", .string, false)])
     }
 }
 extension TEIRequest: Documented where Inputs: DocumentedInputs {
     static var schema: Schema {
-        .object([("inputs", Inputs.schema, true), ("truncate", .boolean, false), ("truncation_direction", .string, false),
+        .object([("inputs", Inputs.schema, true), ("truncate", .boolean, false), ("truncation_direction", truncationDirection, false),
                  ("prompt_name", .string, false), ("model", .string, false)])
     }
 }
 extension PredictRequest: Documented {
     static let schema = Schema.object([("inputs", .oneOf([.string, .array(.string), .array(.oneOf([.string, .array(.string)]))]), true),
                                        ("raw_scores", .boolean, false), ("truncate", .boolean, false),
-                                       ("truncation_direction", .string, false), ("model", .string, false)])
+                                       ("truncation_direction", truncationDirection, false), ("model", .string, false)])
 }
 extension RerankRequest: Documented {
     static let schema = Schema.object([("query", .string, true), ("texts", .array(.string), true), ("raw_scores", .boolean, false),
                                        ("return_text", .boolean, false), ("truncate", .boolean, false),
-                                       ("truncation_direction", .string, false), ("model", .string, false)])
+                                       ("truncation_direction", truncationDirection, false), ("model", .string, false)])
 }
 extension CohereRerankRequest: Documented {
     static let schema = Schema.object([("query", .string, true), ("documents", .array(.oneOf([.string, .object([("text", .string, true)])])), true),

@@ -163,8 +163,8 @@ public enum BertServer {
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: metrics.prometheusText())))
         }
-        let document = openAPIDocument(version: Endpoints.version)
-        get("/openapi.json") { _, _ in jsonResponse(200, document) }
+        let documents = OpenAPIDocuments(requiresKey: configuration.apiKey != nil, registry: registry)
+        get("/openapi.json") { _, _ in jsonResponse(200, documents.current) }
         get("/docs") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(string: apiDocsPage)))

@@ -15,11 +15,22 @@ extension ServerTests {
         let components = try XCTUnwrap(document["components"] as? [String: Any])
         let checker = SchemaChecker(schemas: components["schemas"] as? [String: Any] ?? [:])
 
-        // The API key's scheme, and which routes need it.
-        let schemes = try XCTUnwrap(components["securitySchemes"] as? [String: [String: Any]])
-        XCTAssertEqual(schemes["apiKey"]?["scheme"] as? String, "bearer")
-        XCTAssertNotNil((paths["/v1/embeddings"]?["post"] as? [String: Any])?["security"])
-        XCTAssertEqual(((paths["/health"]?["get"] as? [String: Any])?["security"] as? [Any])?.count, 0)
+        // No API key on this server: no route declares one.
+        XCTAssertNil(components["securitySchemes"])
+        for (path, method) in [("/v1/embeddings", "post"), ("/metrics", "get"), ("/health", "get"), ("/info", "head")] {
+            XCTAssertEqual(((paths[path]?[method] as? [String: Any])?["security"] as? [Any])?.count, 0, "\(method) \(path)")
+        }
+        // With the cross-encoder served, the rerank routes are listed; a request's optional
+        // fields may be null, as the decoder takes them.
+        let rerank = try XCTUnwrap((paths["/rerank"]?["post"] as? [String: Any])?["requestBody"] as? [String: Any])
+        let rerankSchema = try XCTUnwrap(((rerank["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"] as? [String: Any])
+        let properties = try XCTUnwrap(rerankSchema["properties"] as? [String: [String: Any]])
+        XCTAssertEqual(Set(properties.keys), ["query", "texts", "raw_scores", "return_text", "truncate", "truncation_direction", "model"])
+        XCTAssertEqual((properties["model"]?["oneOf"] as? [[String: Any]])?.last?["type"] as? String, "null")
+        XCTAssertEqual(properties["query"]?["type"] as? String, "string")
+        XCTAssertNotNil(paths["/v2/rerank"])
+        XCTAssertNotNil(paths["/predict"])
+        XCTAssertNil(paths["/embed_multi_vector"], "no served model has BGE-M3's ColBERT head")
 
         func schema(_ path: String, _ method: String, _ status: String) throws -> [String: Any] {
             let operation = try XCTUnwrap(paths[path]?[method] as? [String: Any], "\(method) \(path) is not in the document")

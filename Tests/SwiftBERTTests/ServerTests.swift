@@ -252,6 +252,16 @@ final class ServerTests: CLITestCase {
         XCTAssertEqual(try server.post("/v1/embeddings", ["input": "x"], headers: ["Authorization": "Bearer s3cret-key"]).status, 200)
         XCTAssertEqual(try server.get("/metrics").status, 401)
         XCTAssertEqual(try server.get("/health").status, 200, "probes need no key")
+        // The document says so: the bearer scheme, on the API routes and /metrics (with their 401), not on the probes.
+        let document = try XCTUnwrap(server.get("/openapi.json").json() as? [String: Any])
+        let paths = try XCTUnwrap(document["paths"] as? [String: [String: [String: Any]]])
+        let schemes = try XCTUnwrap((document["components"] as? [String: Any])?["securitySchemes"] as? [String: [String: Any]])
+        XCTAssertEqual(schemes["apiKey"]?["scheme"] as? String, "bearer")
+        for (path, method, keyed) in [("/v1/embeddings", "post", true), ("/info", "head", true), ("/metrics", "get", true),
+                                      ("/health", "get", false), ("/openapi.json", "get", false)] {
+            XCTAssertEqual((paths[path]?[method]?["security"] as? [Any])?.count, keyed ? 1 : 0, "\(method) \(path)")
+        }
+        XCTAssertNotNil((paths["/metrics"]?["get"]?["responses"] as? [String: Any])?["401"])
         // --body-limit is configurable.
         let body = jsonBody(["input": String(repeating: "b ", count: 3000)])
         let reply = try httpRequest(port: server.port, method: "POST", path: "/v1/embeddings", body: body, headers: ["Authorization": "Bearer s3cret-key"])
