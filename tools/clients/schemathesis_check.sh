@@ -9,7 +9,8 @@
 #   1. all-MiniLM-L6-v2, no API key;
 #   2. all-MiniLM-L6-v2 + splade-tiny + the BERT cross-encoder fixture, with an API key
 #      (schemathesis sends the key, and also tries requests without it and with a wrong one);
-#   3. the same models, no key.
+#   3. the same models, no key;
+#   4. the BGE-M3 fixture (dense, sparse and ColBERT heads) with --accept-token-ids.
 # Each run's report goes to $OUT (default /tmp/swiftbert-schemathesis). The script exits non-zero
 # when a run finds a 5xx, a response that does not match the document, or a route that accepts
 # a request without the key it requires; it lists the other findings (422s for semantic checks
@@ -30,14 +31,17 @@ fi
 fixtures=Tests/SwiftBERTTests/Fixtures/heads
 cross=$out/bert-cross-encoder
 [ -f "$cross/config.json" ] && [ -f "$cross/model.safetensors" ] || "$bert" convert "$fixtures/bert-cross-encoder" "$cross" >/dev/null
+bgem3=$out/bgem3
+[ -f "$bgem3/config.json" ] && [ -f "$bgem3/model.safetensors" ] || "$bert" convert Tests/SwiftBERTTests/Fixtures/bgem3 "$bgem3" >/dev/null
 
 status=0
-run() {  # NAME PORT KEY MODELS
+run() {  # NAME PORT KEY MODELS [SERVE OPTIONS...]
     local name=$1 port=$2 key=$3 models=$4 pid
+    shift 4
     if [ -n "$key" ]; then
-        SWIFTBERT_API_KEY=$key OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} "$bert" serve --model "$models" --port "$port" >"$out/$name.server.log" 2>&1 &
+        SWIFTBERT_API_KEY=$key OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} "$bert" serve --model "$models" --port "$port" "$@" >"$out/$name.server.log" 2>&1 &
     else
-        OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} "$bert" serve --model "$models" --port "$port" >"$out/$name.server.log" 2>&1 &
+        OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} "$bert" serve --model "$models" --port "$port" "$@" >"$out/$name.server.log" 2>&1 &
     fi
     pid=$!
     for _ in $(seq 120); do
@@ -63,4 +67,5 @@ run() {  # NAME PORT KEY MODELS
 run minilm 18191 "" all-MiniLM-L6-v2
 run three-models-key 18192 schemathesis-key "all-MiniLM-L6-v2,splade-tiny,$cross"
 run three-models 18193 "" "all-MiniLM-L6-v2,splade-tiny,$cross"
+run bgem3-token-ids 18194 "" "$bgem3" --accept-token-ids
 exit $status
