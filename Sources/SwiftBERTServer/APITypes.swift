@@ -367,7 +367,7 @@ struct FillRequest: Decodable, Sendable {
 private let textsSchema = Schema.oneOf([.string, .array(.string)])
 private let textsOrIds = Schema.oneOf([.string, .array(.string), .array(.integer), .array(.array(.integer))])
 /// "Left" or "Right", in any case (`Endpoints.truncatesLeft`).
-private let truncationDirection = Schema.pattern("^([Ll][Ee][Ff][Tt]|[Rr][Ii][Gg][Hh][Tt])$")
+private let truncationDirection = Schema.pattern("^([Ll][Ee][Ff][Tt]|[Rr][Ii][Gg][Hh][Tt])$", meaning: "\"Left\" | \"Right\" (any case)")
 
 extension OpenAIEmbeddingRequest: Documented {
     static let schema = Schema.object([("input", textsOrIds, true), ("model", .string, false), ("encoding_format", .enumeration(["float", "base64"]), false),

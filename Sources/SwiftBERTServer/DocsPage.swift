@@ -28,9 +28,11 @@ function typeOf(schema, components) {
   if (!schema) return "";
   if (schema.$ref) return typeOf(components[schema.$ref.split("/").pop()], components);
   if (schema.oneOf) return schema.oneOf.map(s => typeOf(s, components)).join(" | ");
+  if (schema.enum) return schema.enum.map(v => JSON.stringify(v)).join(" | ");
+  if (schema.pattern) return schema.description || "string matching " + schema.pattern;
   if (schema.type === "array") {
     const item = typeOf(schema.items, components);
-    return (item.includes(" | ") ? "(" + item + ")" : item) + "[]";
+    return (item.includes(" | ") ? "(" + item + ")" : item) + "[]" + (schema.minItems ? " (at least " + schema.minItems + ")" : "");
   }
   if (schema.type === "object") {
     const props = Object.entries(schema.properties || {});
@@ -60,7 +62,10 @@ fetch("/openapi.json").then(r => {
         table.append(Object.assign(document.createElement("tr"), { innerHTML: "<th>field</th><th>type</th><th>required</th>" }));
         for (const [name, s] of Object.entries(body.properties)) {
           const row = document.createElement("tr");
-          row.append(text("td", name), text("td", typeOf(s, components)), text("td", (body.required || []).includes(name) ? "yes" : ""));
+          // An optional field may be null, as absent: the required column says so already.
+          const required = (body.required || []).includes(name);
+          const type = typeOf(s, components);
+          row.append(text("td", name), text("td", required ? type : type.replace(/ \| null$/, "")), text("td", required ? "yes" : ""));
           table.append(row);
         }
         routes.append(table);

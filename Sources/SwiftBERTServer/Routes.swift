@@ -128,8 +128,8 @@ indirect enum Schema: Sendable {
     case nullable(Schema)
     /// One of these strings.
     case enumeration([String])
-    /// A string matching this ECMA-262 pattern.
-    case pattern(String)
+    /// A string matching this ECMA-262 pattern, with what it means in words (the description).
+    case pattern(String, meaning: String)
     /// An array of one item or more.
     case nonEmptyArray(Schema)
 
@@ -169,7 +169,9 @@ indirect enum Schema: Sendable {
                 json.key("oneOf"); json.array { schema.write(json); json.object { json.key("type"); json.string("null") } }
             case let .enumeration(values):
                 json.key("type"); json.string("string"); json.key("enum"); json.array { for value in values { json.string(value) } }
-            case let .pattern(pattern): json.key("type"); json.string("string"); json.key("pattern"); json.string(pattern)
+            case let .pattern(pattern, meaning):
+                json.key("type"); json.string("string"); json.key("pattern"); json.string(pattern)
+                json.key("description"); json.string(meaning)
             case let .nonEmptyArray(items):
                 json.key("type"); json.string("array"); json.key("items"); items.write(json); json.key("minItems"); json.number(1)
             }
