@@ -142,6 +142,28 @@ final class CLIEmbedTests: CLITestCase {
         assertClose(try parseJSONLines(result.stdout), try libraryVectors(expected))
     }
 
+    /// A U+FEFF inside a JSON Lines string is part of the text, as in an argument: Foundation's
+    /// JSONSerialization on Linux dropped one that starts a string or follows an escape, so the
+    /// tokens were not those of the text sent (found by tools/fuzz/tokenizer_differential.py).
+    /// BGE-M3's XLM-R tokenizer reads U+FEFF as a space, so dropping it changes the ids.
+    func testJSONLinesKeepsZeroWidthNoBreakSpaces() throws {
+        let model = try BGEM3Tests.converted().path
+        let texts = ["\u{FEFF}x", "\"\u{FEFF}é", "a\\\u{FEFF}b", "\u{FEFF}"]
+        let lines = try texts.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }.joined(separator: "\n") + "\n"
+        XCTAssertTrue(lines.contains("\u{FEFF}"), "the encoder writes U+FEFF raw, as the failing lines had it")
+        let fromLines = try bert("tokenize", "--json", "--quiet", "--model", model, "--input", "-", "--input-format", "jsonl", stdin: lines)
+        let fromArguments = try bert(["tokenize", "--json", "--quiet", "--model", model] + texts)
+        XCTAssertEqual(fromLines.status, 0, fromLines.stderr)
+        XCTAssertEqual(fromArguments.status, 0, fromArguments.stderr)
+        let ids = { (result: ProcessResult) throws -> [[Int]] in
+            try result.stdout.split(separator: "\n").map { line in
+                try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["ids"] as? [Int])
+            }
+        }
+        XCTAssertEqual(try ids(fromLines), try ids(fromArguments))
+        XCTAssertEqual(try ids(fromLines).count, texts.count)
+    }
+
     func testJSONFormatIsOneArray() throws {
         let result = try bert(["embed", "--format", "json"] + texts)
         XCTAssertEqual(result.status, 0, result.stderr)
