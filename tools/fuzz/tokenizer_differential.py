@@ -2,7 +2,8 @@
 """Differential fuzzing of SwiftBERT's tokenizers against Hugging Face `tokenizers`: random
 texts built from pieces that stress normalisers and pre-tokenisers (scripts, combining marks,
 emoji sequences, odd whitespace, controls, special-token look-alikes, long runs), encoded by
-`bert tokenize --json` and by `tokenizers.Tokenizer.from_file(tokenizer.json)`, ids compared.
+`bert tokenize --json` and by `tokenizers.Tokenizer.from_file(tokenizer.json)`, ids and offsets
+compared.
 
     tools/.venv/bin/python tools/fuzz/tokenizer_differential.py [--bert PATH] [--count N] [--seed S] [MODEL ...]
 
@@ -80,7 +81,7 @@ def swift_ids(bert, folder, texts):
     finally:
         os.unlink(path)
     rows = [json.loads(line) for line in out.split("\n") if line.strip()]  # not splitlines: U+2028 may stand raw in a string
-    return [row["ids"] for row in sorted(rows, key=lambda r: r["index"])]
+    return [(row["ids"], [tuple(o) for o in row["offsets"]]) for row in sorted(rows, key=lambda r: r["index"])]
 
 
 def default_models():
@@ -122,7 +123,9 @@ def main():
         # As `bert tokenize` encodes: specials on, no truncation.
         reference.no_truncation()
         reference.no_padding()
-        expected = [encoding.ids for encoding in reference.encode_batch(texts, add_special_tokens=True)]
+        # Ids and offsets (code points, as Python's str indices; specials (0, 0)).
+        expected = [(encoding.ids, [tuple(o) for o in encoding.offsets])
+                    for encoding in reference.encode_batch(texts, add_special_tokens=True)]
         got = swift_ids(args.bert, folder, texts)
         wrong = [i for i, (a, b) in enumerate(zip(expected, got)) if a != b]
         if len(got) != len(texts):
@@ -130,12 +133,15 @@ def main():
         name = os.path.relpath(folder, ROOT)
         print(f"{'ok  ' if not wrong else 'FAIL'} {name}: {len(texts)} texts, {len(wrong)} differ")
         for i in wrong[:5]:
-            a, b = expected[i] if i < len(expected) else None, got[i] if i < len(got) else None
-            first = next((k for k in range(min(len(a or []), len(b or []))) if a[k] != b[k]), None)
             print(f"   text {i}: {json.dumps(texts[i], ensure_ascii=True)[:300]}")
-            print(f"     tokenizers {len(a or [])} ids, SwiftBERT {len(b or [])} ids, first difference at {first}:"
-                  f" {a[first - 2:first + 4] if first is not None else a[-4:] if a else a} vs"
-                  f" {b[first - 2:first + 4] if first is not None else b[-4:] if b else b}")
+            for what, k in (("ids", 0), ("offsets", 1)):
+                a = expected[i][k] if i < len(expected) else []
+                b = got[i][k] if i < len(got) else []
+                if a == b:
+                    continue
+                first = next((j for j in range(min(len(a), len(b))) if a[j] != b[j]), min(len(a), len(b)))
+                print(f"     {what}: tokenizers {len(a)}, SwiftBERT {len(b)}, first difference at {first}:"
+                      f" {a[max(0, first - 2):first + 4]} vs {b[max(0, first - 2):first + 4]}")
         passed, failed = passed + (not wrong), failed + bool(wrong)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
