@@ -5,7 +5,7 @@ emoji sequences, odd whitespace, controls, special-token look-alikes, long runs)
 `bert tokenize --json` and by `tokenizers.Tokenizer.from_file(tokenizer.json)`, ids and offsets
 compared.
 
-    tools/.venv/bin/python tools/fuzz/tokenizer_differential.py [--bert PATH] [--count N] [--seed S] [MODEL ...]
+    tools/.venv/bin/python tools/fuzz/tokenizer_differential.py [--bert PATH] [--count N] [--seed S] [--decode] [MODEL ...]
 
 MODEL: a converted model folder or a model name under weights/ (default: every folder of
 weights/ with a tokenizer.json, and the tokenizer fixtures below). Prints, per model, the texts
@@ -107,16 +107,57 @@ def default_models():
     return folders
 
 
+def check_decode(bert, folder, seed, count, port=18291):
+    """`POST /decode` of `bert serve` against `Tokenizer.decode_batch`, with and without
+    skip_special_tokens, on the encodings of `count` random texts and `count` sequences of random
+    ids (byte-fallback pieces that make invalid UTF-8 among them). Returns the texts that differ."""
+    import time
+    import urllib.request
+    reference = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    rng = random.Random(seed)
+    sequences = [reference.encode(random_text(rng)).ids for _ in range(count)]
+    sequences += [[rng.randrange(reference.get_vocab_size()) for _ in range(rng.randint(1, 30))] for _ in range(count)]
+    server = subprocess.Popen([bert, "serve", "--model", folder, "--port", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, cwd=ROOT)
+    wrong = []
+    try:
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health").read()
+                break
+            except OSError:
+                time.sleep(0.5)
+        for skip in (True, False):
+            body = json.dumps({"ids": sequences, "skip_special_tokens": skip}).encode()
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/decode", data=body, headers={"Content-Type": "application/json"})
+            got = json.loads(urllib.request.urlopen(request).read())
+            expected = reference.decode_batch(sequences, skip_special_tokens=skip)
+            wrong += [(sequences[i], skip, a, b) for i, (a, b) in enumerate(zip(expected, got)) if a != b]
+    finally:
+        server.terminate()
+        server.wait()
+    return wrong, 2 * len(sequences)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="*")
     parser.add_argument("--bert", default=os.path.join(ROOT, ".build/release/bert"))
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--decode", action="store_true",
+                        help="check decoding instead: bert serve's POST /decode against decode_batch (--count texts and id sequences)")
     args = parser.parse_args()
     models = [m if os.path.isdir(m) else os.path.join(ROOT, "weights", m) for m in args.models] or default_models()
     passed = failed = 0
     for folder in models:
+        if args.decode:
+            wrong, decodes = check_decode(args.bert, folder, args.seed, args.count)
+            print(f"{'ok  ' if not wrong else 'FAIL'} {os.path.relpath(folder, ROOT)}: {decodes} decodes, {len(wrong)} differ")
+            for ids, skip, a, b in wrong[:5]:
+                print(f"   ids {ids[:16]} skip_special_tokens={skip}: tokenizers {a!r:.120} vs SwiftBERT {b!r:.120}")
+            passed, failed = passed + (not wrong), failed + bool(wrong)
+            continue
         rng = random.Random(args.seed)
         texts = [random_text(rng) for _ in range(args.count)]
         reference = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
