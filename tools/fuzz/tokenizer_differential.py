@@ -5,7 +5,7 @@ emoji sequences, odd whitespace, controls, special-token look-alikes, long runs)
 `bert tokenize --json` and by `tokenizers.Tokenizer.from_file(tokenizer.json)`, ids and offsets
 compared.
 
-    tools/.venv/bin/python tools/fuzz/tokenizer_differential.py [--bert PATH] [--count N] [--seed S] [--decode] [MODEL ...]
+    tools/.venv/bin/python tools/fuzz/tokenizer_differential.py [--bert PATH] [--count N] [--seed S] [--max-length N] [--decode] [MODEL ...]
 
 MODEL: a converted model folder or a model name under weights/ (default: every folder of
 weights/ with a tokenizer.json, and the tokenizer fixtures below). Prints, per model, the texts
@@ -70,14 +70,15 @@ def random_text(rng):
     return text
 
 
-def swift_ids(bert, folder, texts):
+def swift_ids(bert, folder, texts, max_length=None):
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
         for text in texts:
             f.write(json.dumps(text, ensure_ascii=False) + "\n")
         path = f.name
     try:
-        out = subprocess.run([bert, "tokenize", "--json", "--quiet", "--model", folder, "--input", path,
-                              "--input-format", "jsonl"], check=True, capture_output=True, text=True, cwd=ROOT).stdout
+        out = subprocess.run([bert, "tokenize", "--json", "--quiet", "--model", folder, "--input", path, "--input-format", "jsonl"]
+                             + (["--max-length", str(max_length)] if max_length else []),
+                             check=True, capture_output=True, text=True, cwd=ROOT).stdout
     finally:
         os.unlink(path)
     rows = [json.loads(line) for line in out.split("\n") if line.strip()]  # not splitlines: U+2028 may stand raw in a string
@@ -145,6 +146,7 @@ def main():
     parser.add_argument("--bert", default=os.path.join(ROOT, ".build/release/bert"))
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-length", type=int, help="truncate both to this many tokens (HF: enable_truncation, right)")
     parser.add_argument("--decode", action="store_true",
                         help="check decoding instead: bert serve's POST /decode against decode_batch (--count texts and id sequences)")
     args = parser.parse_args()
@@ -162,12 +164,15 @@ def main():
         texts = [random_text(rng) for _ in range(args.count)]
         reference = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
         # As `bert tokenize` encodes: specials on, no truncation.
-        reference.no_truncation()
+        if args.max_length:
+            reference.enable_truncation(max_length=args.max_length)
+        else:
+            reference.no_truncation()
         reference.no_padding()
         # Ids and offsets (code points, as Python's str indices; specials (0, 0)).
         expected = [(encoding.ids, [tuple(o) for o in encoding.offsets])
                     for encoding in reference.encode_batch(texts, add_special_tokens=True)]
-        got = swift_ids(args.bert, folder, texts)
+        got = swift_ids(args.bert, folder, texts, args.max_length)
         wrong = [i for i, (a, b) in enumerate(zip(expected, got)) if a != b]
         if len(got) != len(texts):
             wrong = wrong or [len(got)]
