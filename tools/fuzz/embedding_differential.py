@@ -12,7 +12,6 @@ minimum and mean cosine per model and the worst text, then `N passed, M failed`;
 below --min-cosine (default 0.9999, the project's FP32 bound). Outside CI: it needs torch and
 sentence-transformers (tools/venv.sh). Results in docs/exactness.md.
 """
-import argparse
 import json
 import os
 import random
@@ -23,17 +22,13 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tokenizer_differential import ROOT, random_text  # noqa: E402
+from tokenizer_differential import ROOT, fuzz_arguments, random_text  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="+")
-    parser.add_argument("--bert", default=os.path.join(ROOT, ".build/release/bert"))
-    parser.add_argument("--count", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=7)
+    parser = fuzz_arguments(__doc__, "+", count=500, seed=7)
     parser.add_argument("--min-cosine", type=float, default=0.9999)
     args = parser.parse_args()
     from sentence_transformers import SentenceTransformer

@@ -140,12 +140,18 @@ def check_decode(bert, folder, seed, count, port=18291):
     return wrong, 2 * len(sequences)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="*")
+def fuzz_arguments(doc, models, count, seed):
+    """The options both fuzzers take: the models, the bert binary, how many texts, the seed."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs=models)
     parser.add_argument("--bert", default=os.path.join(ROOT, ".build/release/bert"))
-    parser.add_argument("--count", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--count", type=int, default=count)
+    parser.add_argument("--seed", type=int, default=seed)
+    return parser
+
+
+def main():
+    parser = fuzz_arguments(__doc__, "*", count=2000, seed=1)
     parser.add_argument("--max-length", type=int, help="truncate both to this many tokens (HF: enable_truncation, right)")
     parser.add_argument("--decode", action="store_true",
                         help="check decoding instead: bert serve's POST /decode against decode_batch (--count texts and id sequences)")
