@@ -5,6 +5,11 @@ special-token look-alikes, long runs), embedded by `bert embed` (fed as JSON Lin
 sentence-transformers' own `encode` on the same checkpoint; cosine of each pair.
 
     tools/.venv/bin/python tools/fuzz/embedding_differential.py [--count N] [--seed S] [--min-cosine C] MODEL ...
+    tools/.venv/bin/python tools/fuzz/embedding_differential.py --sparse [--max-difference D] splade-tiny
+
+--sparse compares `bert embed --sparse` (SPLADE: max over the tokens of log(1 + relu(logit))) with
+the same made from transformers' AutoModelForMaskedLM logits; a model fails when a weight differs
+by more than --max-difference (default 1e-4).
 
 MODEL: a model name whose Hugging Face checkpoint is in weights/.cache/hf/MODEL (where `make
 setup` and `bert pull` leave it) and whose converted folder `bert` finds by that name. Prints the
@@ -27,10 +32,52 @@ from tokenizer_differential import ROOT, fuzz_arguments, random_text  # noqa: E4
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def write_lines(texts, path):
+    with open(path, "w", encoding="utf-8") as f:
+        for text in texts:
+            f.write(json.dumps(text, ensure_ascii=False) + "\n")
+
+
+def check_sparse(args):
+    """SPLADE weights of `bert embed --sparse` against transformers; the exit status."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    passed = failed = 0
+    for name in args.models:
+        rng = random.Random(args.seed)
+        texts = [random_text(rng) for _ in range(args.count)]
+        source = os.path.join(ROOT, "weights/.cache/hf", name)
+        tokenizer, model = AutoTokenizer.from_pretrained(source), AutoModelForMaskedLM.from_pretrained(source).eval()
+        with tempfile.TemporaryDirectory() as scratch:
+            lines = os.path.join(scratch, "texts.jsonl")
+            write_lines(texts, lines)
+            out = subprocess.run([args.bert, "embed", "--quiet", "--model", name, "--sparse", "--input", lines,
+                                  "--input-format", "jsonl"], check=True, capture_output=True, text=True, cwd=ROOT).stdout
+        rows = [json.loads(line) for line in out.split("\n") if line.strip()]
+        largest = 0.0
+        for text, row in zip(texts, rows):
+            encoded = tokenizer(text, return_tensors="pt", truncation=True, max_length=512)
+            with torch.no_grad():
+                weights = torch.log1p(torch.relu(model(**encoded).logits[0])).max(dim=0).values.numpy()
+            expected = {int(i): float(weights[i]) for i in np.nonzero(weights)[0]}
+            got = {entry["index"]: entry["value"] for entry in row["sparse"]}
+            largest = max([largest] + [abs(expected.get(k, 0) - got.get(k, 0)) for k in set(expected) | set(got)])
+        ok = len(rows) == len(texts) and largest <= args.max_difference
+        print(f"{'ok  ' if ok else 'FAIL'} {name} sparse: {len(texts)} texts, largest weight difference {largest:.2e}")
+        passed, failed = passed + ok, failed + (not ok)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
 def main():
     parser = fuzz_arguments(__doc__, "+", count=500, seed=7)
     parser.add_argument("--min-cosine", type=float, default=0.9999)
+    parser.add_argument("--sparse", action="store_true", help="SPLADE weights against transformers' masked-LM logits")
+    parser.add_argument("--max-difference", type=float, default=1e-4)
     args = parser.parse_args()
+    if args.sparse:
+        sys.exit(check_sparse(args))
     from sentence_transformers import SentenceTransformer
 
     passed = failed = 0
@@ -41,9 +88,7 @@ def main():
         expected = reference.encode(texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=True)
         with tempfile.TemporaryDirectory() as scratch:
             lines, vectors = os.path.join(scratch, "texts.jsonl"), os.path.join(scratch, "vectors.npy")
-            with open(lines, "w", encoding="utf-8") as f:
-                for text in texts:
-                    f.write(json.dumps(text, ensure_ascii=False) + "\n")
+            write_lines(texts, lines)
             subprocess.run([args.bert, "embed", "--quiet", "--model", name, "--input", lines, "--input-format", "jsonl",
                             "--format", "npy", "--output", vectors], check=True, cwd=ROOT)
             got = np.load(vectors)
