@@ -18,6 +18,19 @@ func runBert(_ arguments: [String]) -> Int32 {
     }
 }
 
+/// The first command-line argument that is not valid UTF-8 as the process received it: its
+/// position (1 for the first after `bert`) and the 1-based offset of the bad byte. Swift's
+/// `CommandLine.arguments` puts U+FFFD in place of such bytes, so a text given as an argument was
+/// embedded as another text, where stdin and --input refuse it (exit 65).
+func argumentNotInUTF8() -> (position: Int, byte: Int)? {
+    for position in 1..<Int(CommandLine.argc) {
+        guard let argument = CommandLine.unsafeArgv[position] else { continue }
+        let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(argument).assumingMemoryBound(to: UInt8.self), count: strlen(argument)))
+        if String(validating: bytes, as: UTF8.self) == nil { return (position, firstInvalidUTF8Byte(bytes[...])) }
+    }
+    return nil
+}
+
 /// The stderr line (nil for none) and exit status of a failure.
 func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
     switch error {

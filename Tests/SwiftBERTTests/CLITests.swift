@@ -164,6 +164,18 @@ final class CLIEmbedTests: CLITestCase {
         XCTAssertEqual(try ids(fromLines).count, texts.count)
     }
 
+    /// An argument that is not UTF-8 is refused as such a line of stdin is (65), not embedded with
+    /// U+FFFD in place of its bytes (Swift's CommandLine.arguments repairs them).
+    func testArgumentNotInUTF8IsRefused() throws {
+        let script = #""$0" tokenize "$(printf 'a\377b')""#
+        let refused = try runProcess("/bin/sh", ["-c", script, bertPath], stdin: nil)
+        XCTAssertEqual(refused.status, 65, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("argument 2 is not valid UTF-8 (bad byte at offset 2)"), refused.stderr)
+        XCTAssertEqual(refused.stdout, "")
+        let accepted = try runProcess("/bin/sh", ["-c", #""$0" tokenize --json "$(printf 'a\303\251b')""#, bertPath], stdin: nil)
+        XCTAssertEqual(accepted.status, 0, accepted.stderr)
+    }
+
     func testJSONFormatIsOneArray() throws {
         let result = try bert(["embed", "--format", "json"] + texts)
         XCTAssertEqual(result.status, 0, result.stderr)
