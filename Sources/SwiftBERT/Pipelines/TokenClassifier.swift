@@ -74,16 +74,25 @@ public final class TokenClassifier: ModelPipeline, @unchecked Sendable {
 
     func entities(_ text: String, _ encoding: Encoding, _ scores: [[Float]], _ strategy: AggregationStrategy) -> [Entity] {
         let scalars = Array(text.unicodeScalars)
-        let specials: Set<Int32> = [tokenizer.clsId, tokenizer.sepId, tokenizer.padId, tokenizer.maskId]
         var pieces: [Piece] = []
-        for t in 0..<encoding.count where !specials.contains(encoding.ids[t]) && t != 0 && t != encoding.count - 1 {
+        // The tokens the template added are skipped (HF's special_tokens_mask); a special token
+        // written in the text is a token like any other, as in HF's pipeline.
+        for t in 0..<encoding.count where encoding.specialTokensMask[t] == 0 {
             let range = encoding.offsets[t]
             let lower = Swift.min(range.lowerBound, scalars.count), upper = Swift.min(range.upperBound, scalars.count)
             let original = String(String.UnicodeScalarView(scalars[lower..<upper]))
             var word = encoding.tokens[t]
-            // WordPiece marks continuations with "##": a token whose text differs in length from
-            // what it covers is a sub-word (HF's test, in code points).
-            var isSubword = word.unicodeScalars.count != upper - lower
+            var isSubword: Bool
+            if !tokenizer.marksWordStarts {
+                // WordPiece marks continuations with "##" (HF: the model has a
+                // continuing_subword_prefix): a token whose text differs in length from what it
+                // covers is a sub-word (HF's test, in code points).
+                isSubword = word.unicodeScalars.count != upper - lower
+            } else {
+                // Unigram and byte-level BPE do not (HF's "fallback heuristic"): a token continues a
+                // word unless it starts the text or a space is just before it or at its start.
+                isSubword = lower > 0 && scalars[lower - 1] != " " && (lower >= scalars.count || scalars[lower] != " ")
+            }
             if encoding.ids[t] == tokenizer.unkId { word = original; isSubword = false }
             pieces.append(Piece(word: word, scores: scores[t], start: range.lowerBound, end: range.upperBound, index: t, isSubword: isSubword))
         }

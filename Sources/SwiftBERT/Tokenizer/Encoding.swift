@@ -11,15 +11,21 @@ public struct Encoding: Sendable, Equatable {
     public var offsets: [Range<Int>]
     /// Tokens were dropped to fit `maxLength`.
     public var wasTruncated: Bool
+    /// 1 for the tokens the template added ([CLS], [SEP], <s>, …) and for padding, 0 for the
+    /// tokens of the text, a special token written in the text included: HF's
+    /// `special_tokens_mask`, which the token-classification pipeline skips by.
+    public var specialTokensMask: [Int32]
 
+    /// `specialTokensMask` nil: 1 for padding, 0 for every other token.
     public init(ids: [Int32], typeIds: [Int32], attentionMask: [Int32], tokens: [String],
-                offsets: [Range<Int>], wasTruncated: Bool) {
+                offsets: [Range<Int>], wasTruncated: Bool, specialTokensMask: [Int32]? = nil) {
         self.ids = ids
         self.typeIds = typeIds
         self.attentionMask = attentionMask
         self.tokens = tokens
         self.offsets = offsets
         self.wasTruncated = wasTruncated
+        self.specialTokensMask = specialTokensMask ?? attentionMask.map { 1 - $0 }
     }
 
     public var count: Int { ids.count }

@@ -367,8 +367,9 @@ public final class Tokenizer: @unchecked Sendable {
         let total = first.count + (second?.count ?? 0)
             + (addSpecialTokens ? template.specialTokenCount(isPair: second != nil) : 0)
         var encoding = Encoding(ids: [], typeIds: [], attentionMask: Array(repeating: 1, count: total),
-                                tokens: [], offsets: [], wasTruncated: truncated)
+                                tokens: [], offsets: [], wasTruncated: truncated, specialTokensMask: [])
         encoding.ids.reserveCapacity(total)
+        encoding.specialTokensMask.reserveCapacity(total)
         encoding.typeIds.reserveCapacity(total)
         encoding.tokens.reserveCapacity(total)
         encoding.offsets.reserveCapacity(total)
@@ -380,12 +381,14 @@ public final class Tokenizer: @unchecked Sendable {
                 encoding.tokens += tokens.tokens
                 encoding.offsets += tokens.offsets
                 encoding.typeIds += repeatElement(typeId, count: tokens.count)
+                encoding.specialTokensMask += repeatElement(0, count: tokens.count)
             case let .special(ids, tokens, typeId):
                 guard addSpecialTokens else { continue }
                 encoding.ids += ids
                 encoding.tokens += tokens
                 encoding.offsets += repeatElement(0..<0, count: ids.count)
                 encoding.typeIds += repeatElement(typeId, count: ids.count)
+                encoding.specialTokensMask += repeatElement(1, count: ids.count)
             }
         }
         return encoding
@@ -399,6 +402,7 @@ public final class Tokenizer: @unchecked Sendable {
         encoding.attentionMask.insert(contentsOf: repeatElement(0, count: n), at: at)
         encoding.tokens.insert(contentsOf: repeatElement(padToken, count: n), at: at)
         encoding.offsets.insert(contentsOf: repeatElement(0..<0, count: n), at: at)
+        encoding.specialTokensMask.insert(contentsOf: repeatElement(1, count: n), at: at)
     }
 
     /// Added tokens matched before normalisation (`normalized: false`) and after it.
