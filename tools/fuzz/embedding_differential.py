@@ -27,7 +27,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tokenizer_differential import ROOT, fuzz_arguments, random_text  # noqa: E402
+from tokenizer_differential import ROOT, Tally, fuzz_arguments, random_text  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -43,7 +43,7 @@ def check_sparse(args):
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    passed = failed = 0
+    tally = Tally()
     for name in args.models:
         rng = random.Random(args.seed)
         texts = [random_text(rng) for _ in range(args.count)]
@@ -64,10 +64,8 @@ def check_sparse(args):
             got = {entry["index"]: entry["value"] for entry in row["sparse"]}
             largest = max([largest] + [abs(expected.get(k, 0) - got.get(k, 0)) for k in set(expected) | set(got)])
         ok = len(rows) == len(texts) and largest <= args.max_difference
-        print(f"{'ok  ' if ok else 'FAIL'} {name} sparse: {len(texts)} texts, largest weight difference {largest:.2e}")
-        passed, failed = passed + ok, failed + (not ok)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+        tally.check(ok, f"{name} sparse: {len(texts)} texts, largest weight difference {largest:.2e}")
+    return tally.finish()
 
 
 def main():
@@ -80,7 +78,7 @@ def main():
         sys.exit(check_sparse(args))
     from sentence_transformers import SentenceTransformer
 
-    passed = failed = 0
+    tally = Tally()
     for name in args.models:
         rng = random.Random(args.seed)
         texts = [random_text(rng) for _ in range(args.count)]
@@ -96,11 +94,9 @@ def main():
         cosines = (expected * got).sum(axis=1)
         worst = int(cosines.argmin())
         ok = len(got) == len(texts) and cosines.min() >= args.min_cosine
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(texts)} texts, min cosine {cosines.min():.7f}, mean {cosines.mean():.7f};"
-              f" worst {json.dumps(texts[worst])[:120]}")
-        passed, failed = passed + ok, failed + (not ok)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+        tally.check(ok, f"{name}: {len(texts)} texts, min cosine {cosines.min():.7f}, mean {cosines.mean():.7f};"
+                        f" worst {json.dumps(texts[worst])[:120]}")
+    sys.exit(tally.finish())
 
 
 if __name__ == "__main__":

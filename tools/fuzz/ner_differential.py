@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tokenizer_differential import ROOT, fuzz_arguments, random_text  # noqa: E402
+from tokenizer_differential import ROOT, Tally, fuzz_arguments, random_text  # noqa: E402
 
 FIXTURES = ["heads/bert-ner", "heads/distilbert-ner", "deberta/ner", "rotary/modernbert-ner"]
 STRATEGIES = ["none", "simple", "first", "average", "max"]
@@ -31,7 +31,7 @@ def main():
     import transformers
 
     folders = args.models or [os.path.join(ROOT, "Tests/SwiftBERTTests/Fixtures", name) for name in FIXTURES]
-    passed = failed = 0
+    tally = Tally()
     for folder in folders:
         rng = random.Random(args.seed)
         texts = [text for text in (random_text(rng) for _ in range(args.count)) if text.strip()]
@@ -58,13 +58,11 @@ def main():
                     if not same or any(abs(float(a["score"]) - b["score"]) > 1e-4 for a, b in zip(expected, got)):
                         wrong.append((text, expected, got))
                 ok = not wrong and len(rows) == len(texts)
-                print(f"{'ok  ' if ok else 'FAIL'} {os.path.relpath(folder, ROOT)} {strategy}: {len(texts)} texts, {len(wrong)} differ")
+                tally.check(ok, f"{os.path.relpath(folder, ROOT)} {strategy}: {len(texts)} texts, {len(wrong)} differ")
                 for text, expected, got in wrong[:2]:
                     print(f"   text {json.dumps(text)[:100]}\n     transformers {[(e[key], e['word']) for e in expected][:4]}"
                           f"\n     SwiftBERT    {[(e[key], e['word']) for e in got][:4]}")
-                passed, failed = passed + ok, failed + (not ok)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(tally.finish())
 
 
 if __name__ == "__main__":

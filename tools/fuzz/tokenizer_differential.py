@@ -140,6 +140,22 @@ def check_decode(bert, folder, seed, count, port=18291):
     return wrong, 2 * len(sequences)
 
 
+class Tally:
+    """Each check's line (`ok` or `FAIL`), then `N passed, M failed`."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, ok, line):
+        print(f"{'ok  ' if ok else 'FAIL'} {line}")
+        self.passed, self.failed = self.passed + bool(ok), self.failed + (not ok)
+
+    def finish(self):
+        """Prints the count; the exit status."""
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
+
+
 def fuzz_arguments(doc, models, count, seed):
     """The options both fuzzers take: the models, the bert binary, how many texts, the seed."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -157,14 +173,13 @@ def main():
                         help="check decoding instead: bert serve's POST /decode against decode_batch (--count texts and id sequences)")
     args = parser.parse_args()
     models = [m if os.path.isdir(m) else os.path.join(ROOT, "weights", m) for m in args.models] or default_models()
-    passed = failed = 0
+    tally = Tally()
     for folder in models:
         if args.decode:
             wrong, decodes = check_decode(args.bert, folder, args.seed, args.count)
-            print(f"{'ok  ' if not wrong else 'FAIL'} {os.path.relpath(folder, ROOT)}: {decodes} decodes, {len(wrong)} differ")
+            tally.check(not wrong, f"{os.path.relpath(folder, ROOT)}: {decodes} decodes, {len(wrong)} differ")
             for ids, skip, a, b in wrong[:5]:
                 print(f"   ids {ids[:16]} skip_special_tokens={skip}: tokenizers {a!r:.120} vs SwiftBERT {b!r:.120}")
-            passed, failed = passed + (not wrong), failed + bool(wrong)
             continue
         rng = random.Random(args.seed)
         texts = [random_text(rng) for _ in range(args.count)]
@@ -183,7 +198,7 @@ def main():
         if len(got) != len(texts):
             wrong = wrong or [len(got)]
         name = os.path.relpath(folder, ROOT)
-        print(f"{'ok  ' if not wrong else 'FAIL'} {name}: {len(texts)} texts, {len(wrong)} differ")
+        tally.check(not wrong, f"{name}: {len(texts)} texts, {len(wrong)} differ")
         for i in wrong[:5]:
             print(f"   text {i}: {json.dumps(texts[i], ensure_ascii=True)[:300]}")
             for what, k in (("ids", 0), ("offsets", 1)):
@@ -194,9 +209,7 @@ def main():
                 first = next((j for j in range(min(len(a), len(b))) if a[j] != b[j]), min(len(a), len(b)))
                 print(f"     {what}: tokenizers {len(a)}, SwiftBERT {len(b)}, first difference at {first}:"
                       f" {a[max(0, first - 2):first + 4]} vs {b[max(0, first - 2):first + 4]}")
-        passed, failed = passed + (not wrong), failed + bool(wrong)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(tally.finish())
 
 
 if __name__ == "__main__":
