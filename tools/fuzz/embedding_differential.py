@@ -7,6 +7,11 @@ sentence-transformers' own `encode` on the same checkpoint; cosine of each pair.
     tools/.venv/bin/python tools/fuzz/embedding_differential.py [--count N] [--seed S] [--min-cosine C] MODEL ...
     tools/.venv/bin/python tools/fuzz/embedding_differential.py --sparse [--max-difference D] splade-tiny
 
+    tools/.venv/bin/python tools/fuzz/embedding_differential.py --rerank [--max-difference D] CROSS_ENCODER_FOLDER ...
+
+--rerank compares `bert rerank` with sentence-transformers' CrossEncoder.predict (float32) on random
+queries and documents, some long enough to be truncated (tabs, new lines and NULs left out: the
+documents are lines and the query an argument).
 --sparse compares `bert embed --sparse` (SPLADE: max over the tokens of log(1 + relu(logit))) with
 the same made from transformers' AutoModelForMaskedLM logits; a model fails when a weight differs
 by more than --max-difference (default 1e-4).
@@ -68,14 +73,53 @@ def check_sparse(args):
     return tally.finish()
 
 
+def check_rerank(args):
+    """`bert rerank` against CrossEncoder.predict, 8 documents a query; the exit status."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    tally = Tally()
+    for folder in args.models:
+        reference = CrossEncoder(folder, device="cpu", model_kwargs={"dtype": torch.float32})
+        # transformers 5 rebuilds some tokenizers from their vocabulary (XLMRobertaTokenizer drops
+        # tokenizer.json's byte_fallback); SwiftBERT reads tokenizer.json as `tokenizers` does.
+        from tokenizers import Tokenizer
+        reference.tokenizer._tokenizer = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        rng = random.Random(args.seed)
+        largest, pairs = 0.0, 0
+
+        def line(text):
+            return text.replace("\n", " ").replace("\r", " ").replace("\x00", "")
+
+        for _ in range(max(1, args.count // 8)):
+            query = line(random_text(rng))
+            documents = [line(" ".join(random_text(rng) for _ in range(rng.randint(1, 12)))) for _ in range(8)]
+            with tempfile.TemporaryDirectory() as scratch:
+                path = os.path.join(scratch, "documents.txt")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("\n".join(documents) + "\n")
+                out = subprocess.run([args.bert, "rerank", "--json", "--model", folder, "--documents", path, query],
+                                     check=True, capture_output=True, text=True, cwd=ROOT).stdout
+            got = {entry["index"]: entry["score"] for entry in json.loads(out)["results"]}
+            expected = reference.predict([(query, document) for document in documents])
+            largest = max([largest] + [abs(float(expected[i]) - got[i]) for i in range(len(documents))])
+            pairs += len(documents)
+        tally.check(largest <= args.max_difference,
+                    f"{os.path.relpath(folder, ROOT)} rerank: {pairs} pairs, largest score difference {largest:.2e}")
+    return tally.finish()
+
+
 def main():
     parser = fuzz_arguments(__doc__, "+", count=500, seed=7)
     parser.add_argument("--min-cosine", type=float, default=0.9999)
     parser.add_argument("--sparse", action="store_true", help="SPLADE weights against transformers' masked-LM logits")
+    parser.add_argument("--rerank", action="store_true", help="cross-encoder scores against sentence-transformers' CrossEncoder")
     parser.add_argument("--max-difference", type=float, default=1e-4)
     args = parser.parse_args()
     if args.sparse:
         sys.exit(check_sparse(args))
+    if args.rerank:
+        sys.exit(check_rerank(args))
     from sentence_transformers import SentenceTransformer
 
     tally = Tally()
