@@ -377,7 +377,7 @@ extension TEIEmbedRequest: Documented {
     static let schema = Schema.object([("inputs", textsOrIds, true), ("normalize", .boolean, false), ("truncate", .boolean, false),
                                        ("truncation_direction", truncationDirection, false), ("prompt_name", .string, false),
                                        ("dimensions", .integer, false), ("model", .string, false),
-                                       ("chunk", .integer, false), ("overlap", .integer, false), ("chunk_pooling", .enumeration(["none", "mean"]), false)])
+                                       ("chunk", .integer, false), ("overlap", .integer, false), ("chunk_pooling", .enumeration(ChunkPooling.allCases.map(\.rawValue)), false)])
 }
 /// What a TEIRequest's `inputs` look like.
 protocol DocumentedInputs {

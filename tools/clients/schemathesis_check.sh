@@ -38,11 +38,9 @@ status=0
 run() {  # NAME PORT KEY MODELS [SERVE OPTIONS...]
     local name=$1 port=$2 key=$3 models=$4 pid
     shift 4
-    if [ -n "$key" ]; then
-        SWIFTBERT_API_KEY=$key OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} "$bert" serve --model "$models" --port "$port" "$@" >"$out/$name.server.log" 2>&1 &
-    else
-        OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} "$bert" serve --model "$models" --port "$port" "$@" >"$out/$name.server.log" 2>&1 &
-    fi
+    # SWIFTBERT_API_KEY only for a run with a key.
+    env ${key:+SWIFTBERT_API_KEY="$key"} OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}" \
+        "$bert" serve --model "$models" --port "$port" "$@" >"$out/$name.server.log" 2>&1 &
     pid=$!
     for _ in $(seq 120); do
         curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break

@@ -75,6 +75,9 @@ public final class TokenClassifier: ModelPipeline, @unchecked Sendable {
     func entities(_ text: String, _ encoding: Encoding, _ scores: [[Float]], _ strategy: AggregationStrategy) -> [Entity] {
         let scalars = Array(text.unicodeScalars)
         var pieces: [Piece] = []
+        // WordPiece marks continuations with "##" (HF: the model has a continuing_subword_prefix);
+        // Unigram and byte-level BPE mark word starts instead.
+        let marksContinuations = !tokenizer.marksWordStarts
         // The tokens the template added are skipped (HF's special_tokens_mask); a special token
         // written in the text is a token like any other, as in HF's pipeline.
         for t in 0..<encoding.count where encoding.specialTokensMask[t] == 0 {
@@ -82,17 +85,12 @@ public final class TokenClassifier: ModelPipeline, @unchecked Sendable {
             let lower = Swift.min(range.lowerBound, scalars.count), upper = Swift.min(range.upperBound, scalars.count)
             let original = String(String.UnicodeScalarView(scalars[lower..<upper]))
             var word = encoding.tokens[t]
-            var isSubword: Bool
-            if !tokenizer.marksWordStarts {
-                // WordPiece marks continuations with "##" (HF: the model has a
-                // continuing_subword_prefix): a token whose text differs in length from what it
-                // covers is a sub-word (HF's test, in code points).
-                isSubword = word.unicodeScalars.count != upper - lower
-            } else {
-                // Unigram and byte-level BPE do not (HF's "fallback heuristic"): a token continues a
-                // word unless it starts the text or a space is just before it or at its start.
-                isSubword = lower > 0 && scalars[lower - 1] != " " && (lower >= scalars.count || scalars[lower] != " ")
-            }
+            // With continuation marks, a token whose text differs in length from what it covers is
+            // a sub-word (HF's test, in code points); without (HF's "fallback heuristic"), a token
+            // continues a word unless it starts the text or a space is just before it or at its start.
+            var isSubword = marksContinuations
+                ? word.unicodeScalars.count != upper - lower
+                : lower > 0 && scalars[lower - 1] != " " && (lower >= scalars.count || scalars[lower] != " ")
             if encoding.ids[t] == tokenizer.unkId { word = original; isSubword = false }
             pieces.append(Piece(word: word, scores: scores[t], start: range.lowerBound, end: range.upperBound, index: t, isSubword: isSubword))
         }
