@@ -77,6 +77,15 @@ func decodeBody<T: Decodable>(_ type: T.Type, from data: [UInt8]) throws -> T {
     do {
         return try JSONDecoder().decode(T.self, from: Data(data))
     } catch let error as DecodingError {
+        // Foundation refuses a string with a lone surrogate escape as if the field had the wrong
+        // type; name the escape instead.
+        let lone = loneSurrogateEscapes(in: data)
+        if let first = lone.first, !isSyntaxError(error, body: data, loneSurrogates: lone) {
+            let field = fieldPath(error)
+            let escape = String(decoding: data[first..<(first + 6)], as: UTF8.self)
+            throw APIError.invalid((field.isEmpty ? "" : "`\(field)`: ") + "the string escape \(escape) at byte \(first + 1) is half of a UTF-16 surrogate pair, "
+                + "which is no Unicode character; write a character beyond U+FFFF as both halves (\\ud83d\\ude00) or as UTF-8", param: field)
+        }
         throw describe(error, body: data, schema: (T.self as? any Documented.Type)?.schema)
     } catch let error as APIError {
         throw error
@@ -126,10 +135,56 @@ private func describe(_ error: DecodingError, body: [UInt8], schema: Schema?) ->
     return describe(error)
 }
 
-private func describe(_ error: DecodingError) -> APIError {
-    func path(_ context: DecodingError.Context) -> String {
-        context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
+/// A coding path as the API's messages write it: "documents[2].text".
+private func path(_ context: DecodingError.Context) -> String {
+    context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
+}
+
+/// The field a decoding error is about ("" for the body itself).
+private func fieldPath(_ error: DecodingError) -> String {
+    switch error {
+    case let .dataCorrupted(context), let .keyNotFound(_, context), let .typeMismatch(_, context), let .valueNotFound(_, context):
+        return path(context)
+    @unknown default:
+        return ""
     }
+}
+
+/// Where a JSON text has a `\uXXXX` escape that is a surrogate without its other half: the
+/// offset of each one's backslash. Escapes are read left to right, so an escaped backslash
+/// (`\\u…`) is not taken for one; outside strings valid JSON has no backslash.
+func loneSurrogateEscapes(in body: [UInt8]) -> [Int] {
+    func unit(at i: Int) -> UInt16? {
+        guard i + 5 < body.count, body[i] == UInt8(ascii: "\\"), body[i + 1] == UInt8(ascii: "u") else { return nil }
+        var value: UInt16 = 0
+        for byte in body[(i + 2)...(i + 5)] {
+            guard let digit = Character(Unicode.Scalar(byte)).hexDigitValue else { return nil }
+            value = value << 4 | UInt16(digit)
+        }
+        return value
+    }
+    var found: [Int] = []
+    var i = 0
+    while i < body.count {
+        guard body[i] == UInt8(ascii: "\\") else { i += 1; continue }
+        guard let value = unit(at: i) else { i += 2; continue }
+        if (0xD800...0xDBFF).contains(value), let next = unit(at: i + 6), (0xDC00...0xDFFF).contains(next) { i += 12; continue }
+        if (0xD800...0xDFFF).contains(value) { found.append(i) }
+        i += 6
+    }
+    return found
+}
+
+/// Whether a decoding error at the body's root is bad JSON syntax even with its lone surrogate
+/// escapes made U+FFFD (Foundation reports a lone surrogate outside our own decoders at the root).
+private func isSyntaxError(_ error: DecodingError, body: [UInt8], loneSurrogates: [Int]) -> Bool {
+    guard case let .dataCorrupted(context) = error, context.codingPath.isEmpty else { return false }
+    var repaired = body
+    for offset in loneSurrogates { repaired.replaceSubrange((offset + 2)..<(offset + 6), with: Array("fffd".utf8)) }
+    return (try? JSONSerialization.jsonObject(with: Data(repaired), options: [.fragmentsAllowed])) == nil
+}
+
+private func describe(_ error: DecodingError) -> APIError {
     switch error {
     case let .dataCorrupted(context) where context.codingPath.isEmpty:
         let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
@@ -294,11 +349,43 @@ extension OutputsRequest: TextRouteRequest {}
 /// /similarity.
 typealias SimilarityRequest = TEIRequest<SimilarityInputs>
 
+/// `encoding_format` of /v1/embeddings: JSON numbers, or base64 of little-endian float32.
+enum EncodingFormat: String, CaseIterable {
+    case float, base64
+}
+
+/// An output /embed_outputs can give, by its name in the request and the answer.
+enum OutputName: String, CaseIterable {
+    case dense, sparse, multi_vector
+
+    var output: RetrievalOutputs {
+        switch self {
+        case .dense: return .dense
+        case .sparse: return .sparse
+        case .multi_vector: return .multiVector
+        }
+    }
+}
+
+/// The names of a string enumeration's cases, in order, for messages and the schema.
+func names<Choice: RawRepresentable & CaseIterable>(of _: Choice.Type) -> [String] where Choice.RawValue == String {
+    Choice.allCases.map(\.rawValue)
+}
+
+/// `value` as one of `Choice`'s cases, or a 422 that names the field and every choice.
+func choice<Choice: RawRepresentable & CaseIterable>(_ value: String, of _: Choice.Type, param: String) throws -> Choice where Choice.RawValue == String {
+    guard let choice = Choice(rawValue: value) else {
+        let choices = names(of: Choice.self).map { "\"\($0)\"" }.joined(separator: ", ")
+        throw APIError.invalid("\(param) must be one of \(choices); got \"\(printable(value))\"", param: param)
+    }
+    return choice
+}
+
 /// /embed_outputs: the options of /embed_sparse, with the outputs to give and the dense
 /// vector's normalisation.
 struct OutputsRequest: Decodable, Sendable {
     var inputs: TextInputs
-    /// "dense", "sparse", "multi_vector": one forward pass gives all that are named.
+    /// `OutputName`s: one forward pass gives all that are named.
     var outputs: [String]
     var normalize, truncate: Bool?
     var truncation_direction, prompt_name: String?
@@ -370,14 +457,14 @@ private let textsOrIds = Schema.oneOf([.string, .array(.string), .array(.integer
 private let truncationDirection = Schema.pattern("^([Ll][Ee][Ff][Tt]|[Rr][Ii][Gg][Hh][Tt])$", meaning: "\"Left\" | \"Right\" (any case)")
 
 extension OpenAIEmbeddingRequest: Documented {
-    static let schema = Schema.object([("input", textsOrIds, true), ("model", .string, false), ("encoding_format", .enumeration(["float", "base64"]), false),
+    static let schema = Schema.object([("input", textsOrIds, true), ("model", .string, false), ("encoding_format", .enumeration(names(of: EncodingFormat.self)), false),
                                        ("dimensions", .integer, false), ("user", .string, false), ("truncate", .boolean, false)])
 }
 extension TEIEmbedRequest: Documented {
     static let schema = Schema.object([("inputs", textsOrIds, true), ("normalize", .boolean, false), ("truncate", .boolean, false),
                                        ("truncation_direction", truncationDirection, false), ("prompt_name", .string, false),
                                        ("dimensions", .integer, false), ("model", .string, false),
-                                       ("chunk", .integer, false), ("overlap", .integer, false), ("chunk_pooling", .enumeration(ChunkPooling.allCases.map(\.rawValue)), false)])
+                                       ("chunk", .integer, false), ("overlap", .integer, false), ("chunk_pooling", .enumeration(names(of: ChunkPooling.self)), false)])
 }
 /// What a TEIRequest's `inputs` look like.
 protocol DocumentedInputs {
@@ -391,7 +478,7 @@ extension SimilarityInputs: DocumentedInputs {
 }
 extension OutputsRequest: Documented {
     static var schema: Schema {
-        .object([("inputs", textsSchema, true), ("outputs", .nonEmptyArray(.enumeration(["dense", "sparse", "multi_vector"])), true), ("normalize", .boolean, false),
+        .object([("inputs", textsSchema, true), ("outputs", .nonEmptyArray(.enumeration(names(of: OutputName.self))), true), ("normalize", .boolean, false),
                  ("truncate", .boolean, false), ("truncation_direction", truncationDirection, false), ("prompt_name", .string, false),
                  ("model", .string, false)])
     }

@@ -22,12 +22,7 @@ extension Endpoints {
             }
             return (request, model, sequences, self.promptLength(prompt, model: model))
         }
-        let base64: Bool
-        switch request.encoding_format ?? "float" {
-        case "float": base64 = false
-        case "base64": base64 = true
-        case let other: throw APIError.invalid("encoding_format must be \"float\" or \"base64\"; got \"\(other)\"", param: "encoding_format")
-        }
+        let base64 = try choice(request.encoding_format ?? EncodingFormat.float.rawValue, of: EncodingFormat.self, param: "encoding_format") == .base64
         let vectors = try await sentenceVectors(sequences, model: model, promptLength: promptLength, dimensions: request.dimensions, normalize: true)
         let tokens = sequences.reduce(0) { $0 + $1.count }
         return try await offload {

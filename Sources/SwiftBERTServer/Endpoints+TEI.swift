@@ -41,9 +41,7 @@ extension Endpoints {
             }
             try checkCount(texts.count)
             _ = try truncatesLeft(request.truncation_direction)  // checked, though no chunk is cut
-            guard let pooling = ChunkPooling(rawValue: request.chunk_pooling ?? "none") else {
-                throw APIError.invalid("chunk_pooling must be \"none\" or \"mean\"; got \"\(request.chunk_pooling ?? "")\"", param: "chunk_pooling")
-            }
+            let pooling = try choice(request.chunk_pooling ?? ChunkPooling.none.rawValue, of: ChunkPooling.self, param: "chunk_pooling")
             let prompt = try prompt(request.prompt_name, model: model)
             do {
                 let chunker = try TextChunker(tokenizer: model.tokenizer, maxTokens: size, overlap: request.overlap ?? 0, prompt: prompt,
@@ -123,15 +121,10 @@ extension Endpoints {
     func embedOutputs(_ body: [UInt8]) async throws -> [UInt8] {
         let (request, model, sequences, promptLength) = try await textRequest(OutputsRequest.self, body)
         var outputs: RetrievalOutputs = []
-        for name in request.outputs {
-            switch name {
-            case "dense": outputs.insert(.dense)
-            case "sparse": outputs.insert(.sparse)
-            case "multi_vector": outputs.insert(.multiVector)
-            default: throw APIError.invalid("outputs: '\(printable(name))' is not one of dense, sparse, multi_vector", param: "outputs")
-            }
+        for name in request.outputs { outputs.insert(try choice(name, of: OutputName.self, param: "outputs").output) }
+        guard !outputs.isEmpty else {
+            throw APIError.invalid("outputs is empty; name one or more of \(names(of: OutputName.self).joined(separator: ", "))", param: "outputs")
         }
-        guard !outputs.isEmpty else { throw APIError.invalid("outputs is empty; name one or more of dense, sparse, multi_vector", param: "outputs") }
         var dense = model.embedder.head
         dense.normalize = request.normalize ?? dense.normalize
         let head = RetrievalHead(dense: dense, sparse: outputs.contains(.sparse) ? try sparseHead(model) : nil,
@@ -154,9 +147,9 @@ extension Endpoints {
             json.array {
                 for result in results {
                     json.object {
-                        if let vector = result.dense { json.key("dense"); json.floats(vector) }
-                        if let vector = result.sparse { json.key("sparse"); json.sparse(vector) }
-                        if let vectors = result.multiVector { json.key("multi_vector"); json.array { for v in vectors { json.floats(v) } } }
+                        if let vector = result.dense { json.key(OutputName.dense.rawValue); json.floats(vector) }
+                        if let vector = result.sparse { json.key(OutputName.sparse.rawValue); json.sparse(vector) }
+                        if let vectors = result.multiVector { json.key(OutputName.multi_vector.rawValue); json.array { for v in vectors { json.floats(v) } } }
                     }
                 }
             }

@@ -68,7 +68,13 @@ struct Route: Sendable {
               shape: .tei, request: TEITokenRequest.self, response: .array(.array(.array(.number))), needs: .multiVector) { try await $0.embedMultiVector($1) },
         Route(method: .post, path: "/embed_outputs", summary: "Dense, sparse and multi-vector outputs, those named in `outputs`, from one forward pass.",
               shape: .tei, request: OutputsRequest.self,
-              response: .array(.object([("dense", .array(.number), false), ("sparse", sparseVector, false), ("multi_vector", .array(.array(.number)), false)]))) { try await $0.embedOutputs($1) },
+              response: .array(.object(OutputName.allCases.map { name in
+                  switch name {
+                  case .dense: return (name.rawValue, .array(.number), false)
+                  case .sparse: return (name.rawValue, sparseVector, false)
+                  case .multi_vector: return (name.rawValue, .array(.array(.number)), false)
+                  }
+              }))) { try await $0.embedOutputs($1) },
         Route(method: .post, path: "/embed_all", summary: "TEI: every token's last hidden state, per input.",
               shape: .tei, request: TEITokenRequest.self, response: .array(.array(.array(.number)))) { try await $0.embedAll($1) },
         Route(method: .post, path: "/similarity", summary: "TEI: cosine similarity of the source sentence with each sentence.",

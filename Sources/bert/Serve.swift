@@ -99,18 +99,16 @@ struct Serve: ParsableCommand {
         if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
         if maxResponseBytes < 1 { throw ValidationError("--max-response-bytes must be at least 1") }
         if models.isEmpty { throw ValidationError("--model needs at least one name") }
-        #if Server
-        do { _ = try TrustedProxies(trustedProxies) } catch { throw ValidationError(error.description) }
-        #endif
     }
 
     var models: [String] { model.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
 
     func run() throws {
         #if Server
-        // Fail fast on unknown names, before binding the port.
+        // Fail fast on a bad option or unknown names, before binding the port.
+        let proxies: TrustedProxies
+        do { proxies = try TrustedProxies(trustedProxies) } catch { throw ValidationError(error.description) }
         for name in models { _ = try ModelLocator.resolve(name) }
-        let proxies = try TrustedProxies(trustedProxies)  // valid: validate() parsed it
         let key = apiKey ?? ProcessInfo.processInfo.environment["SWIFTBERT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let configuration = ServerConfiguration(
             models: models, host: host, port: port, precision: engine.precision, threads: engine.threads,

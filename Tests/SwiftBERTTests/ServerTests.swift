@@ -231,7 +231,16 @@ final class ServerTests: CLITestCase {
         openAIError(try raw("/v1/embeddings", #"{"input": [{"text": "a"}]}"#), status: 422, mentions: ["input"])
         openAIError(try raw("/v1/embeddings", #"{"input": []}"#), status: 422, mentions: ["empty"])
         teiError(try raw("/embed", #"{"inputs": [[101, 99999999, 102]]}"#), status: 422, mentions: ["99999999", "vocabulary"])
-        openAIError(try raw("/v1/embeddings", #"{"input": "x", "encoding_format": "int8"}"#), status: 422, mentions: ["encoding_format"])
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "encoding_format": "int8"}"#), status: 422, mentions: ["encoding_format", #""float", "base64"; got "int8""#])
+        teiError(try raw("/embed_outputs", #"{"inputs": "x", "outputs": ["dense", "colbert"]}"#), status: 422,
+                 mentions: [#""dense", "sparse", "multi_vector"; got "colbert""#])
+        teiError(try raw("/embed", #"{"inputs": "x", "chunk": 8, "chunk_pooling": "max"}"#), status: 422, mentions: [#""none", "mean"; got "max""#])
+        // A lone surrogate escape is named where it stands, for a field read by our decoders and
+        // one read by Foundation's; a pair, and an escaped backslash before "u", are text.
+        openAIError(try raw("/v1/embeddings", #"{"input": ["ok", "a\ud83d b"]}"#), status: 422, mentions: [#"`input`: the string escape \ud83d at byte 20 is half of a UTF-16 surrogate pair"#])
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "model": "\udfff"}"#), status: 422, mentions: [#"\udfff at byte 26"#, "UTF-8"])
+        openAIError(try raw("/v1/embeddings", #"{"input": "\ud800"#), status: 400, mentions: ["not valid JSON"])
+        XCTAssertEqual(try raw("/v1/embeddings", #"{"input": "\ud83d\ude00 \\ud800"}"#).status, 200)
         openAIError(try raw("/v1/embeddings", #"{"input": "x", "dimensions": "big"}"#), status: 422, mentions: ["dimensions"])
         teiError(try raw("/embed", #"{"inputs": null}"#), status: 422, mentions: ["inputs"])
         teiError(try raw("/tokenize", #"{"text": "a"}"#), status: 422, mentions: ["inputs", "required"])
