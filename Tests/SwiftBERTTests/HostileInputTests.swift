@@ -171,6 +171,11 @@ final class HostileInputTests: CLITestCase {
             config("config.json: vocab_size 2^40", ["vocab_size is 1099511627776", "limit"]) { $0["vocab_size"] = 1 << 40 },
             config("config.json: hidden_size 2.5", ["hidden_size is 2.5, not an integer"]) { $0["hidden_size"] = 2.5 },
             config("config.json: field missing", ["missing field", "vocab_size"]) { $0.removeValue(forKey: "vocab_size") },
+            Row(input: "config.json: transformers' own (a checkpoint not converted)", build: {
+                try $0.replace("config.json", with: Data(contentsOf: HeadFixtureTests.fixtures.appendingPathComponent("bert-classifier/config.json")))
+            }, expect: .init(kind: "invalidConfig", status: 65, mentions: ["config.json", "Hugging Face checkpoint's config.json"], advice: "bert convert"),
+                // `quantize` writes into a converted folder; the other commands convert such a folder themselves.
+                arguments: { ["quantize", $0.path] }),
             Row(input: "config.json: empty file", build: { try $0.replace("config.json", with: Data()) },
                 expect: .init(kind: "invalidConfig", status: 65, mentions: ["config.json", "not valid JSON"], advice: "fix config.json")),
             Row(input: "config.json: 5 MB (not a config)", build: { try $0.replace("config.json", with: Data(count: 5 << 20)) },

@@ -197,6 +197,12 @@ public struct ModelConfig: Codable, Sendable, Equatable {
 
     /// Decodes and validates a converted model's config.json (the loader's path, and the fuzzer's).
     static func decode(_ data: Data, path: String) throws -> ModelConfig {
+        // Before decoding: some of transformers' configs decode, and would fail later on the weights.
+        if isHuggingFaceConfig(data) {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            throw SwiftBERTError.invalidConfig(path: path, reason: "this is a Hugging Face checkpoint's config.json, not a converted model's; "
+                + "convert the folder once with `bert convert \(folder) OUT` and use OUT")
+        }
         let config: ModelConfig
         do { config = try JSONDecoder().decode(ModelConfig.self, from: data) }
         catch {
@@ -204,6 +210,13 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         }
         try config.validate(path: path)
         return config
+    }
+
+    /// Whether a config.json is transformers' own (it names `architectures` or `transformers_version`,
+    /// which `bert convert` never writes) rather than a converted model's.
+    static func isHuggingFaceConfig(_ data: Data) -> Bool {
+        guard case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data) else { return false }
+        return json["architectures"] != nil || json["transformers_version"] != nil
     }
 
     /// Which field is wrong when JSONDecoder only says "not valid JSON" (it does for 2.5 or 1e30
