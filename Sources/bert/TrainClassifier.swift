@@ -86,10 +86,10 @@ struct TrainClassifier: ParsableCommand {
         if epochs < 1 { throw ValidationError("--epochs must be at least 1") }
         if patience < 1 { throw ValidationError("--patience must be at least 1") }
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
-        if !(learningRate > 0) { throw ValidationError("--learning-rate must be positive") }
-        if !(weightDecay >= 0) { throw ValidationError("--weight-decay must be 0 or more") }
+        if !(learningRate > 0 && learningRate.isFinite) { throw ValidationError("--learning-rate must be a positive number") }
+        if !(weightDecay >= 0 && weightDecay.isFinite) { throw ValidationError("--weight-decay must be a number, 0 or more") }
         if maxIterations < 1 { throw ValidationError("--max-iterations must be at least 1") }
-        if !(tolerance > 0) { throw ValidationError("--tolerance must be positive") }
+        if !(tolerance > 0 && tolerance.isFinite) { throw ValidationError("--tolerance must be a positive number") }
         if inverseRegularization.contains(where: { !($0 > 0) || !$0.isFinite }) { throw ValidationError("--C values must be positive") }
         if inverseRegularization.count > 1, valid == nil { throw ValidationError("several --C values are chosen between on --valid; give it, or one value") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }

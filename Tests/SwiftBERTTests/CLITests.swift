@@ -385,6 +385,21 @@ final class CLIFailureTests: CLITestCase {
         assertFailure(try bert("embed", "--model", "/nonexistent/model", "x"), status: 66, mentions: ["/nonexistent/model"])
     }
 
+    /// `bert convert` into a file, or into the checkpoint's own folder (which would write
+    /// model.safetensors over the weights it reads), refuses before it writes (found by
+    /// tools/fuzz/cli_fuzz.py: a file destination was an internal error, exit 70).
+    func testConvertRefusesAFileOrTheCheckpointsOwnFolderAsDestination() throws {
+        let source = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads/bert-classifier").path
+        let file = temporaryPath("convert-destination-file")
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: file))
+        assertFailure(try bert("convert", source, file), status: 74, mentions: [file, "is a file, not a folder"])
+        XCTAssertEqual(try String(contentsOfFile: file, encoding: .utf8), "keep me")
+        let weights = try Data(contentsOf: URL(fileURLWithPath: source + "/model-00001-of-00002.safetensors"))
+        assertFailure(try bert("convert", source, source + "/."), status: 74, mentions: ["the checkpoint's own folder"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: source + "/model.safetensors"))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: source + "/model-00001-of-00002.safetensors")), weights)
+    }
+
     /// `bert quantize --calibrate`: a missing or empty text is a typed error; the calibrated file
     /// runs under `--precision int8-static`; a model without it says how to make it.
     func testQuantizeCalibrateWritesTheStaticFile() throws {
@@ -478,6 +493,14 @@ final class CLIFailureTests: CLITestCase {
         assertFailure(try bert("fill"), status: 64, mentions: ["text"])
         assertFailure(try bert("embed", "--batch-size", "0", "x"), status: 64, mentions: ["batch-size"])
         assertFailure(try bert("no-such-command"), status: 64, mentions: ["no-such-command"])
+        // Numbers a parser takes but no run can (found by tools/fuzz/cli_fuzz.py): an infinite
+        // timeout trapped converting to milliseconds, an infinite bench never ended.
+        for value in ["inf", "nan", "1e300"] {
+            assertFailure(try bert("serve", "--port", "0", "--request-timeout", value), status: 64, mentions: ["--request-timeout", "a year"])
+            assertFailure(try bert("serve", "--port", "0", "--shutdown-grace", value), status: 64, mentions: ["--shutdown-grace", "0 or more"])
+        }
+        assertFailure(try bert("bench", "--seconds", "inf"), status: 64, mentions: ["--seconds must be a number"])
+        assertFailure(try bert("train-classifier", "--train", "x", "--output", "y", "--learning-rate", "inf"), status: 64, mentions: ["--learning-rate"])
     }
 }
 

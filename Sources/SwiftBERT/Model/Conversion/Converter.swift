@@ -19,6 +19,7 @@ public enum Converter {
         guard fm.fileExists(atPath: source.path) else {
             throw SwiftBERTError.fileNotFound(path: source.path, hint: "Give the folder of a Hugging Face BERT checkpoint.")
         }
+        try checkDestination(destination, source: source)
         let config = try readConfig(source)
         let family = ModelFamilies.family(of: config.encoder)
         if let report = try family.convert(source: source, config: config, to: destination) { return report }
@@ -174,13 +175,26 @@ public enum Converter {
         return try writeFolder(out, config: finalConfig, names: names, used: used, source: source, destination: destination)
     }
 
+    /// The destination must be a folder, new or not, other than the checkpoint's own: converting
+    /// in place would write model.safetensors over the weights being read.
+    static func checkDestination(_ destination: URL, source: URL) throws {
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isFolder), !isFolder.boolValue {
+            throw SwiftBERTError.outputFailed(path: destination.path, reason: "it is a file, not a folder; give a folder to write the converted model into")
+        }
+        if destination.resolvingSymlinksInPath().standardizedFileURL.path == source.resolvingSymlinksInPath().standardizedFileURL.path {
+            throw SwiftBERTError.outputFailed(path: destination.path, reason: "it is the checkpoint's own folder, whose files converting would overwrite; give another folder")
+        }
+    }
+
     /// The last step of every family's conversion: the converted tensors (one float32 file), the
     /// config (validated against the checkpoint's), the tokenizer files. The checkpoint's tensors
     /// that nothing read (`names` by converted name, less `used`) are reported as dropped.
     static func writeFolder(_ tensors: [SafeTensorsWriter.Entry], config: ModelConfig, names: [String: String], used: Set<String>,
                             source: URL, destination: URL) throws -> Report {
         let dropped = names.keys.filter { !used.contains($0) }.sorted().map { names[$0]! }
-        try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
+        do { try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true) }
+        catch { throw SwiftBERTError.outputFailed(path: destination.path, reason: error.localizedDescription) }
         try SafeTensorsWriter.write(tensors, metadata: ["format": "swiftbert", "format_version": formatVersion],
                                     to: destination.appendingPathComponent(WeightFiles.fp32).path)
         try config.validate(path: source.appendingPathComponent("config.json").path)
