@@ -6,6 +6,7 @@ module only shapes inputs and outputs.
 from __future__ import annotations
 
 import math
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -19,10 +20,25 @@ DEFAULT_MASKED_LM_MODEL = "splade-tiny"
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+_INT32_MAX = 2 ** 31 - 1
+
+
+def _positive_int(value: Any, name: str, optional: bool = False) -> int:
+    """`value` as a positive int that fits the engine's 32-bit arguments (numpy ints too); with
+    `optional`, None gives 0, the engine's "no limit". Anything else raises ValueError naming `name`."""
+    if value is None and optional:
+        return 0
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if number is None or isinstance(value, bool) or not 1 <= number <= _INT32_MAX:
+        raise ValueError(f"{name} must be a positive int{' or None' if optional else ''} below 2**31, not {value!r}")
+    return number
+
+
 def _batch_size(value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"batch_size must be a positive int, not {value!r}")
-    return value
+    return _positive_int(value, "batch_size")
 
 
 def _text_list(values: Any, what: str = "sentences") -> List[str]:
@@ -62,7 +78,7 @@ class _ModelUser:
 
     def tokenize(self, text: str, max_length: Optional[int] = None) -> Dict[str, Any]:
         """The model's tokens for `text`: ids, tokens, code-point offsets, whether it was cut."""
-        return self._model.tokenize(text, max_length or 0)
+        return self._model.tokenize(text, _positive_int(max_length, "max_length", optional=True))
 
     def close(self) -> None:
         """Frees the model now; later calls raise ClosedHandleError."""
@@ -86,6 +102,7 @@ class SentenceEncoder(_ModelUser):
 
     def __init__(self, model: PathLike = DEFAULT_EMBEDDING_MODEL, precision: str = "fp32",
                  threads: Optional[int] = None, truncate_dim: Optional[int] = None):
+        truncate_dim = None if truncate_dim is None else _positive_int(truncate_dim, "truncate_dim")
         super().__init__(model, precision, threads)
         self.truncate_dim = truncate_dim
 
@@ -123,8 +140,8 @@ class SentenceEncoder(_ModelUser):
         texts = [sentences] if single else _text_list(sentences)
         batch_size = _batch_size(batch_size)
         truncate_dim = truncate_dim if truncate_dim is not None else self.truncate_dim
-        if truncate_dim is not None and (not isinstance(truncate_dim, int) or truncate_dim < 1):
-            raise ValueError(f"truncate_dim must be a positive int, not {truncate_dim!r}")
+        if truncate_dim is not None:
+            truncate_dim = _positive_int(truncate_dim, "truncate_dim")
         # The engine normalises before any truncation; a truncated vector is normalised here.
         engine_normalize = True if normalize_embeddings and truncate_dim is None else None
         vectors = np.empty((len(texts), self._model.dimension), dtype=np.float32)
@@ -259,15 +276,14 @@ class MultiOutputEncoder(_ModelUser):
         wanted = (1 if return_dense else 0) | (2 if return_sparse else 0) | (4 if return_colbert_vecs else 0)
         if not wanted:
             raise ValueError("ask for at least one of return_dense, return_sparse, return_colbert_vecs")
-        if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1):
-            raise ValueError(f"max_length must be a positive int or None, not {max_length!r}")
+        max_length = _positive_int(max_length, "max_length", optional=True)
         dense: List[np.ndarray] = []
         lexical: List[Dict[str, float]] = []
         colbert: List[np.ndarray] = []
         for start in range(0, len(items), _batch_size(batch_size)):
             batch = items[start:start + batch_size]
             result = self._model.outputs(batch, wanted, normalize=normalize_embeddings,
-                                         batch_size=batch_size, max_length=max_length or 0)
+                                         batch_size=batch_size, max_length=max_length)
             meta, floats, offset, count = result.json, result.floats, 0, len(batch)
             if return_dense:
                 offset = count * meta["dimension"]
@@ -316,6 +332,7 @@ class CrossEncoder(_ModelUser):
                return_documents: bool = False, batch_size: int = 32, **_: Any) -> List[Dict[str, Any]]:
         """Documents best first as [{"corpus_id", "score"(, "text")}], ties in input order."""
         docs = _text_list(documents, "documents")
+        top_k = _positive_int(top_k, "top_k", optional=True) or None
         scores = self._model.rerank_scores(query, docs, _batch_size(batch_size))
         order = sorted(range(len(docs)), key=lambda i: (-float(scores[i]), i))
         ranked = []
@@ -337,9 +354,8 @@ class Classifier(_ModelUser):
     def predict(self, texts: Union[str, Iterable[str]], top_k: Optional[int] = None, batch_size: int = 32):
         single = isinstance(texts, str)
         items = [texts] if single else _text_list(texts, "texts")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-            raise ValueError(f"top_k must be a positive int or None, not {top_k!r}")
-        result = self._model.classify(items, top_k or 0, _batch_size(batch_size)) if items else []
+        top_k = _positive_int(top_k, "top_k", optional=True)
+        result = self._model.classify(items, top_k, _batch_size(batch_size)) if items else []
         return result[0] if single else result
 
 
@@ -360,9 +376,7 @@ class FillMask(_ModelUser):
         super().__init__(model, precision, threads)
 
     def predict(self, text: str, top_k: int = 5):
-        if not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be a positive int, not {top_k!r}")
-        predictions = self._model.fill_mask(text, top_k)
+        predictions = self._model.fill_mask(text, _positive_int(top_k, "top_k"))
         masks = [p["candidates"] for p in predictions]
         return masks[0] if len(masks) == 1 else masks
 

@@ -45,6 +45,16 @@ CASES = {
     "bad batch size": (
         "swiftbert.SentenceEncoder('all-MiniLM-L6-v2').encode(['x'], batch_size=0)",
         "ValueError", "batch_size"),
+    # Found by tools/fuzz/python_fuzz.py: ctypes' ArgumentError, and a silently wrong answer.
+    "fractional max_length": (
+        "swiftbert.SentenceEncoder('all-MiniLM-L6-v2').tokenize('x', max_length=1.5)",
+        "ValueError", "max_length"),
+    "negative rerank top_k": (
+        "swiftbert.CrossEncoder('all-MiniLM-L6-v2').rerank('q', ['a', 'b'], top_k=-1)",
+        "ValueError", "top_k"),
+    "batch size past 2**31": (
+        "swiftbert.SentenceEncoder('all-MiniLM-L6-v2').encode(['x'], batch_size=2**32 + 1)",
+        "ValueError", "below 2**31"),
     "unknown pull": (
         "swiftbert.pull('no-such-model-xyz', progress=False)",
         "PullError", "no-such-model-xyz"),
