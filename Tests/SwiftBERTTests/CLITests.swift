@@ -400,6 +400,43 @@ final class CLIFailureTests: CLITestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: source + "/model-00001-of-00002.safetensors")), weights)
     }
 
+    /// Workers that start together on one Hugging Face folder (Spark or Ray executors on one
+    /// machine) each convert it on first use: every one answers the same, one conversion lands in
+    /// the cache, and no work folder is left behind.
+    func testConcurrentFirstUsesOfAHuggingFaceFolderAllAnswer() throws {
+        let name = "hf-concurrent-\(UUID().uuidString)"
+        let copy = temporaryPath(name)
+        let source = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads/bert-classifier")
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) {  // the files, not their links
+            try FileManager.default.copyItem(at: source.appendingPathComponent(file).resolvingSymlinksInPath(), to: URL(fileURLWithPath: copy + "/" + file))
+        }
+        let workers = 6
+        let results = Locked([Int: ProcessResult]())
+        let (executable, folder) = (bertPath, temporaryPath("cwd"))
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        DispatchQueue.concurrentPerform(iterations: workers) { index in
+            if let result = try? runProcess(executable, ["classify", "--model", copy, "--json", "a fine day"], currentDirectory: folder) {
+                results.update { $0[index] = result }
+            }
+        }
+        let answers = results.value
+        XCTAssertEqual(answers.count, workers)
+        for (_, result) in answers {
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(result.stdout, answers[0]?.stdout)
+        }
+        let caches = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-converted")
+        var complete = 0, partial = 0
+        for hash in try FileManager.default.contentsOfDirectory(atPath: caches.path) {
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: caches.appendingPathComponent(hash).path)) ?? [] where entry.hasSuffix(name) {
+                if entry == name { complete += 1 } else { partial += 1 }
+            }
+        }
+        XCTAssertEqual(complete, 1)
+        XCTAssertEqual(partial, 0, "work folders left in \(caches.path)")
+    }
+
     /// `bert quantize --calibrate`: a missing or empty text is a typed error; the calibrated file
     /// runs under `--precision int8-static`; a model without it says how to make it.
     func testQuantizeCalibrateWritesTheStaticFile() throws {

@@ -102,14 +102,21 @@ public enum ModelLocator {
         for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100000001b3 }
         // <hash>/<name>: messages that name the model folder keep the source's name.
         let cache = fm.temporaryDirectory.appendingPathComponent("swiftbert-converted/\(String(hash, radix: 16))/\(folder.lastPathComponent)")
-        if !fm.fileExists(atPath: cache.appendingPathComponent("model.safetensors").path) {
+        let complete = { fm.fileExists(atPath: cache.appendingPathComponent("model.safetensors").path) }
+        if !complete() {
+            // Processes that start together (Spark or Ray workers on one machine) each convert into
+            // a folder of their own; the first to finish renames it into place, and the others
+            // keep that one: a complete cache is never removed, as another process may be reading it.
             let partial = cache.deletingLastPathComponent().appendingPathComponent(".partial-\(ProcessInfo.processInfo.processIdentifier)-\(cache.lastPathComponent)")
             try? fm.removeItem(at: partial)
+            defer { try? fm.removeItem(at: partial) }
             try? fm.createDirectory(at: cache.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Converter.convert(huggingFaceFolder: folder, to: partial)
-            try? fm.removeItem(at: cache)
-            do { try fm.moveItem(at: partial, to: cache) }
-            catch { throw SwiftBERTError.outputFailed(path: cache.path, reason: error.localizedDescription) }
+            if !complete() {
+                do { try fm.moveItem(at: partial, to: cache) }
+                catch where complete() {}  // another process won the rename
+                catch { throw SwiftBERTError.outputFailed(path: cache.path, reason: error.localizedDescription + "; remove that folder and run again") }
+            }
         }
         return cache
     }
