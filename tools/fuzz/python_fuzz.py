@@ -12,7 +12,8 @@ call announced before it runs: a child that dies names the call that killed it.
         tools/.venv/bin/python tools/fuzz/python_fuzz.py --calls 3000 --seed 1
 
 Models: all-MiniLM-L6-v2 and splade-tiny (converted, under SWIFTBERT_HOME or ./weights) and the
-suite's cross-encoder, classifier and NER fixtures (Hugging Face folders, converted on first use).
+suite's cross-encoder, classifier, NER and BGE-M3 fixtures (Hugging Face folders, converted on
+first use); and the module's own `pull` (unknown names only: no download) and `models`.
 """
 import argparse
 import json
@@ -47,7 +48,10 @@ def hostile_texts(rng):
 
 
 def hostile_number(rng, legal):
-    return rng.choice(legal + [0, -1, 2 ** 31, 2 ** 63, -(2 ** 63), 10 ** 30, 1.5, float("nan"), float("inf"), "3", None, True, [1]])
+    """Mostly a legal value, so that calls reach the engine; else one of every wrong kind."""
+    if rng.random() < 0.6:
+        return rng.choice(legal)
+    return rng.choice([0, -1, 2 ** 31, 2 ** 63, -(2 ** 63), 10 ** 30, 1.5, float("nan"), float("inf"), "3", None, True, [1]])
 
 
 def calls(rng, swiftbert, models):
@@ -71,7 +75,7 @@ def calls(rng, swiftbert, models):
     while True:
         roll = rng.random()
         if roll < 0.12:
-            kind = rng.choice(list(models))
+            kind = rng.choice([k for k in models if k != "module"])
             yield construct(kind)
             continue
         kind = rng.choice(list(models))
@@ -104,6 +108,20 @@ def calls(rng, swiftbert, models):
         elif kind == "SparseEncoder":
             texts, size = hostile_texts(rng), hostile_number(rng, [1, 32])
             yield f"SparseEncoder.encode({short(texts)}, batch_size={size!r})", lambda: instance(kind).encode(texts, batch_size=size)
+        elif kind == "MultiVectorEncoder":
+            texts, size = hostile_texts(rng), hostile_number(rng, [1, 32])
+            yield f"MultiVectorEncoder.encode({short(texts)}, batch_size={size!r})", lambda: instance(kind).encode(texts, batch_size=size)
+        elif kind == "MultiOutputEncoder":
+            texts, length = hostile_texts(rng), hostile_number(rng, [None, 8, 512])
+            flags = {name: rng.choice([True, True, False, None, 1]) for name in ("return_dense", "return_sparse", "return_colbert_vecs")}
+            yield f"MultiOutputEncoder.encode({short(texts)}, max_length={length!r}, **{flags!r})", \
+                lambda: instance(kind).encode(texts, max_length=length, **flags)
+        elif kind == "module":
+            name = rng.choice(["no-such-model", "", "../etc", "all-MiniLM-L6-v2\x00", 5, None])
+            if rng.random() < 0.5:
+                yield f"swiftbert.pull({name!r}, progress=False)", lambda: swiftbert.pull(name, progress=False)
+            else:
+                yield "swiftbert.models()", lambda: swiftbert.models()
         elif kind == "FillMask":
             text, top = hostile_text(rng), hostile_number(rng, [1, 5, 30])
             yield f"FillMask.predict({short(text)}, top_k={top!r})", lambda: instance(kind).predict(text, top_k=top)
@@ -143,7 +161,9 @@ def child(seed, count):
     import swiftbert
     models = {"SentenceEncoder": ["all-MiniLM-L6-v2"], "SparseEncoder": ["splade-tiny"], "FillMask": ["splade-tiny"],
               "CrossEncoder": [os.path.join(HEADS, "bert-cross-encoder")], "Classifier": [os.path.join(HEADS, "bert-classifier")],
-              "TokenClassifier": [os.path.join(HEADS, "bert-ner")]}
+              "TokenClassifier": [os.path.join(HEADS, "bert-ner")],
+              "MultiVectorEncoder": [os.path.join(ROOT, "Tests/SwiftBERTTests/Fixtures/bgem3")],
+              "MultiOutputEncoder": [os.path.join(ROOT, "Tests/SwiftBERTTests/Fixtures/bgem3")], "module": [None]}
     rng = random.Random(seed)
     stream = calls(rng, swiftbert, models)
     for index in range(count):
