@@ -75,7 +75,13 @@ enum ErrorShape {
 func decodeBody<T: Decodable>(_ type: T.Type, from data: [UInt8]) throws -> T {
     guard !data.isEmpty else { throw APIError.invalid("the request body is empty; send a JSON object", status: 400) }
     do {
-        return try JSONDecoder().decode(T.self, from: Data(data))
+        let value = try JSONDecoder().decode(T.self, from: Data(data))
+        // Foundation keeps the first of two equal keys, Python's json the last, and TEI's serde
+        // refuses them: a proxy that checked one value must not see us use the other.
+        if let key = duplicateKey(in: data) {
+            throw APIError.invalid("the body names \"\(printable(key))\" twice in one object; send each field once", param: key)
+        }
+        return value
     } catch let error as DecodingError {
         // Foundation refuses a string with a lone surrogate escape as if the field had the wrong
         // type; name the escape instead.
@@ -148,6 +154,36 @@ private func fieldPath(_ error: DecodingError) -> String {
     @unknown default:
         return ""
     }
+}
+
+/// The first key that an object of a valid JSON text holds twice (escapes decoded, so "\u0069d"
+/// is "id"); nil when every object's keys differ.
+func duplicateKey(in body: [UInt8]) -> String? {
+    var objects: [Set<String>?] = []  // per open bracket: an object's keys so far, nil for an array
+    var expectsKey = false
+    var i = 0
+    while i < body.count {
+        switch body[i] {
+        case UInt8(ascii: "{"): objects.append([]); expectsKey = true
+        case UInt8(ascii: "["): objects.append(nil); expectsKey = false
+        case UInt8(ascii: "}"), UInt8(ascii: "]"): _ = objects.popLast(); expectsKey = false
+        case UInt8(ascii: ","): expectsKey = objects.last.map { $0 != nil } ?? false
+        case UInt8(ascii: "\""):
+            var end = i + 1
+            while end < body.count, body[end] != UInt8(ascii: "\"") { end += body[end] == UInt8(ascii: "\\") ? 2 : 1 }
+            if expectsKey, end < body.count {
+                let quoted = body[i...end]
+                let key = quoted.contains(UInt8(ascii: "\\")) ? (try? JSONDecoder().decode(String.self, from: Data(quoted))) ?? ""
+                                                                : String(decoding: quoted.dropFirst().dropLast(), as: UTF8.self)
+                if objects[objects.count - 1]?.insert(key).inserted == false { return key }
+                expectsKey = false
+            }
+            i = end
+        default: break
+        }
+        i += 1
+    }
+    return nil
 }
 
 /// Where a JSON text has a `\uXXXX` escape that is a surrogate without its other half: the

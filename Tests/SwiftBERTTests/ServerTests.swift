@@ -241,6 +241,11 @@ final class ServerTests: CLITestCase {
         openAIError(try raw("/v1/embeddings", #"{"input": "x", "model": "\udfff"}"#), status: 422, mentions: [#"\udfff at byte 26"#, "UTF-8"])
         openAIError(try raw("/v1/embeddings", #"{"input": "\ud800"#), status: 400, mentions: ["not valid JSON"])
         XCTAssertEqual(try raw("/v1/embeddings", #"{"input": "\ud83d\ude00 \\ud800"}"#).status, 200)
+        // A key twice in one object (also written with an escape, or in a nested object) is
+        // refused, as TEI refuses it; keys inside strings are text.
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "input": "y"}"#), status: 422, mentions: [#""input" twice"#])
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "\u0069nput": "y"}"#), status: 422, mentions: [#""input" twice"#])
+        XCTAssertEqual(try raw("/v1/embeddings", #"{"input": "say \"input\": 1, \"input\"", "user": "input"}"#).status, 200)
         openAIError(try raw("/v1/embeddings", #"{"input": "x", "dimensions": "big"}"#), status: 422, mentions: ["dimensions"])
         teiError(try raw("/embed", #"{"inputs": null}"#), status: 422, mentions: ["inputs"])
         teiError(try raw("/tokenize", #"{"text": "a"}"#), status: 422, mentions: ["inputs", "required"])
