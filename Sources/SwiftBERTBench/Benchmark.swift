@@ -57,7 +57,7 @@ package final class Benchmark {
     // MARK: - One model
 
     private func measure(model name: String, sentences: [String]?) throws -> BenchmarkReport.Model {
-        let folder = try ModelLocator.converted(ModelLocator.resolve(name))
+        let folder = try ModelLocator.folder(name, precisions: plan.precisions)
         let config = try ModelConfig.load(from: folder.appendingPathComponent("config.json"))
         let tokenizer = try Tokenizer.load(folder: folder)
         if let long = plan.shapes.first(where: { $0.sequenceLength > config.encoder.positionLimit }) {

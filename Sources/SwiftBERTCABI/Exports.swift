@@ -42,7 +42,7 @@ public func swiftbert_load(_ nameOrPath: UnsafePointer<CChar>?, _ precision: Uns
         }
         guard threads >= 0 else { throw CallError(.invalidArgument, "threads must be at least 1 (0: one per core), not \(threads)") }
         // As `bert` loads it: a name or path, a Hugging Face folder converted on first use.
-        let folder = try ModelLocator.converted(ModelLocator.resolve(name))
+        let folder = try ModelLocator.folder(name, precisions: [chosen])
         let model = try loadModel(folder: folder, threads: threads == 0 ? nil : Int(threads), precision: chosen)
         handleOut.pointee = models.add(ModelSlot(name: name, precision: chosen, model: model))
     }

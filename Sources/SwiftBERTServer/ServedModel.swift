@@ -83,7 +83,7 @@ final class ServedModel: Sendable {
     /// `given` as --model names it (a name or a path); `name` what answers give (`publicNames`).
     init(given: String, name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
         // A Hugging Face folder is converted on first use, as every command does.
-        let folder = try ModelLocator.converted(ModelLocator.resolve(given))
+        let folder = try ModelLocator.folder(given, precisions: [configuration.precision])
         self.name = name
         // The path as given still names the model in requests.
         aliases = [given, folder.lastPathComponent, alias].compactMap { $0 }.filter { $0 != name }

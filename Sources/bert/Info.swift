@@ -24,7 +24,7 @@ struct Info: ParsableCommand {
     @OptionGroup var engine: EngineOptions
 
     func run() throws {
-        let folder = try ModelLocator.converted(ModelLocator.resolve(model))
+        let folder = try ModelLocator.folder(model, precisions: [engine.precision])
         let start = Date()
         _ = try Tokenizer.load(folder: folder)
         let tokenizerSeconds = Date().timeIntervalSince(start)

@@ -26,7 +26,7 @@ struct EngineOptions: ParsableArguments {
     /// The model folder for a name or path, loaded (`loadModel`): any architecture, any head.
     func load(_ nameOrPath: String) throws -> LoadedModel {
         // A Hugging Face folder (say, one `bert train-classifier` wrote) is converted on first use.
-        let folder = try ModelLocator.converted(ModelLocator.resolve(nameOrPath))
+        let folder = try ModelLocator.folder(nameOrPath, precisions: [precision])
         return try loadModel(folder: folder, threads: threads, precision: precision)
     }
 }

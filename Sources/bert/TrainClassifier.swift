@@ -104,7 +104,7 @@ struct TrainClassifier: ParsableCommand {
         if let validSet, let unknown = validSet.first(where: { ids[$0.label] == nil }) {
             throw SwiftBERTError.invalidInput(reason: "\(valid!): label '\(unknown.label.prefix(80))' does not occur in the training set")
         }
-        let folder = try ModelLocator.converted(ModelLocator.resolve(model))
+        let folder = try ModelLocator.folder(model, precisions: [.fp32])
         let loaded = try loadModel(folder: folder, threads: threads)
         let (bert, tokenizer) = (loaded.encoder, loaded.tokenizer)
         let showProgress = !quiet && isatty(STDERR_FILENO) == 1

@@ -400,17 +400,40 @@ final class CLIFailureTests: CLITestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: source + "/model-00001-of-00002.safetensors")), weights)
     }
 
-    /// Workers that start together on one Hugging Face folder (Spark or Ray executors on one
-    /// machine) each convert it on first use: every one answers the same, one conversion lands in
-    /// the cache, and no work folder is left behind.
-    func testConcurrentFirstUsesOfAHuggingFaceFolderAllAnswer() throws {
-        let name = "hf-concurrent-\(UUID().uuidString)"
+    /// A fresh copy of the classifier fixture (a Hugging Face folder), under a name no cache knows.
+    func copyOfClassifierCheckpoint(_ name: String) throws -> String {
         let copy = temporaryPath(name)
         let source = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads/bert-classifier")
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         for file in try FileManager.default.contentsOfDirectory(atPath: source.path) {  // the files, not their links
             try FileManager.default.copyItem(at: source.appendingPathComponent(file).resolvingSymlinksInPath(), to: URL(fileURLWithPath: copy + "/" + file))
         }
+        return copy
+    }
+
+    /// A Hugging Face folder runs at the dynamic INT8 precisions: its conversion gets the INT8
+    /// file on first use, as it gets converted. A converted folder of the user's is not written
+    /// to: it still says to run `bert quantize`.
+    func testHuggingFaceFolderRunsInt8WithoutQuantizeAndAConvertedOneAsksForIt() throws {
+        let copy = try copyOfClassifierCheckpoint("hf-int8-\(UUID().uuidString)")
+        for precision in ["int8", "int8-attention", "int8-weights"] {
+            let result = try bert("classify", "--model", copy, "--precision", precision, "--json", "a fine day")
+            XCTAssertEqual(result.status, 0, "\(precision): \(result.stderr)")
+            XCTAssertTrue(result.stdout.contains("\"label\""), result.stdout)
+        }
+        assertFailure(try bert("classify", "--model", copy, "--precision", "int8-static", "x"), status: 66, mentions: ["--calibrate"])
+        let converted = temporaryPath("converted-no-int8-\(UUID().uuidString)")
+        XCTAssertEqual(try bert("convert", copy, converted).status, 0)
+        assertFailure(try bert("classify", "--model", converted, "--precision", "int8", "x"), status: 66, mentions: ["bert quantize \(converted)"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: converted + "/model.int8.safetensors"))
+    }
+
+    /// Workers that start together on one Hugging Face folder (Spark or Ray executors on one
+    /// machine) each convert it on first use: every one answers the same, one conversion lands in
+    /// the cache, and no work folder is left behind.
+    func testConcurrentFirstUsesOfAHuggingFaceFolderAllAnswer() throws {
+        let name = "hf-concurrent-\(UUID().uuidString)"
+        let copy = try copyOfClassifierCheckpoint(name)
         let workers = 6
         let results = Locked([Int: ProcessResult]())
         let (executable, folder) = (bertPath, temporaryPath("cwd"))

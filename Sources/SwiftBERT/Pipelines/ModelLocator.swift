@@ -82,6 +82,21 @@ public enum ModelLocator {
             : "Unknown model; available: \(available.joined(separator: ", ")); `bert pull NAME` fetches one of `bert models`.")
     }
 
+    /// The folder to load `nameOrPath` from at each of `precisions`, as every front end loads one
+    /// (`bert`, the server, the C ABI): `resolve`, then `converted`. A Hugging Face folder's
+    /// conversion also gets the INT8 file the dynamic INT8 precisions read, made on first use as
+    /// the conversion is; a converted folder of the user's is never written to (`bert quantize`
+    /// writes there), and int8-static needs calibration sentences (`bert quantize --calibrate`).
+    public static func folder(_ nameOrPath: String, precisions: [Precision]) throws -> URL {
+        let given = try resolve(nameOrPath)
+        let folder = try converted(given)
+        if folder != given, precisions.contains(where: { $0.fileName == WeightFiles.int8 }),
+           !FileManager.default.fileExists(atPath: folder.appendingPathComponent(WeightFiles.int8).path) {
+            _ = try Quantizer.quantize(folder: folder)  // written whole, then renamed into place
+        }
+        return folder
+    }
+
     /// A folder the engine loads: `folder` itself when converted, else (a Hugging Face or
     /// sentence-transformers folder, such as `bert train-classifier` writes) its conversion,
     /// made once into a cache under $TMPDIR and made again when the source's files change.
