@@ -52,7 +52,20 @@ package enum BenchmarkMemoryProbe {
     }
 
     /// In the child: loads the model, runs the passes, returns one JSON line.
+    /// The probe is the bench's child: when the bench ends, even by SIGKILL (a timeout), the
+    /// probe must end too, not go on loading and running a model nobody waits for.
+    /// (prctl's PR_SET_PDEATHSIG is variadic C, which Swift cannot call: a watcher thread asks
+    /// twice a second whether the parent is still the one that started the probe.)
+    private static func dieWithParent() {
+        let parent = getppid()
+        Thread.detachNewThread {
+            while getppid() == parent { usleep(500_000) }
+            _exit(1)
+        }
+    }
+
     package static func respond(to requestText: String) throws -> String {
+        dieWithParent()
         let request: Request
         do { request = try JSONDecoder().decode(Request.self, from: Data(requestText.utf8)) } catch {
             throw SwiftBERTError.invalidInput(reason: "unreadable memory probe request: \(error)")

@@ -229,6 +229,37 @@ final class CLIBenchmarkTests: CLITestCase {
         XCTAssertNotNil(rows.first?["median_ms"] as? Double)
     }
 
+    /// The memory probe ends with its bench, even one killed by SIGKILL (a job's timeout): found
+    /// by tools/fuzz/cli_fuzz.py, whose timed-out `bench --batch 100000` left a probe running
+    /// for 19 minutes.
+    func testMemoryProbeEndsWhenItsBenchIsKilled() throws {
+        let bench = Process()
+        bench.executableURL = URL(fileURLWithPath: bertPath)
+        bench.arguments = ["bench", "--model", "all-MiniLM-L6-v2", "--precision", "fp32", "--batch", "20000", "--seq", "128",
+                           "--threads", "1", "--seconds", "0.05", "--accuracy-sentences", "0"]
+        bench.standardOutput = FileHandle.nullDevice
+        bench.standardError = FileHandle.nullDevice
+        try bench.run()
+        defer { if bench.isRunning { kill(bench.processIdentifier, SIGKILL) } }
+        func children() -> [pid_t] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry -> pid_t? in
+                guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                      let close = stat.lastIndex(of: ")") else { return nil }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                return fields.count > 1 && pid_t(fields[1]) == bench.processIdentifier ? pid : nil
+            }
+        }
+        var probe: pid_t?
+        let deadline = Date().addingTimeInterval(60)
+        while probe == nil, Date() < deadline, bench.isRunning { probe = children().first; if probe == nil { usleep(100_000) } }
+        let child = try XCTUnwrap(probe, "no memory probe started")
+        kill(bench.processIdentifier, SIGKILL)
+        let end = Date().addingTimeInterval(10)
+        while kill(child, 0) == 0, Date() < end { usleep(100_000) }
+        XCTAssertNotEqual(kill(child, 0), 0, "the probe \(child) outlived its bench by 10 s")
+        if kill(child, 0) == 0 { kill(child, SIGKILL) }
+    }
+
     func testBenchRejectsUnknownPrecision() throws {
         let result = try bert("bench", "--precision", "int4")
         XCTAssertEqual(result.status, 64)
