@@ -12,14 +12,12 @@ The calls run in child processes, each announced before it runs, so a crash name
 
     SWIFTBERT_LIBRARY=.build/release/libswiftbert.so tools/.venv/bin/python tools/fuzz/cabi_fuzz.py --calls 3000
 """
-import argparse
 import ctypes
-import json
 import os
 import random
-import subprocess
 import sys
-import time
+
+import announced_calls
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -148,53 +146,24 @@ def child(seed, count):
 
     for index in range(count):
         description, thunk = call()
-        print(json.dumps({"call": index, "what": description}), flush=True)
+        announced_calls.announce(index, description)
         status = thunk()
         status = status[0] if isinstance(status, tuple) else status
         message = lib.swiftbert_last_error() if status else b""
-        print(json.dumps({"call": index, "status": status, "error": (message or b"").decode("utf-8", "replace")[:200]}), flush=True)
-    print(json.dumps({"done": count}), flush=True)
+        announced_calls.report(index, [status, (message or b"").decode("utf-8", "replace")[:200]])
+    announced_calls.finish(count)
+
+
+def judge(result):
+    """A failure status must come with its message."""
+    status, message = result
+    return status, "a failure status without a message" if status != 0 and not message else None
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--batch", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--child", nargs=2, type=int, help=argparse.SUPPRESS)
-    options = parser.parse_args()
-    if options.child:
-        child(*options.child)
-        return
     env = dict(os.environ)
-    env.setdefault("SWIFTBERT_HOME", ROOT)
-    env.setdefault("OPENBLAS_CORETYPE", "Haswell")
-    if "SWIFTBERT_LIBRARY" not in env:
-        env["SWIFTBERT_LIBRARY"] = os.path.join(ROOT, ".build/release/libswiftbert.so")
-    statuses, findings, started = {}, [], time.time()
-    for batch in range(0, options.calls, options.batch):
-        seed = options.seed * 1_000_003 + batch
-        run = subprocess.run([sys.executable, __file__, "--child", str(seed), str(min(options.batch, options.calls - batch))],
-                             capture_output=True, text=True, env=env, timeout=1800)
-        last, done = None, False
-        for line in run.stdout.splitlines():
-            record = json.loads(line)
-            if "what" in record:
-                last = record["what"]
-            elif "status" in record:
-                statuses[record["status"]] = statuses.get(record["status"], 0) + 1
-                if record["status"] != 0 and not record["error"]:
-                    findings.append((last, "a failure status without a message"))
-                    print(f"NO MESSAGE: {last} status {record['status']}", flush=True)
-            elif "done" in record:
-                done = True
-        if not done:
-            findings.append((last, f"died (status {run.returncode})"))
-            print(f"CRASH: {last}\n   status {run.returncode}: {run.stderr.strip()[-600:]}", flush=True)
-        print(f"{min(batch + options.batch, options.calls)} calls, {len(findings)} findings, {time.time() - started:.0f} s", flush=True)
-    print("statuses: " + ", ".join(f"{k}×{v}" for k, v in sorted(statuses.items())))
-    print(f"{options.calls} calls (seed {options.seed}): {len(findings)} findings")
-    sys.exit(1 if findings else 0)
+    env.setdefault("SWIFTBERT_LIBRARY", os.path.join(ROOT, ".build/release/libswiftbert.so"))
+    announced_calls.main(__file__, __doc__, 200, child, judge, env)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,11 @@ Models: all-MiniLM-L6-v2 and splade-tiny (converted, under SWIFTBERT_HOME or ./w
 suite's cross-encoder, classifier, NER and BGE-M3 fixtures (Hugging Face folders, converted on
 first use); and the module's own `pull` (unknown names only: no download) and `models`.
 """
-import argparse
-import json
 import os
 import random
-import subprocess
 import sys
-import time
+
+import announced_calls
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -168,7 +166,7 @@ def child(seed, count):
     stream = calls(rng, swiftbert, models)
     for index in range(count):
         description, thunk = next(stream)
-        print(json.dumps({"call": index, "what": description}), flush=True)
+        announced_calls.announce(index, description)
         try:
             thunk()
             outcome = "ok"
@@ -178,48 +176,18 @@ def child(seed, count):
             outcome = "python " + type(error).__name__
         except Exception as error:  # noqa: BLE001 - any other exception is the finding
             outcome = f"UNTYPED {type(error).__name__}: {str(error)[:300]}"
-        print(json.dumps({"call": index, "outcome": outcome}), flush=True)
-    print(json.dumps({"done": count}), flush=True)
+        announced_calls.report(index, outcome)
+    announced_calls.finish(count)
+
+
+def judge(outcome):
+    """Any exception but a SwiftBERTError, TypeError or ValueError is a finding."""
+    kind = outcome.split(" ")[0]
+    return kind, outcome if kind == "UNTYPED" else None
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--batch", type=int, default=100, help="calls per child interpreter")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--child", nargs=2, type=int, help=argparse.SUPPRESS)
-    options = parser.parse_args()
-    if options.child:
-        child(*options.child)
-        return
-    env = dict(os.environ)
-    env.setdefault("SWIFTBERT_HOME", ROOT)
-    env.setdefault("OPENBLAS_CORETYPE", "Haswell")
-    outcomes, findings, started = {}, [], time.time()
-    for batch in range(0, options.calls, options.batch):
-        seed = options.seed * 1_000_003 + batch
-        run = subprocess.run([sys.executable, __file__, "--child", str(seed), str(min(options.batch, options.calls - batch))],
-                             capture_output=True, text=True, env=env, timeout=1800)
-        last, done = None, False
-        for line in run.stdout.splitlines():
-            record = json.loads(line)
-            if "what" in record:
-                last = record["what"]
-            elif "outcome" in record:
-                kind = record["outcome"].split(" ")[0]
-                outcomes[kind] = outcomes.get(kind, 0) + 1
-                if kind == "UNTYPED":
-                    findings.append((last, record["outcome"]))
-                    print(f"UNTYPED: {last}\n   {record['outcome']}", flush=True)
-            elif "done" in record:
-                done = True
-        if not done:
-            findings.append((last, f"the interpreter died (status {run.returncode}): {run.stderr.strip()[-400:]}"))
-            print(f"CRASH: {last}\n   status {run.returncode}: {run.stderr.strip()[-400:]}", flush=True)
-        print(f"{min(batch + options.batch, options.calls)} calls, {len(findings)} findings, {time.time() - started:.0f} s", flush=True)
-    print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
-    print(f"{options.calls} calls (seed {options.seed}): {len(findings)} findings")
-    sys.exit(1 if findings else 0)
+    announced_calls.main(__file__, __doc__, 100, child, judge)
 
 
 if __name__ == "__main__":
