@@ -31,6 +31,9 @@ package enum BenchmarkMemoryProbe {
         /// The largest cell of the plan: the pass whose activations set the peak.
         let batch: Int
         let sequenceLength: Int
+        /// The bench's process id: the probe ends when its parent is another (nil: not watched,
+        /// as when a test calls `respond` in-process).
+        var parent: Int32? = nil
     }
 
     /// What the child saw, in bytes from /proc/self/status.
@@ -51,25 +54,26 @@ package enum BenchmarkMemoryProbe {
         package var weightsResident: Int { residentAfterFirstPass - residentBeforeLoad }
     }
 
-    /// In the child: loads the model, runs the passes, returns one JSON line.
     /// The probe is the bench's child: when the bench ends, even by SIGKILL (a timeout), the
-    /// probe must end too, not go on loading and running a model nobody waits for.
+    /// probe must end too, not go on loading and running a model nobody waits for. The bench
+    /// names itself in the request, so a bench gone before the probe got here counts too.
     /// (prctl's PR_SET_PDEATHSIG is variadic C, which Swift cannot call: a watcher thread asks
-    /// twice a second whether the parent is still the one that started the probe.)
-    private static func dieWithParent() {
-        let parent = getppid()
+    /// twice a second whether the parent is still the bench.)
+    private static func dieWithParent(_ parent: pid_t) {
+        if getppid() != parent { _exit(1) }
         Thread.detachNewThread {
             while getppid() == parent { usleep(500_000) }
             _exit(1)
         }
     }
 
+    /// In the child: loads the model, runs the passes, returns one JSON line.
     package static func respond(to requestText: String) throws -> String {
-        dieWithParent()
         let request: Request
         do { request = try JSONDecoder().decode(Request.self, from: Data(requestText.utf8)) } catch {
             throw SwiftBERTError.invalidInput(reason: "unreadable memory probe request: \(error)")
         }
+        if let parent = request.parent { dieWithParent(parent) }
         guard let precision = Precision(rawValue: request.precision) else {
             throw SwiftBERTError.invalidInput(reason: "memory probe: unknown precision \(request.precision)")
         }
@@ -98,7 +102,7 @@ package enum BenchmarkMemoryProbe {
     /// In the parent: runs the child and decodes its answer.
     static func run(_ launcher: Launcher, folder: URL, precision: Precision, largest: BenchmarkPlan.Shape) throws -> Usage {
         let request = Request(folder: folder.path, precision: precision.rawValue, batch: largest.batch,
-                              sequenceLength: largest.sequenceLength)
+                              sequenceLength: largest.sequenceLength, parent: getpid())
         let process = Process()
         process.executableURL = URL(fileURLWithPath: launcher.executable)
         process.arguments = launcher.arguments + [String(decoding: try JSONEncoder().encode(request), as: UTF8.self)]
