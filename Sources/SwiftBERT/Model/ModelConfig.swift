@@ -212,11 +212,12 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         return config
     }
 
-    /// Whether a config.json is transformers' own (it names `architectures` or `transformers_version`,
-    /// which `bert convert` never writes) rather than a converted model's.
+    /// Whether a config.json is transformers' own (it names `model_type`, `architectures` or
+    /// `transformers_version`, which `bert convert` never writes) rather than a converted model's:
+    /// the loader's refusal here and `ModelLocator.converted`'s conversion on first use.
     static func isHuggingFaceConfig(_ data: Data) -> Bool {
         guard case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data) else { return false }
-        return json["architectures"] != nil || json["transformers_version"] != nil
+        return json["model_type"] != nil || json["architectures"] != nil || json["transformers_version"] != nil
     }
 
     /// Which field is wrong when JSONDecoder only says "not valid JSON" (it does for 2.5 or 1e30

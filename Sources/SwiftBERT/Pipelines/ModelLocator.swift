@@ -104,8 +104,7 @@ public enum ModelLocator {
         let fm = FileManager.default
         let config = folder.appendingPathComponent("config.json")
         guard let data = try? readBoundedFile(config, limit: 4 << 20, what: "config.json"),
-              case let .object(json)? = try? JSONDecoder().decode(JSONValue.self, from: data),
-              json["model_type"] != nil || json["architectures"] != nil else { return folder }
+              ModelConfig.isHuggingFaceConfig(data) else { return folder }
         // Key: the source path and the modification times of its config and weights.
         var key = folder.standardizedFileURL.path
         for name in ["config.json", "model.safetensors", "model.safetensors.index.json", "modules.json"] {
