@@ -19,9 +19,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 read -r -a flags <<<"$(cat tools/native-flags tools/build-flags | tr '\n' ' ')"
+# Every file the tests and their `bert` children put in the temporary folder (copied and
+# converted models, outputs: about 260 MB a process) goes into one folder of this run's, removed
+# when it ends, however it ends: left in /tmp, 222 runs' folders once filled a machine's disk.
+TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/swiftbert-suite.XXXXXX")
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 
 if [ $# -gt 0 ]; then
-    exec swift test -c release "${flags[@]}" --disable-swift-testing --skip-build --filter "$1"
+    swift test -c release "${flags[@]}" --disable-swift-testing --skip-build --filter "$1"
+    exit
 fi
 bundle=$(swift build -c release "${flags[@]}" --show-bin-path)/SwiftBERTPackageTests.xctest
 [ -x "$bundle" ] || { echo "run_suite: no test bundle at $bundle: run make build-tests first" >&2; exit 1; }

@@ -93,6 +93,11 @@ done
 
 [ $build_only = 1 ] && { printf '%s' "$summary"; exit $status; }
 
+# The tests' temporary files in one folder of this run's, removed when it ends (as tools/run_suite.sh).
+TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/swiftbert-sanitize.XXXXXX")
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+
 for sanitizer in ${built_ok[@]+"${built_ok[@]}"}; do
     read -r -a f <<<"$(flags "$sanitizer")"
     scratch=.build/sanitize-$sanitizer
