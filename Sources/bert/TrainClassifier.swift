@@ -203,7 +203,7 @@ struct TrainClassifier: ParsableCommand {
         data.append(contentsOf: [UInt8(length & 0xFF), UInt8(length >> 8)])
         data.append(contentsOf: Array(header.utf8))
         for row in rows { row.withUnsafeBytes { data.append(contentsOf: $0) } }
-        do { try data.write(to: url) } catch { throw SwiftBERTError.outputFailed(path: url.path, reason: error.localizedDescription) }
+        try SwiftBERTError.writing(url.path) { try data.write(to: url) }
     }
 
     /// The (N, D) little-endian float32 arrays `writeNpy` writes (version 1.0, C order).

@@ -240,8 +240,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     public func write(to url: URL) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        do { try encoder.encode(self).write(to: url, options: .atomic) }
-        catch { throw SwiftBERTError.outputFailed(path: url.path, reason: error.localizedDescription) }
+        try SwiftBERTError.writing(url.path) { try encoder.encode(self).write(to: url, options: .atomic) }
     }
 }
 

@@ -70,8 +70,7 @@ public enum ClassifierExport {
         entries.append(.init(name: names.join(names.classifier, "weight"), shape: [labels.count, h], floats: classifier.weight))
         entries.append(.init(name: names.join(names.classifier, "bias"), shape: [labels.count], floats: classifier.bias))
         let fm = FileManager.default
-        do { try fm.createDirectory(at: destination, withIntermediateDirectories: true) }
-        catch { throw SwiftBERTError.outputFailed(path: destination.path, reason: error.localizedDescription) }
+        try SwiftBERTError.writing(destination.path) { try fm.createDirectory(at: destination, withIntermediateDirectories: true) }
         try SafeTensorsWriter.write(entries, metadata: ["format": "pt"], to: destination.appendingPathComponent("model.safetensors").path)
         let config: OrderedJSON = .object([
             ("architectures", .array([.string("BertForSequenceClassification")])), ("model_type", .string("bert")),
@@ -84,9 +83,8 @@ public enum ClassifierExport {
             ("id2label", .object(labels.enumerated().map { ("\($0.offset)", .string($0.element)) })),
             ("label2id", .object(labels.enumerated().map { ($0.element, .int($0.offset)) })),
         ])
-        do {
-            try Data((config.text + "\n").utf8).write(to: destination.appendingPathComponent("config.json"))
-        } catch { throw SwiftBERTError.outputFailed(path: destination.appendingPathComponent("config.json").path, reason: error.localizedDescription) }
+        let configFile = destination.appendingPathComponent("config.json")
+        try SwiftBERTError.writing(configFile.path) { try Data((config.text + "\n").utf8).write(to: configFile) }
         try Converter.copyTokenizer(from: model.folder, to: destination)
     }
 }

@@ -329,7 +329,6 @@ struct SafeTensorsWriter {
         withUnsafeBytes(of: UInt64(json.count).littleEndian) { out.append(contentsOf: $0) }
         out.append(json)
         for entry in ordered { out.append(entry.data) }
-        do { try out.write(to: URL(fileURLWithPath: path), options: .atomic) }
-        catch { throw SwiftBERTError.outputFailed(path: path, reason: error.localizedDescription) }
+        try SwiftBERTError.writing(path) { try out.write(to: URL(fileURLWithPath: path), options: .atomic) }
     }
 }

@@ -193,8 +193,7 @@ public enum Converter {
     static func writeFolder(_ tensors: [SafeTensorsWriter.Entry], config: ModelConfig, names: [String: String], used: Set<String>,
                             source: URL, destination: URL) throws -> Report {
         let dropped = names.keys.filter { !used.contains($0) }.sorted().map { names[$0]! }
-        do { try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true) }
-        catch { throw SwiftBERTError.outputFailed(path: destination.path, reason: error.localizedDescription) }
+        try SwiftBERTError.writing(destination.path) { try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true) }
         try SafeTensorsWriter.write(tensors, metadata: ["format": "swiftbert", "format_version": formatVersion],
                                     to: destination.appendingPathComponent(WeightFiles.fp32).path)
         try config.validate(path: source.appendingPathComponent("config.json").path)
@@ -422,8 +421,7 @@ public enum Converter {
             let target = destination.appendingPathComponent(name)
             try? fm.removeItem(at: target)
             // The file itself, not a symlink to it (Hugging Face's cache links snapshots to blobs).
-            do { try fm.copyItem(at: source.appendingPathComponent(name).resolvingSymlinksInPath(), to: target) }
-            catch { throw SwiftBERTError.outputFailed(path: target.path, reason: error.localizedDescription) }
+            try SwiftBERTError.writing(target.path) { try fm.copyItem(at: source.appendingPathComponent(name).resolvingSymlinksInPath(), to: target) }
         }
     }
 }
