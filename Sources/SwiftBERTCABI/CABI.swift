@@ -76,6 +76,7 @@ func call(_ body: () throws -> Void) -> Int32 {
         try body()
         return Status.ok.rawValue
     } catch {
+        let error = (try? ModelCatalogue.standard())?.explaining(error) ?? error
         setLastError(message(of: error))
         return status(of: error).rawValue
     }

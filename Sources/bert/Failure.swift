@@ -33,7 +33,7 @@ func argumentNotInUTF8() -> (position: Int, byte: Int)? {
 
 /// The stderr line (nil for none) and exit status of a failure.
 func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
-    switch error {
+    switch (try? ModelCatalogue.standard())?.explaining(error) ?? error {
     case let error as SwiftBERTError:
         return ("bert: " + oneLine(error.description), error.exitStatus)
     case StreamError.outputClosed:

@@ -368,6 +368,24 @@ final class CLICommandTests: CLITestCase {
 final class CLIFailureTests: CLITestCase {
     func testUnknownModelListsTheAvailableOnes() throws {
         assertFailure(try bert("embed", "--model", "no-such-model", "x"), status: 66, mentions: ["no-such-model", "all-MiniLM-L6-v2", "splade-tiny"])
+        XCTAssertFalse(try bert("embed", "--model", "no-such-model", "x").stderr.contains("Did you mean"))
+    }
+
+    /// A misspelt or wrongly cased name gets the closest local name; a catalogue model that is not
+    /// pulled is told to pull it (a catalogue entry of $SWIFTBERT_MANIFEST's, so that no machine
+    /// has it), and its misspelling gets the catalogue name.
+    func testMisspeltNamesGetTheClosestAndCatalogueModelsAreToldToPull() throws {
+        assertFailure(try bert("embed", "--model", "all-minilm-l6-v2", "x"), status: 66, mentions: ["Did you mean all-MiniLM-L6-v2?"])
+        assertFailure(try bert("fill", "--model", "splade-tny", "[MASK]"), status: 66, mentions: ["Did you mean splade-tiny?"])
+        let manifest = temporaryPath("manifest.tsv")
+        try "never-pulled-model\tnever-pulled==1\t\(String(repeating: "a", count: 64))\t5\tx\ta test entry\n"
+            .write(toFile: manifest, atomically: true, encoding: .utf8)
+        let environment = ProcessInfo.processInfo.environment.merging(["SWIFTBERT_MANIFEST": manifest]) { $1 }
+        let notPulled = try runProcess(bertPath, ["embed", "--model", "never-pulled-model", "x"], environment: environment)
+        assertFailure(notPulled, status: 66, mentions: ["never-pulled-model: not found", "Not pulled yet", "`bert pull never-pulled-model`"])
+        XCTAssertFalse(notPulled.stderr.contains("Unknown model"), notPulled.stderr)
+        assertFailure(try runProcess(bertPath, ["embed", "--model", "never-puled-model", "x"], environment: environment),
+                      status: 66, mentions: ["Did you mean never-pulled-model?", "Unknown model"])
     }
 
     func testMissingAndCorruptWeights() throws {

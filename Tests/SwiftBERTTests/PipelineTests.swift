@@ -71,5 +71,26 @@ final class PipelineTests: XCTestCase {
         XCTAssertThrowsError(try ModelLocator.resolve("no-such-model")) { error in
             XCTAssertTrue("\(error)".contains("all-MiniLM-L6-v2"), "\(error)")
         }
+        XCTAssertThrowsError(try ModelLocator.resolve("SPLADE-tiny")) { error in
+            XCTAssertTrue("\(error)".contains("Did you mean splade-tiny?"), "\(error)")
+        }
+    }
+
+    func testClosestNameForADidYouMean() {
+        let names = ["all-MiniLM-L6-v2", "all-mpnet-base-v2", "splade-tiny", "bge-m3", "bge-m2"]
+        XCTAssertEqual(closestName(to: "ALL-minilm-L6-V2", among: names), "all-MiniLM-L6-v2")   // case alone
+        XCTAssertEqual(closestName(to: "all-MiniLM-L6v2", among: names), "all-MiniLM-L6-v2")    // a letter dropped
+        XCTAssertEqual(closestName(to: "all-MiniLMM-L6-v2", among: names), "all-MiniLM-L6-v2")  // one added
+        XCTAssertEqual(closestName(to: "all-MiniLM-L6-v3", among: names), "all-MiniLM-L6-v2")   // one changed
+        XCTAssertEqual(closestName(to: "all-MiniLM-6L-v2", among: names), "all-MiniLM-L6-v2")   // two swapped: one edit
+        XCTAssertEqual(closestName(to: "spalde-tny", among: names), "splade-tiny")              // swapped and dropped
+        XCTAssertNil(closestName(to: "all-MiniLM-L12-v3", among: names))                        // three edits
+        XCTAssertNil(closestName(to: "bge-m", among: names))                                    // as near two names
+        XCTAssertNil(closestName(to: "x", among: names))
+        XCTAssertNil(closestName(to: "", among: []))
+        XCTAssertEqual(editDistance("kitten", "sitting", atMost: 5), 3)
+        XCTAssertEqual(editDistance("kitten", "sitting", atMost: 2), 3)  // past the limit: limit + 1
+        XCTAssertEqual(editDistance("ab", "ba", atMost: 2), 1)
+        XCTAssertEqual(editDistance("", "abc", atMost: 3), 3)
     }
 }

@@ -9,6 +9,9 @@ CASES = {
     "unknown model": (
         "swiftbert.SentenceEncoder('no-such-model-xyz')",
         "ModelNotFoundError", "no-such-model-xyz"),
+    "misspelt model": (
+        "swiftbert.SentenceEncoder('all-minilm-l6-v2')",
+        "ModelNotFoundError", "Did you mean all-MiniLM-L6-v2?"),
     "unknown precision": (
         "swiftbert.SentenceEncoder('all-MiniLM-L6-v2', precision='fp64')",
         "InvalidArgumentError", "precision 'fp64'"),

@@ -76,10 +76,24 @@ public enum ModelLocator {
         for dir in searchDirectories where fm.fileExists(atPath: dir.appendingPathComponent("\(nameOrPath)/config.json").path) {
             return dir.appendingPathComponent(nameOrPath)
         }
+        throw unknownModel(nameOrPath)
+    }
+
+    /// The error for a model name that no search directory holds: the closest local name if the
+    /// name looks misspelt, the local names, and how to pull more. `pullable` lists the names
+    /// `bert pull` fetches (the catalogue, which this module does not see; SwiftBERTCatalog's
+    /// `ModelCatalogue.explaining` passes it), so a name from it is told to pull, not "unknown".
+    package static func unknownModel(_ name: String, pullable: [String] = []) -> SwiftBERTError {
         let available = availableModels()
-        throw SwiftBERTError.fileNotFound(path: nameOrPath, hint: available.isEmpty
-            ? "No converted models found; fetch one with `bert pull \(nameOrPath)` (`bert models` lists them), or set SWIFTBERT_HOME."
-            : "Unknown model; available: \(available.joined(separator: ", ")); `bert pull NAME` fetches one of `bert models`.")
+        let pull = "`bert pull NAME` fetches one of `bert models`"
+        if pullable.contains(name) {
+            return .fileNotFound(path: name, hint: "Not pulled yet: fetch it once with `bert pull \(name)` (from Python, `swiftbert.pull(\"\(name)\")`), or set SWIFTBERT_HOME to where it was pulled.")
+        }
+        let guess = closestName(to: name, among: available + pullable.filter { !available.contains($0) })
+        let hint = available.isEmpty
+            ? "No converted models found; fetch one with `bert pull NAME` (`bert models` lists them), or set SWIFTBERT_HOME."
+            : "Unknown model; available: \(available.joined(separator: ", ")); \(pull)."
+        return .fileNotFound(path: name, hint: guess.map { "Did you mean \($0)? " + hint } ?? hint)
     }
 
     /// The folder to load `nameOrPath` from at each of `precisions`, as every front end loads one
