@@ -163,6 +163,24 @@ class SentenceEncoder(_ModelUser):
             return vectors[0] if convert_to_numpy else vectors[0].tolist()
         return vectors if convert_to_numpy else list(vectors)
 
+    # sentence-transformers' retrieval pair (its recommended calls for prompted models such as
+    # EmbeddingGemma and Qwen3-Embedding): `encode` with the model's own query or document prompt.
+    def encode_query(self, sentences: Union[str, Iterable[str]], prompt_name: Optional[str] = None,
+                     prompt: Optional[str] = None, **kwargs: Any):
+        """`encode` with the model's "query" prompt, unless a prompt or prompt name is given;
+        a model without one embeds as `encode` does (sentence-transformers' `encode_query`)."""
+        if prompt_name is None and prompt is None and "query" in self.prompts:
+            prompt_name = "query"
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+    def encode_document(self, sentences: Union[str, Iterable[str]], prompt_name: Optional[str] = None,
+                        prompt: Optional[str] = None, **kwargs: Any):
+        """`encode` with the model's first prompt of "document", "passage" and "corpus", unless a
+        prompt or prompt name is given (sentence-transformers' `encode_document`)."""
+        if prompt_name is None and prompt is None:
+            prompt_name = next((n for n in ("document", "passage", "corpus") if n in self.prompts), None)
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Cosine similarity of every row of `a` with every row of `b`."""
         a, b = np.atleast_2d(a).astype(np.float32), np.atleast_2d(b).astype(np.float32)

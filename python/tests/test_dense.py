@@ -1,4 +1,7 @@
 """SentenceEncoder: bit-identical to `bert embed`, and sentence-transformers' shapes and dtypes."""
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -78,6 +81,37 @@ def test_prompt_and_prompt_name(encoder):
     # all-MiniLM-L6-v2 has no prompts: a name is refused, naming the model.
     with pytest.raises(swiftbert.InvalidInputError, match="prompt"):
         encoder.encode("x", prompt_name="query")
+
+
+@pytest.fixture(scope="module")
+def prompted(tmp_path_factory):
+    """MiniLM with query and document prompts in its config.json, as conversion writes them from
+    config_sentence_transformers.json (the other files are symlinks to the real ones)."""
+    with swiftbert.SentenceEncoder(MODEL) as plain:
+        source = Path(plain.model_info["folder"])
+    folder = tmp_path_factory.mktemp("prompted")
+    for item in source.iterdir():
+        if item.name != "config.json":
+            (folder / item.name).symlink_to(item.resolve())
+    config = json.loads((source / "config.json").read_text())
+    config["prompts"] = {"query": "query: ", "document": "document: ", "passage": "passage: "}
+    (folder / "config.json").write_text(json.dumps(config))
+    with swiftbert.SentenceEncoder(str(folder)) as prompted:
+        yield prompted
+
+
+def test_encode_query_and_encode_document_take_the_models_prompts(encoder, prompted):
+    texts = ["what is swift?", "Swift is a language."]
+    assert np.array_equal(prompted.encode_query(texts), prompted.encode(texts, prompt="query: "))
+    assert np.array_equal(prompted.encode_document(texts), prompted.encode(texts, prompt="document: "))  # before "passage"
+    assert np.array_equal(prompted.encode_query(texts[0]), prompted.encode(texts[0], prompt_name="query"))
+    # A prompt or prompt name given wins; other arguments pass through.
+    assert np.array_equal(prompted.encode_query(texts, prompt_name="passage"), prompted.encode(texts, prompt="passage: "))
+    assert np.array_equal(prompted.encode_document(texts, prompt=""), prompted.encode(texts))
+    assert prompted.encode_query(texts, truncate_dim=64).shape == (2, 64)
+    # A model without prompts embeds as encode does.
+    assert np.array_equal(encoder.encode_query(texts), encoder.encode(texts))
+    assert np.array_equal(encoder.encode_document(texts), encoder.encode(texts))
 
 
 def test_convert_to_numpy_false(encoder):

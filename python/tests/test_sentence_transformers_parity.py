@@ -143,6 +143,15 @@ def test_prompt_name(pair, sentences, prompt_name):
     assert one.shape == one_expected.shape and cosines(one[None], one_expected[None])[0] >= MIN_COSINE
 
 
+def test_encode_query_and_encode_document(pair, sentences):
+    _, reference, _, prompted = pair
+    for method in ("encode_query", "encode_document"):
+        expected = getattr(reference, method)(sentences[:8])
+        got = getattr(prompted, method)(sentences[:8])
+        assert got.shape == expected.shape and got.dtype == expected.dtype == np.float32
+        assert cosines(got, expected).min() >= MIN_COSINE, method
+
+
 def test_unknown_prompt_name_is_a_value_error_in_both(pair):
     _, reference, encoder, _ = pair
     with pytest.raises(ValueError):
