@@ -124,9 +124,14 @@ class SentenceEncoder(_ModelUser):
     def encode(self, sentences: Union[str, Iterable[str]], batch_size: int = 32,
                normalize_embeddings: Optional[bool] = None, prompt_name: Optional[str] = None,
                prompt: Optional[str] = None, show_progress_bar: bool = False, convert_to_numpy: bool = True,
-               truncate_dim: Optional[int] = None, **unsupported: Any):
+               truncate_dim: Optional[int] = None, convert_to_tensor: bool = False, device: Optional[str] = None,
+               **unsupported: Any):
         """One float32 vector per sentence: a 1-D array for a str, a C-contiguous (n, dim) array
         for a list (an empty list gives (0, dim)).
+
+        convert_to_tensor gives the same as a torch tensor (sharing the array's memory; torch is
+        imported only then), for code written for sentence-transformers (`util.cos_sim`, ...).
+        device: None or "cpu", the only device the engine runs on.
 
         normalize_embeddings: True L2-normalises every vector; None or False leave them as the
         model gives them (with its Normalize module, as sentence-transformers does).
@@ -136,6 +141,16 @@ class SentenceEncoder(_ModelUser):
         """
         if unsupported:
             raise TypeError(f"encode() got unsupported arguments: {', '.join(sorted(unsupported))}")
+        if device is not None and str(device) != "cpu":
+            raise ValueError(f"device {device!r}: SwiftBERT runs on the CPU; pass device=None or 'cpu'")
+        if convert_to_tensor:
+            try:
+                import torch
+            except ImportError:
+                raise ImportError("convert_to_tensor=True needs torch (pip install torch); "
+                                  "the default, a numpy array, needs nothing more") from None
+            return torch.from_numpy(self.encode(sentences, batch_size, normalize_embeddings, prompt_name, prompt,
+                                                show_progress_bar, True, truncate_dim))
         single = isinstance(sentences, str)
         texts = [sentences] if single else _text_list(sentences)
         batch_size = _batch_size(batch_size)

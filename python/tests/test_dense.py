@@ -114,6 +114,20 @@ def test_encode_query_and_encode_document_take_the_models_prompts(encoder, promp
     assert np.array_equal(encoder.encode_document(texts), encoder.encode(texts))
 
 
+def test_device_is_the_cpu(encoder):
+    with pytest.raises(ValueError, match="CPU"):
+        encoder.encode("x", device="cuda")
+    assert np.array_equal(encoder.encode(["a", "b"], device="cpu"), encoder.encode(["a", "b"]))
+
+
+def test_convert_to_tensor(encoder):
+    torch = pytest.importorskip("torch", reason="convert_to_tensor needs torch, which this venv does not have")
+    tensor = encoder.encode(["a", "b"], convert_to_tensor=True)
+    assert isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float32 and tuple(tensor.shape) == (2, 384)
+    assert np.array_equal(tensor.numpy(), encoder.encode(["a", "b"]))
+    assert tuple(encoder.encode("a", convert_to_tensor=True, truncate_dim=32).shape) == (32,)
+
+
 def test_convert_to_numpy_false(encoder):
     rows = encoder.encode(["a", "b"], convert_to_numpy=False)
     assert isinstance(rows, list) and len(rows) == 2 and rows[0].shape == (384,)
