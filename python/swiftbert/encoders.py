@@ -180,20 +180,24 @@ class SentenceEncoder(_ModelUser):
 
     # sentence-transformers' retrieval pair (its recommended calls for prompted models such as
     # EmbeddingGemma and Qwen3-Embedding): `encode` with the model's own query or document prompt.
+    # As sentence-transformers 6 does: its models always hold a "query" and a "document" prompt
+    # ("" where the model names none), so these use that prompt or none, never the default prompt.
     def encode_query(self, sentences: Union[str, Iterable[str]], prompt_name: Optional[str] = None,
                      prompt: Optional[str] = None, **kwargs: Any):
-        """`encode` with the model's "query" prompt, unless a prompt or prompt name is given;
-        a model without one embeds as `encode` does (sentence-transformers' `encode_query`)."""
-        if prompt_name is None and prompt is None and "query" in self.prompts:
-            prompt_name = "query"
-        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+        """`encode` with the model's "query" prompt (none if it has no such prompt; not its default
+        prompt), unless a prompt or prompt name is given: sentence-transformers' `encode_query`."""
+        return self._encode_as("query", sentences, prompt_name, prompt, **kwargs)
 
     def encode_document(self, sentences: Union[str, Iterable[str]], prompt_name: Optional[str] = None,
                         prompt: Optional[str] = None, **kwargs: Any):
-        """`encode` with the model's first prompt of "document", "passage" and "corpus", unless a
-        prompt or prompt name is given (sentence-transformers' `encode_document`)."""
+        """`encode` with the model's "document" prompt (none if it has no such prompt; not its
+        default prompt), unless a prompt or prompt name is given: sentence-transformers'
+        `encode_document`."""
+        return self._encode_as("document", sentences, prompt_name, prompt, **kwargs)
+
+    def _encode_as(self, role: str, sentences, prompt_name: Optional[str], prompt: Optional[str], **kwargs: Any):
         if prompt_name is None and prompt is None:
-            prompt_name = next((n for n in ("document", "passage", "corpus") if n in self.prompts), None)
+            prompt_name, prompt = (role, None) if role in self.prompts else (None, "")
         return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

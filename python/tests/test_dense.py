@@ -100,10 +100,26 @@ def prompted(tmp_path_factory):
         yield prompted
 
 
-def test_encode_query_and_encode_document_take_the_models_prompts(encoder, prompted):
+@pytest.fixture(scope="module")
+def passage_default(tmp_path_factory):
+    """MiniLM whose only prompt is "passage", its default prompt (an E5-style configuration)."""
+    with swiftbert.SentenceEncoder(MODEL) as plain:
+        source = Path(plain.model_info["folder"])
+    folder = tmp_path_factory.mktemp("passage-default")
+    for item in source.iterdir():
+        if item.name != "config.json":
+            (folder / item.name).symlink_to(item.resolve())
+    config = json.loads((source / "config.json").read_text())
+    config["prompts"], config["default_prompt_name"] = {"passage": "passage: "}, "passage"
+    (folder / "config.json").write_text(json.dumps(config))
+    with swiftbert.SentenceEncoder(str(folder)) as encoder:
+        yield encoder
+
+
+def test_encode_query_and_encode_document_take_the_models_prompts(encoder, prompted, passage_default):
     texts = ["what is swift?", "Swift is a language."]
     assert np.array_equal(prompted.encode_query(texts), prompted.encode(texts, prompt="query: "))
-    assert np.array_equal(prompted.encode_document(texts), prompted.encode(texts, prompt="document: "))  # before "passage"
+    assert np.array_equal(prompted.encode_document(texts), prompted.encode(texts, prompt="document: "))
     assert np.array_equal(prompted.encode_query(texts[0]), prompted.encode(texts[0], prompt_name="query"))
     # A prompt or prompt name given wins; other arguments pass through.
     assert np.array_equal(prompted.encode_query(texts, prompt_name="passage"), prompted.encode(texts, prompt="passage: "))
@@ -112,6 +128,10 @@ def test_encode_query_and_encode_document_take_the_models_prompts(encoder, promp
     # A model without prompts embeds as encode does.
     assert np.array_equal(encoder.encode_query(texts), encoder.encode(texts))
     assert np.array_equal(encoder.encode_document(texts), encoder.encode(texts))
+    # Without a "query" or "document" prompt, no prompt: not "passage", not the default prompt.
+    assert np.array_equal(passage_default.encode_document(texts), encoder.encode(texts))
+    assert np.array_equal(passage_default.encode_query(texts), encoder.encode(texts))
+    assert np.array_equal(passage_default.encode(texts), encoder.encode(texts, prompt="passage: "))
 
 
 def test_device_is_the_cpu(encoder):
