@@ -83,36 +83,31 @@ def test_prompt_and_prompt_name(encoder):
         encoder.encode("x", prompt_name="query")
 
 
-@pytest.fixture(scope="module")
-def prompted(tmp_path_factory):
-    """MiniLM with query and document prompts in its config.json, as conversion writes them from
-    config_sentence_transformers.json (the other files are symlinks to the real ones)."""
+def _with_prompts(tmp_path_factory, prompts, default_prompt_name=None):
+    """MiniLM with `prompts` (and a default prompt) in its config.json, as conversion writes them
+    from config_sentence_transformers.json; its other files are symlinks to the real ones."""
     with swiftbert.SentenceEncoder(MODEL) as plain:
         source = Path(plain.model_info["folder"])
-    folder = tmp_path_factory.mktemp("prompted")
+    folder = tmp_path_factory.mktemp("prompts")
     for item in source.iterdir():
         if item.name != "config.json":
             (folder / item.name).symlink_to(item.resolve())
     config = json.loads((source / "config.json").read_text())
-    config["prompts"] = {"query": "query: ", "document": "document: ", "passage": "passage: "}
+    config["prompts"], config["default_prompt_name"] = prompts, default_prompt_name
     (folder / "config.json").write_text(json.dumps(config))
-    with swiftbert.SentenceEncoder(str(folder)) as prompted:
-        yield prompted
+    return swiftbert.SentenceEncoder(str(folder))
+
+
+@pytest.fixture(scope="module")
+def prompted(tmp_path_factory):
+    with _with_prompts(tmp_path_factory, {"query": "query: ", "document": "document: ", "passage": "passage: "}) as encoder:
+        yield encoder
 
 
 @pytest.fixture(scope="module")
 def passage_default(tmp_path_factory):
-    """MiniLM whose only prompt is "passage", its default prompt (an E5-style configuration)."""
-    with swiftbert.SentenceEncoder(MODEL) as plain:
-        source = Path(plain.model_info["folder"])
-    folder = tmp_path_factory.mktemp("passage-default")
-    for item in source.iterdir():
-        if item.name != "config.json":
-            (folder / item.name).symlink_to(item.resolve())
-    config = json.loads((source / "config.json").read_text())
-    config["prompts"], config["default_prompt_name"] = {"passage": "passage: "}, "passage"
-    (folder / "config.json").write_text(json.dumps(config))
-    with swiftbert.SentenceEncoder(str(folder)) as encoder:
+    """An E5-style configuration: "passage" the only prompt, and the default one."""
+    with _with_prompts(tmp_path_factory, {"passage": "passage: "}, "passage") as encoder:
         yield encoder
 
 

@@ -12,7 +12,9 @@ from tools/.venv (`tools/venv.sh reference`) against the build tree:
 Checks: min cosine >= 0.9999 over the 300 sentences of Tests/SwiftBERTTests/Fixtures/sentences.txt
 for all-MiniLM-L6-v2 and all-mpnet-base-v2 (printed with -s), and the same shapes and dtypes as
 sentence-transformers for a str, a list, an empty list, normalize_embeddings, truncate_dim and
-prompt_name (both given the same named prompts).
+prompt_name (both given the same named prompts); encode_query and encode_document against
+sentence-transformers' own, on those prompts and on EmbeddingGemma's real weights and prompts
+where `bert pull --keep-source embeddinggemma-300m` has pulled them.
 """
 import json
 import os
@@ -158,3 +160,18 @@ def test_unknown_prompt_name_is_a_value_error_in_both(pair):
         reference.encode("x", prompt_name="no-such-prompt")
     with pytest.raises(ValueError):
         encoder.encode("x", prompt_name="no-such-prompt")
+
+
+def test_embeddinggemma_query_and_document_roles(sentences):
+    """EmbeddingGemma's real weights (`bert pull --keep-source embeddinggemma-300m`; 1.2 GB, so
+    skipped where not pulled): encode_query and encode_document take its own prompts
+    ("task: search result | query: ", "title: none | text: ") as sentence-transformers does."""
+    reference = sentence_transformers.SentenceTransformer(str(checkpoint("embeddinggemma-300m")), device="cpu")
+    with swiftbert.SentenceEncoder("embeddinggemma-300m") as encoder:
+        for method in ("encode_query", "encode_document"):
+            expected = getattr(reference, method)(sentences[:64], batch_size=16)
+            got = getattr(encoder, method)(sentences[:64], batch_size=16)
+            assert got.shape == expected.shape == (64, 768) and got.dtype == np.float32
+            assert cosines(got, expected).min() >= MIN_COSINE, method
+            # The role's prompt changes the vectors.
+            assert cosines(got, encoder.encode(sentences[:64], prompt="")).min() < 0.9999, method
