@@ -1,5 +1,6 @@
 """Shared helpers of the wheel's tests (tools/python/test_wheel.sh runs them against the
 installed wheel, with SWIFTBERT_HOME pointing at the repository's converted models)."""
+import json
 import os
 import subprocess
 import sys
@@ -38,3 +39,19 @@ def run_python(code, timeout=300):
     """`code` in a child interpreter: a crash (a Swift trap kills the process) fails the test
     without taking pytest down. Returns the CompletedProcess."""
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout)
+
+
+def with_prompts(tmp_path_factory, model, prompts, default_prompt_name=None):
+    """A folder of `model` with `prompts` (and a default prompt) in its config.json, as conversion
+    writes them from config_sentence_transformers.json; its other files are symlinks to the real ones."""
+    import swiftbert
+    with swiftbert.SentenceEncoder(model) as plain:
+        source = Path(plain.model_info["folder"])
+    folder = tmp_path_factory.mktemp("prompts")
+    for item in source.iterdir():
+        if item.name != "config.json":
+            (folder / item.name).symlink_to(item.resolve())
+    config = json.loads((source / "config.json").read_text())
+    config["prompts"], config["default_prompt_name"] = prompts, default_prompt_name
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder

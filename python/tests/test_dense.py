@@ -1,12 +1,9 @@
 """SentenceEncoder: bit-identical to `bert embed`, and sentence-transformers' shapes and dtypes."""
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import swiftbert
-from conftest import bert_embed_npy
+from conftest import bert_embed_npy, with_prompts
 
 MODEL = "all-MiniLM-L6-v2"
 
@@ -83,31 +80,17 @@ def test_prompt_and_prompt_name(encoder):
         encoder.encode("x", prompt_name="query")
 
 
-def _with_prompts(tmp_path_factory, prompts, default_prompt_name=None):
-    """MiniLM with `prompts` (and a default prompt) in its config.json, as conversion writes them
-    from config_sentence_transformers.json; its other files are symlinks to the real ones."""
-    with swiftbert.SentenceEncoder(MODEL) as plain:
-        source = Path(plain.model_info["folder"])
-    folder = tmp_path_factory.mktemp("prompts")
-    for item in source.iterdir():
-        if item.name != "config.json":
-            (folder / item.name).symlink_to(item.resolve())
-    config = json.loads((source / "config.json").read_text())
-    config["prompts"], config["default_prompt_name"] = prompts, default_prompt_name
-    (folder / "config.json").write_text(json.dumps(config))
-    return swiftbert.SentenceEncoder(str(folder))
-
-
 @pytest.fixture(scope="module")
 def prompted(tmp_path_factory):
-    with _with_prompts(tmp_path_factory, {"query": "query: ", "document": "document: ", "passage": "passage: "}) as encoder:
+    folder = with_prompts(tmp_path_factory, MODEL, {"query": "query: ", "document": "document: ", "passage": "passage: "})
+    with swiftbert.SentenceEncoder(str(folder)) as encoder:
         yield encoder
 
 
 @pytest.fixture(scope="module")
 def passage_default(tmp_path_factory):
     """An E5-style configuration: "passage" the only prompt, and the default one."""
-    with _with_prompts(tmp_path_factory, {"passage": "passage: "}, "passage") as encoder:
+    with swiftbert.SentenceEncoder(str(with_prompts(tmp_path_factory, MODEL, {"passage": "passage: "}, "passage"))) as encoder:
         yield encoder
 
 

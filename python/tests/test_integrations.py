@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import swiftbert
+from conftest import with_prompts
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = ["The cat sat on the mat.", "Licences grant the right to copy.", "Un chat dort au soleil."]
@@ -69,6 +70,36 @@ def test_haystack_embedders(reference):
     np.testing.assert_array_equal(np.asarray(result["embedder"]["embedding"], dtype=np.float32), reference[1])
     with pytest.raises(TypeError):
         SwiftBERTTextEmbedder(MODEL).run(TEXTS)
+
+
+def test_each_framework_gives_queries_and_documents_the_models_prompts(tmp_path_factory):
+    """A model with query and document prompts (as EmbeddingGemma and Qwen3-Embedding have): every
+    integration embeds a query as encode_query and a document as encode_document; a prompt name
+    given wins."""
+    from haystack import Document
+    from swiftbert.integrations.haystack import SwiftBERTDocumentEmbedder, SwiftBERTTextEmbedder
+    from swiftbert.integrations.langchain import SwiftBERTEmbeddings
+    from swiftbert.integrations.llama_index import SwiftBERTEmbedding
+
+    folder = str(with_prompts(tmp_path_factory, MODEL, {"query": "query: ", "document": "document: "}))
+    with swiftbert.SentenceEncoder(folder) as encoder:
+        queries, documents = encoder.encode(TEXTS, prompt="query: "), encoder.encode(TEXTS, prompt="document: ")
+        plain = encoder.encode(TEXTS, prompt="")
+    assert not np.array_equal(queries, documents)
+    same = np.testing.assert_array_equal
+    langchain = SwiftBERTEmbeddings(folder)
+    same(np.asarray(langchain.embed_query(TEXTS[0]), dtype=np.float32), queries[0])
+    same(np.asarray(langchain.embed_documents(TEXTS), dtype=np.float32), documents)
+    same(np.asarray(SwiftBERTEmbeddings(folder, document_prompt_name="query").embed_documents(TEXTS), dtype=np.float32), queries)
+    llama = SwiftBERTEmbedding(folder)
+    same(np.asarray(llama.get_query_embedding(TEXTS[1]), dtype=np.float32), queries[1])
+    same(np.asarray(llama.get_text_embedding_batch(TEXTS), dtype=np.float32), documents)
+    same(np.asarray(llama.get_text_embedding(TEXTS[2]), dtype=np.float32), documents[2])
+    same(np.asarray(SwiftBERTTextEmbedder(folder).run(TEXTS[2])["embedding"], dtype=np.float32), queries[2])
+    embedded = SwiftBERTDocumentEmbedder(folder).run([Document(content=t) for t in TEXTS])["documents"]
+    same(np.asarray([d.embedding for d in embedded], dtype=np.float32), documents)
+    same(np.asarray(SwiftBERTTextEmbedder(folder, prompt_name="document").run(TEXTS[0])["embedding"], dtype=np.float32), documents[0])
+    assert not np.array_equal(plain, documents)
 
 
 async def _gather(*awaitables):

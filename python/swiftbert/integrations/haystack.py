@@ -10,9 +10,13 @@ from ..encoders import DEFAULT_EMBEDDING_MODEL, PathLike, SentenceEncoder
 
 
 class _Encoding:
-    def __init__(self, model: PathLike, precision: str, threads: Optional[int], prompt_name: Optional[str], batch_size: int):
+    """`role` "query" or "document": with no prompt_name, the model's own prompt of that name where it
+    has one, else none (sentence-transformers' encode_query / encode_document)."""
+
+    def __init__(self, model: PathLike, precision: str, threads: Optional[int], prompt_name: Optional[str], batch_size: int,
+                 role: str):
         self.model, self.precision, self.threads = model, precision, threads
-        self.prompt_name, self.batch_size = prompt_name, batch_size
+        self.prompt_name, self.batch_size, self.role = prompt_name, batch_size, role
         self.encoder: Optional[SentenceEncoder] = None
 
     def warm_up(self) -> None:
@@ -21,7 +25,8 @@ class _Encoding:
 
     def encode(self, texts):
         self.warm_up()
-        return self.encoder.encode(texts, batch_size=self.batch_size, prompt_name=self.prompt_name)
+        encode = self.encoder.encode_query if self.role == "query" else self.encoder.encode_document
+        return encode(texts, batch_size=self.batch_size, prompt_name=self.prompt_name)
 
 
 @component
@@ -30,7 +35,7 @@ class SwiftBERTTextEmbedder:
 
     def __init__(self, model: PathLike = DEFAULT_EMBEDDING_MODEL, precision: str = "fp32", threads: Optional[int] = None,
                  prompt_name: Optional[str] = None):
-        self._encoding = _Encoding(model, precision, threads, prompt_name, 1)
+        self._encoding = _Encoding(model, precision, threads, prompt_name, 1, "query")
 
     def warm_up(self) -> None:
         self._encoding.warm_up()
@@ -49,7 +54,7 @@ class SwiftBERTDocumentEmbedder:
 
     def __init__(self, model: PathLike = DEFAULT_EMBEDDING_MODEL, precision: str = "fp32", threads: Optional[int] = None,
                  prompt_name: Optional[str] = None, batch_size: int = 32):
-        self._encoding = _Encoding(model, precision, threads, prompt_name, batch_size)
+        self._encoding = _Encoding(model, precision, threads, prompt_name, batch_size, "document")
 
     def warm_up(self) -> None:
         self._encoding.warm_up()

@@ -11,8 +11,9 @@ class SwiftBERTEmbeddings(Embeddings):
     """`embed_documents` and `embed_query` (and their async forms, on a worker thread: the engine
     releases the GIL) with a SwiftBERT model in-process.
 
-    query_prompt_name / document_prompt_name: the model's named prompts (config_sentence_transformers.json),
-    e.g. "query" for EmbeddingGemma or Qwen3-Embedding; None sends the text as it is.
+    query_prompt_name / document_prompt_name: the model's named prompts (config_sentence_transformers.json);
+    None takes the model's own "query" / "document" prompt where it has one (EmbeddingGemma, Qwen3-Embedding),
+    else none, as sentence-transformers' encode_query / encode_document do.
     """
 
     def __init__(self, model: PathLike = DEFAULT_EMBEDDING_MODEL, precision: str = "fp32", threads: Optional[int] = None,
@@ -22,11 +23,11 @@ class SwiftBERTEmbeddings(Embeddings):
         self.query_prompt_name, self.document_prompt_name = query_prompt_name, document_prompt_name
 
     def embed_documents(self, texts: List[str]) -> List[List[float]]:
-        vectors = self.encoder.encode(list(texts), batch_size=self.batch_size, prompt_name=self.document_prompt_name)
+        vectors = self.encoder.encode_document(list(texts), batch_size=self.batch_size, prompt_name=self.document_prompt_name)
         return vectors.tolist()
 
     def embed_query(self, text: str) -> List[float]:
-        return self.encoder.encode(text, prompt_name=self.query_prompt_name).tolist()
+        return self.encoder.encode_query(text, prompt_name=self.query_prompt_name).tolist()
 
     async def aembed_documents(self, texts: List[str]) -> List[List[float]]:
         return await asyncio.to_thread(self.embed_documents, texts)

@@ -10,7 +10,9 @@ from ..encoders import DEFAULT_EMBEDDING_MODEL, PathLike, SentenceEncoder
 
 class SwiftBERTEmbedding(BaseEmbedding):
     """Query and text embeddings (sync, async, batched by `embed_batch_size`) from a SwiftBERT
-    model in-process. query_prompt_name / text_prompt_name: the model's named prompts, or None."""
+    model in-process. query_prompt_name / text_prompt_name: the model's named prompts; None takes its own
+    "query" / "document" prompt where it has one, else none (sentence-transformers' encode_query /
+    encode_document)."""
 
     query_prompt_name: Optional[str] = None
     text_prompt_name: Optional[str] = None
@@ -28,13 +30,13 @@ class SwiftBERTEmbedding(BaseEmbedding):
         return "SwiftBERTEmbedding"
 
     def _get_query_embedding(self, query: str) -> List[float]:
-        return self._encoder.encode(query, prompt_name=self.query_prompt_name).tolist()
+        return self._encoder.encode_query(query, prompt_name=self.query_prompt_name).tolist()
 
     def _get_text_embedding(self, text: str) -> List[float]:
-        return self._encoder.encode(text, prompt_name=self.text_prompt_name).tolist()
+        return self._encoder.encode_document(text, prompt_name=self.text_prompt_name).tolist()
 
     def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
-        return self._encoder.encode(list(texts), batch_size=self.embed_batch_size, prompt_name=self.text_prompt_name).tolist()
+        return self._encoder.encode_document(list(texts), batch_size=self.embed_batch_size, prompt_name=self.text_prompt_name).tolist()
 
     async def _aget_query_embedding(self, query: str) -> List[float]:
         return await asyncio.to_thread(self._get_query_embedding, query)
