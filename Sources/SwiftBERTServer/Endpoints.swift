@@ -151,10 +151,11 @@ struct Endpoints: Sendable {
         }
     }
 
-    /// The prompt a request selects by name, as sentence-transformers does; nil: the model's default.
+    /// The prompt a request selects by name, as sentence-transformers does; nil: the server's
+    /// --default-prompt or --default-prompt-name, else the model's default prompt.
     func prompt(_ name: String?, model: ServedModel) throws -> String? {
         do {
-            return try model.embedder.prompt(for: .init(promptName: name))
+            return try model.embedder.prompt(for: name.map { .init(promptName: $0) } ?? model.unnamedPrompt)
         } catch let SwiftBERTError.invalidInput(reason) {
             throw APIError.invalid(reason, param: "prompt_name")
         }

@@ -41,6 +41,12 @@ public struct ServerConfiguration: Sendable {
     public var corsOrigin: String?
     /// Another name requests may give in `model` for the first model (say, its Hugging Face id).
     public var servedModelName: String?
+    /// The prompt a request that names none gets (TEI's --default-prompt-name): one of each model's
+    /// named prompts; nil: the model's own default prompt.
+    public var defaultPromptName: String?
+    /// A prompt text a request that names none gets (TEI's --default-prompt); "" for none, not even
+    /// the model's default. Wins over `defaultPromptName`.
+    public var defaultPrompt: String?
     /// The reverse proxies whose `X-Forwarded-For` names the client, for its turn on the lanes;
     /// none by default: the client is the peer's address.
     public var trustedProxies: TrustedProxies
@@ -51,13 +57,14 @@ public struct ServerConfiguration: Sendable {
                 bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), readTimeout: Duration = .seconds(30),
                 writeTimeout: Duration = .seconds(30), shutdownGrace: Duration = .seconds(25), maxConnections: Int = 128, maxResponseBytes: Int = 32 << 20,
                 apiKey: String? = nil, acceptsTokenIds: Bool = false, corsOrigin: String? = nil, servedModelName: String? = nil,
-                trustedProxies: TrustedProxies = .none) {
+                defaultPromptName: String? = nil, defaultPrompt: String? = nil, trustedProxies: TrustedProxies = .none) {
         self.models = models; self.host = host; self.port = port; self.precision = precision; self.threads = threads
         self.maxBatchTokens = maxBatchTokens; self.maxWait = maxWait; self.queueCapacity = queueCapacity
         self.maxInputs = maxInputs; self.bodyLimit = bodyLimit; self.requestTimeout = requestTimeout
         self.readTimeout = readTimeout; self.writeTimeout = writeTimeout; self.shutdownGrace = shutdownGrace; self.maxConnections = maxConnections
         self.maxResponseBytes = maxResponseBytes; self.apiKey = apiKey
         self.acceptsTokenIds = acceptsTokenIds; self.corsOrigin = corsOrigin; self.servedModelName = servedModelName
+        self.defaultPromptName = defaultPromptName; self.defaultPrompt = defaultPrompt
         self.trustedProxies = trustedProxies
     }
 }
@@ -79,6 +86,9 @@ final class ServedModel: Sendable {
     var sparse: SparseHead? { embedder.sparse }
     var multiVector: MultiVectorHead? { embedder.multiVector }
     let classifier: TextClassifier?
+    /// What picks the prompt of a request that names none: the server's default prompt or prompt
+    /// name, else the model's own default.
+    let unnamedPrompt: SentenceEmbedder.Options
 
     /// `given` as --model names it (a name or a path); `name` what answers give (`publicNames`).
     init(given: String, name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
@@ -92,6 +102,16 @@ final class ServedModel: Sendable {
         let heads = loaded.heads
         fillMask = heads.contains(.maskedLM) ? try FillMask(loaded) : nil
         classifier = heads.contains(.sequenceClassification) ? try TextClassifier(loaded) : nil
+        unnamedPrompt = .init(promptName: configuration.defaultPromptName, prompt: configuration.defaultPrompt)
+        // A default prompt name the model lacks fails the start, naming the model's prompts.
+        if let prompt = configuration.defaultPromptName, configuration.defaultPrompt == nil {
+            let prompts = loaded.config.heads.sentence.prompts ?? [:]
+            guard prompts[prompt] != nil else {
+                throw SwiftBERTError.invalidInput(reason: "--default-prompt-name \(printable(prompt)): \(name) has "
+                    + (prompts.isEmpty ? "no prompts" : "the prompts \(prompts.keys.sorted().joined(separator: ", "))")
+                    + "; give a prompt's text with --default-prompt instead")
+            }
+        }
         batcher = Batcher(model: loaded.encoder, name: name, limits: .init(
             maxBatchTokens: configuration.maxBatchTokens, maxWait: configuration.maxWait,
             queueCapacity: configuration.queueCapacity), metrics: metrics)

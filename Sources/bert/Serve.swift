@@ -82,6 +82,12 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Another name requests may give in \"model\" for the first model, such as its Hugging Face id.", valueName: "name"))
     var servedModelName: String?
 
+    @Option(help: ArgumentHelp("The prompt put before every text whose request names none (the OpenAI route never names one), as TEI's --default-prompt-name: one of each served model's named prompts (config_sentence_transformers.json), such as \"query\". Default: the model's own default prompt, if any.", valueName: "name"))
+    var defaultPromptName: String?
+
+    @Option(help: ArgumentHelp("A prompt text put before every text whose request names none, as TEI's --default-prompt; \"\" for none, not even the model's default prompt.", valueName: "text"))
+    var defaultPrompt: String?
+
     @Option(help: ArgumentHelp("Reverse proxies to believe, comma-separated IPv4/IPv6 addresses or CIDR blocks (127.0.0.1,10.0.0.0/8,::1). A request from one of them takes the turn on the CPU workers of the client its X-Forwarded-For names: the rightmost address that is not a trusted proxy. Other peers' X-Forwarded-For is ignored. Default: none; every client is its peer address.", valueName: "list"))
     var trustedProxies = ""
 
@@ -108,6 +114,7 @@ struct Serve: ParsableCommand {
         if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
         if maxResponseBytes < 1 { throw ValidationError("--max-response-bytes must be at least 1") }
         if models.isEmpty { throw ValidationError("--model needs at least one name") }
+        if defaultPromptName != nil, defaultPrompt != nil { throw ValidationError("give --default-prompt-name or --default-prompt, not both") }
     }
 
     var models: [String] { model.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
@@ -127,6 +134,7 @@ struct Serve: ParsableCommand {
             shutdownGrace: .milliseconds(Int(shutdownGrace * 1000)),
             maxConnections: maxConnections, maxResponseBytes: maxResponseBytes, apiKey: key,
             acceptsTokenIds: acceptTokenIds, corsOrigin: corsOrigin, servedModelName: servedModelName,
+            defaultPromptName: defaultPromptName, defaultPrompt: defaultPrompt,
             trustedProxies: proxies)
         let outcome = ServeOutcome()
         let done = DispatchSemaphore(value: 0)

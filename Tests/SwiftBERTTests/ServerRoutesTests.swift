@@ -194,6 +194,40 @@ extension ServerTests {
         XCTAssertEqual(server.terminate(), 0)
     }
 
+    /// --default-prompt-name and --default-prompt (TEI's): the prompt of a request that names none,
+    /// the OpenAI route's included; a request's prompt_name still wins. A name the model lacks
+    /// fails the start with a message naming its prompts; both options at once are a usage error.
+    /// Qwen3's RANDOM-weight fixture (its "query" and "document" prompts): exactness only.
+    func testDefaultPromptNameAndDefaultPrompt() throws {
+        let qwen3 = try Qwen3Tests.converted().path
+        let text = "how do tiles multiply?"
+        let plainServer = try ServerProcess(bert: bertPath, arguments: ["--model", qwen3])
+        let queried = try floats(plainServer.post("/embed", ["inputs": [text], "prompt_name": "query"]))
+        let plain = try floats(plainServer.post("/embed", ["inputs": [text]]))
+        XCTAssertNotEqual(queried, plain)
+        XCTAssertEqual(plainServer.terminate(), 0)
+
+        let named = try ServerProcess(bert: bertPath, arguments: ["--model", qwen3, "--default-prompt-name", "query"])
+        XCTAssertEqual(try floats(named.post("/embed", ["inputs": [text]])), queried)
+        XCTAssertEqual(try vectors(named.post("/v1/embeddings", ["input": [text]])), queried)
+        XCTAssertEqual(try floats(named.post("/embed", ["inputs": [text], "prompt_name": "document"])), plain)  // "" prompt
+        XCTAssertEqual(named.terminate(), 0)
+
+        let prompt = try XCTUnwrap(Qwen3Tests.fixture("model/config_sentence_transformers.json")["prompts"]?["query"]?.string)
+        let given = try ServerProcess(bert: bertPath, arguments: ["--model", qwen3, "--default-prompt", prompt])
+        XCTAssertEqual(try floats(given.post("/embed", ["inputs": [text]])), queried)
+        XCTAssertEqual(given.terminate(), 0)
+
+        let unknown = try runProcess(bertPath, ["serve", "--port", "0", "--model", qwen3, "--default-prompt-name", "passage"])
+        XCTAssertNotEqual(unknown.status, 0)
+        for word in ["--default-prompt-name passage", "document, query", "--default-prompt"] {
+            XCTAssertTrue(unknown.stderr.contains(word), unknown.stderr)
+        }
+        let both = try runProcess(bertPath, ["serve", "--model", qwen3, "--default-prompt-name", "query", "--default-prompt", "x"])
+        XCTAssertEqual(both.status, 64, both.stderr)
+        XCTAssertTrue(both.stderr.contains("not both"), both.stderr)
+    }
+
     // MARK: - Client faults are 4xx; waiting is advised only when it helps
 
     /// A body cut short of its Content-Length, and one that is not UTF-8: 400, never 500.
