@@ -149,8 +149,9 @@ class SentenceEncoder(_ModelUser):
             except ImportError:
                 raise ImportError("convert_to_tensor=True needs torch (pip install torch); "
                                   "the default, a numpy array, needs nothing more") from None
-            return torch.from_numpy(self.encode(sentences, batch_size, normalize_embeddings, prompt_name, prompt,
-                                                show_progress_bar, True, truncate_dim))
+            return torch.from_numpy(self.encode(sentences, batch_size=batch_size, normalize_embeddings=normalize_embeddings,
+                                                prompt_name=prompt_name, prompt=prompt, show_progress_bar=show_progress_bar,
+                                                truncate_dim=truncate_dim))
         single = isinstance(sentences, str)
         texts = [sentences] if single else _text_list(sentences)
         batch_size = _batch_size(batch_size)

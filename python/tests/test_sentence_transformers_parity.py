@@ -16,7 +16,6 @@ prompt_name (both given the same named prompts); encode_query and encode_documen
 sentence-transformers' own, on those prompts and on EmbeddingGemma's real weights and prompts
 where `bert pull --keep-source embeddinggemma-300m` has pulled them.
 """
-import json
 import os
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import numpy as np
 import pytest
 
 import swiftbert
+from conftest import with_prompts
 
 sentence_transformers = pytest.importorskip("sentence_transformers")
 torch = pytest.importorskip("torch")
@@ -41,20 +41,6 @@ def checkpoint(name):
     return folder
 
 
-def converted_with_prompts(name, tmp_path_factory):
-    """The converted folder with PROMPTS in its config.json (as conversion writes them from
-    config_sentence_transformers.json); the other files are symlinks to the real ones."""
-    source = HOME / "weights" / name
-    folder = tmp_path_factory.mktemp(f"{name}-prompts")
-    for item in source.iterdir():
-        if item.name != "config.json":
-            (folder / item.name).symlink_to(item.resolve())
-    config = json.loads((source / "config.json").read_text())
-    config["prompts"] = PROMPTS
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
 @pytest.fixture(scope="module", params=MODELS)
 def pair(request, tmp_path_factory):
     """(name, sentence-transformers model with PROMPTS, SwiftBERT encoder, SwiftBERT encoder with PROMPTS)."""
@@ -62,7 +48,7 @@ def pair(request, tmp_path_factory):
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     reference = sentence_transformers.SentenceTransformer(str(checkpoint(name)), device="cpu", prompts=PROMPTS)
     with swiftbert.SentenceEncoder(name) as encoder, \
-            swiftbert.SentenceEncoder(str(converted_with_prompts(name, tmp_path_factory))) as prompted:
+            swiftbert.SentenceEncoder(str(with_prompts(tmp_path_factory, name, PROMPTS))) as prompted:
         yield name, reference, encoder, prompted
 
 

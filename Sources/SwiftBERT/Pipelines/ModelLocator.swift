@@ -85,14 +85,13 @@ public enum ModelLocator {
     /// `ModelCatalogue.explaining` passes it), so a name from it is told to pull, not "unknown".
     package static func unknownModel(_ name: String, pullable: [String] = []) -> SwiftBERTError {
         let available = availableModels()
-        let pull = "`bert pull NAME` fetches one of `bert models`"
         if pullable.contains(name) {
             return .fileNotFound(path: name, hint: "Not pulled yet: fetch it once with `bert pull \(name)` (from Python, `swiftbert.pull(\"\(name)\")`), or set SWIFTBERT_HOME to where it was pulled.")
         }
         let guess = closestName(to: name, among: available + pullable.filter { !available.contains($0) })
         let hint = available.isEmpty
             ? "No converted models found; fetch one with `bert pull NAME` (`bert models` lists them), or set SWIFTBERT_HOME."
-            : "Unknown model; available: \(available.joined(separator: ", ")); \(pull)."
+            : "Unknown model; available: \(available.joined(separator: ", ")); `bert pull NAME` fetches one of `bert models`."
         return .fileNotFound(path: name, hint: guess.map { "Did you mean \($0)? " + hint } ?? hint)
     }
 
