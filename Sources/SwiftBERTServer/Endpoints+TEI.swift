@@ -360,6 +360,9 @@ extension Endpoints {
             json.key("max_input_length"); json.number(model.maxLength)
             json.key("fill_mask"); json.bool(model.fillMask != nil)
             json.key("prompts"); json.array { for name in model.prompts.keys.sorted() { json.string(name) } }
+            // What a request that names no prompt gets (checked when the server started).
+            json.key("default_prompt")
+            if let prompt = try? prompt(nil, model: model) { json.string(prompt) } else { json.null() }
         }
         json.object {
             describe(models[0])

@@ -205,15 +205,19 @@ extension ServerTests {
         let queried = try floats(plainServer.post("/embed", ["inputs": [text], "prompt_name": "query"]))
         let plain = try floats(plainServer.post("/embed", ["inputs": [text]]))
         XCTAssertNotEqual(queried, plain)
+        XCTAssertTrue(try XCTUnwrap(plainServer.get("/info").json() as? [String: Any])["default_prompt"] is NSNull)
         XCTAssertEqual(plainServer.terminate(), 0)
 
         let named = try ServerProcess(bert: bertPath, arguments: ["--model", qwen3, "--default-prompt-name", "query"])
         XCTAssertEqual(try floats(named.post("/embed", ["inputs": [text]])), queried)
         XCTAssertEqual(try vectors(named.post("/v1/embeddings", ["input": [text]])), queried)
         XCTAssertEqual(try floats(named.post("/embed", ["inputs": [text], "prompt_name": "document"])), plain)  // "" prompt
+        let prompt = try XCTUnwrap(Qwen3Tests.fixture("model/config_sentence_transformers.json")["prompts"]?["query"]?.string)
+        let info = try XCTUnwrap(named.get("/info").json() as? [String: Any])
+        XCTAssertEqual(info["default_prompt"] as? String, prompt)
+        XCTAssertEqual((info["models"] as? [[String: Any]])?.first?["default_prompt"] as? String, prompt)
         XCTAssertEqual(named.terminate(), 0)
 
-        let prompt = try XCTUnwrap(Qwen3Tests.fixture("model/config_sentence_transformers.json")["prompts"]?["query"]?.string)
         let given = try ServerProcess(bert: bertPath, arguments: ["--model", qwen3, "--default-prompt", prompt])
         XCTAssertEqual(try floats(given.post("/embed", ["inputs": [text]])), queried)
         XCTAssertEqual(given.terminate(), 0)
