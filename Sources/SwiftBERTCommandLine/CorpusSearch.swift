@@ -14,12 +14,16 @@ extension EmbeddingStream {
     /// The `topK` corpus records most similar to `query`, best first (ties: earlier record first).
     /// The corpus is embedded a window at a time and only the best `topK` records are kept, so
     /// memory does not grow with the corpus. With `precomputed`, the vectors are read from an
-    /// .npy file written by `bert embed --format npy` for the same corpus and model instead.
+    /// .npy file written by `bert embed --document --format npy` for the same corpus and model
+    /// instead. The query is embedded in the query role and the corpus in the document role
+    /// (`SentenceEmbedder.options(_:as:)`), unless the options name a prompt.
     package func search(_ query: String, in corpus: TextRecordReader, topK: Int, precomputed: NPYReader? = nil,
                        progress: ((StreamProgress) -> Void)? = nil) throws -> (hits: [SearchHit], summary: StreamSummary) {
         guard topK > 0 else { throw SwiftBERTError.invalidInput(reason: "top-k must be at least 1") }
         let start = DispatchTime.now()
-        let queryVector = try embedder.embed(query, options: options)
+        let queryVector = try embedder.embed(query, options: embedder.options(options, as: .query))
+        var documents = self
+        documents.options = embedder.options(options, as: .document)
         if let precomputed, precomputed.columns != queryVector.count {
             throw StreamError.mismatch(reason: "\(precomputed.path) holds \(precomputed.columns)-dimensional vectors but the model gives \(queryVector.count); embed the corpus with the same model")
         }
@@ -37,7 +41,7 @@ extension EmbeddingStream {
                     return row
                 }
             } else {
-                guard let embedded = try embed(batch, truncated: &truncated, embedded: { done in
+                guard let embedded = try documents.embed(batch, truncated: &truncated, embedded: { done in
                     progress?(StreamProgress(records: records + done, bytesRead: corpus.bytesRead(done, of: batch.count),
                                              totalBytes: corpus.totalBytes, seconds: seconds(since: start)))
                 }) else {

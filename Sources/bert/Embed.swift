@@ -78,6 +78,8 @@ struct Embed: ParsableCommand {
     @Flag(help: "Continue an interrupted run: keep the complete records already in --output and embed the rest of the same input (a missing output starts afresh).")
     var resume = false
 
+    @Flag var role: TextRole?
+
     @OptionGroup var embedding: EmbeddingOptions
     @OptionGroup var chunking: ChunkOptions
     @OptionGroup var engine: EngineOptions
@@ -107,8 +109,8 @@ struct Embed: ParsableCommand {
         let bert = try engine.load(model)
         if sparse || multiVector { return try embedOutputs(bert, reader, skips: skips) }
         if let size = chunking.chunk { return try embedChunks(bert, reader, size: size, skips: skips) }
-        var stream = EmbeddingStream(embedder: try SentenceEmbedder(bert),
-                                     options: embedding.options(normalize: noNormalize ? false : nil))
+        let embedder = try SentenceEmbedder(bert)
+        var stream = EmbeddingStream(embedder: embedder, options: embeddingOptions(embedder))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
         Interruption.installSignalHandlers()
         defer { Interruption.removeSignalHandlers() }
@@ -138,6 +140,12 @@ struct Embed: ParsableCommand {
 }
 
 extension Embed {
+    /// The embedding options the command line gives, in the role of --query or --document.
+    func embeddingOptions(_ embedder: SentenceEmbedder) -> SentenceEmbedder.Options {
+        let options = embedding.options(normalize: noNormalize ? false : nil)
+        return role.map { embedder.options(options, as: $0) } ?? options
+    }
+
     /// `--sparse`, `--multi-vector` (and `--dense`): one JSON line per input record with every
     /// output asked for, all from one forward pass, a batch at a time.
     func embedOutputs(_ model: LoadedModel, _ reader: TextRecordReader, skips: SkipReport) throws {
@@ -146,7 +154,7 @@ extension Embed {
         // Fail before any output for a model without the heads asked for.
         if sparse { _ = try embedder.sparseHead() }
         if multiVector { _ = try embedder.multiVectorHead() }
-        let options = embedding.options(normalize: noNormalize ? false : nil)
+        let options = embeddingOptions(embedder)
         let sink = try OutputSink.open(output)
         var written = 0, truncated = 0
         while case let records = try reader.next(upTo: embedding.batch.batchSize), !records.isEmpty {
@@ -201,7 +209,7 @@ extension Embed {
     /// one record per text through the usual writer.
     func embedChunks(_ model: LoadedModel, _ reader: TextRecordReader, size: Int, skips: SkipReport) throws {
         let embedder = try SentenceEmbedder(model)
-        let options = embedding.options(normalize: noNormalize ? false : nil)
+        let options = embeddingOptions(embedder)
         let overlap = chunking.overlap ?? 0
         _ = try embedder.chunker(maxTokens: size, overlap: overlap, options: options)  // a bad size fails before the output is made
         let sink = try OutputSink.open(output)

@@ -11,6 +11,16 @@ extension Pooling: ExpressibleByArgument {}
 extension InputFormat: ExpressibleByArgument {}
 extension EmbeddingFormat: ExpressibleByArgument {}
 
+/// `bert embed --query` or `--document`.
+extension TextRole: EnumerableFlag {
+    public static func help(for value: TextRole) -> ArgumentHelp? {
+        switch value {
+        case .query: "Embed the texts as search queries: with the model's \"query\" prompt if it has one, else none (sentence-transformers' encode_query)."
+        case .document: "Embed the texts as documents to search: with the model's \"document\" prompt if it has one, else none (encode_document); what `bert search --embeddings` reads."
+        }
+    }
+}
+
 /// How the encoder runs: --precision, --threads.
 struct EngineOptions: ParsableArguments {
     @Option(help: "Encoder precision: fp32 (exact), bf16 (BF16 Linear layers), int8, int8-attention (attention in integers too) or int8-weights (faster, approximate; need `bert quantize`), int8-static (calibrated activation ranges; needs `bert quantize --calibrate FILE`).")

@@ -9,12 +9,16 @@ struct Search: ParsableCommand, TopKCommand {
         discussion: """
             The corpus is embedded in batches as it is read and only the best --top-k lines are kept, \
             so a corpus of any size searches in bounded memory. With --embeddings, the vectors come \
-            from `bert embed --format npy` run on the same corpus, and only the query is embedded. \
-            Output: score, line number and text, tab-separated; --json for an object.
+            from `bert embed --document --format npy` run on the same corpus, and only the query is \
+            embedded. The query gets the model's "query" prompt and the corpus lines its "document" \
+            prompt, where the model has them (EmbeddingGemma, Qwen3-Embedding), as \
+            sentence-transformers' encode_query and encode_document; --prompt-name or --prompt puts \
+            one prompt before both. Output: score, line number and text, tab-separated; --json for an \
+            object.
 
             Examples:
               bert search --corpus faq.txt "how do I reset my password"
-              bert embed --input faq.txt --format npy --output faq.npy
+              bert embed --document --input faq.txt --format npy --output faq.npy
               bert search --corpus faq.txt --embeddings faq.npy --top-k 3 "reset password"
             """)
 
@@ -24,7 +28,7 @@ struct Search: ParsableCommand, TopKCommand {
     @Option(help: ArgumentHelp("Corpus to search, one text per line; - is stdin.", valueName: "file"))
     var corpus: String
 
-    @Option(help: ArgumentHelp("Precomputed corpus vectors (.npy from `bert embed --format npy`).", valueName: "file"))
+    @Option(help: ArgumentHelp("Precomputed corpus vectors (.npy from `bert embed --document --format npy`).", valueName: "file"))
     var embeddings: String?
 
     @Option(name: .customLong("top-k"), help: "Number of results.")

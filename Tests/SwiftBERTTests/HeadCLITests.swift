@@ -159,4 +159,45 @@ final class HeadCLITests: CLITestCase {
         XCTAssertEqual(unknown.status, 65)
         XCTAssertTrue(unknown.stderr.contains("prompt name 'nope' is not one of st-cls's prompts (passage, query)"), unknown.stderr)
     }
+
+    /// --query and --document are sentence-transformers' encode_query and encode_document. st-cls
+    /// has the prompts "query" and "passage", and "query" as its default, so --document embeds
+    /// with no prompt: not the default, and not "passage". `bert search` embeds its query as
+    /// --query does and its corpus as --document does, and reads `bert embed --document` vectors.
+    func testQueryAndDocumentRolesChooseTheirPrompts() throws {
+        let folder = heads.appendingPathComponent("st-cls").path
+        let texts = ["hello world", "Free software"]
+        let embedder = try SentenceEmbedder(folder: HeadFixtureTests.converted("st-cls"), threads: 2)
+        func embedded(_ arguments: [String]) throws -> [[Float]] {
+            let result = try bert(["embed", "--model", folder] + arguments + texts)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            return try parseJSONLines(result.stdout)
+        }
+        let documents = try embedded(["--document"])
+        XCTAssertEqual(try embedded(["--query"]), try embedder.embed(texts, options: .init(promptName: "query")).vectors)
+        XCTAssertEqual(documents, try embedder.embed(texts, options: .init(prompt: "")).vectors)
+        XCTAssertNotEqual(documents, try embedded([]), "the default prompt is st-cls's query prompt")
+        XCTAssertEqual(try embedded(["--document", "--prompt-name", "passage"]), try embedded(["--prompt-name", "passage"]))
+        XCTAssertEqual(try bert(["embed", "--model", folder, "--query", "--document", "x"]).status, 64)
+
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-roles-\(getpid())")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let corpus = scratch.appendingPathComponent("corpus.txt").path, vectors = scratch.appendingPathComponent("corpus.npy").path
+        try texts.joined(separator: "\n").write(toFile: corpus, atomically: true, encoding: .utf8)
+        let precomputed = try bert(["embed", "--document", "--model", folder, "--input", corpus, "--format", "npy", "--output", vectors])
+        XCTAssertEqual(precomputed.status, 0, precomputed.stderr)
+        let queryVector = try embedder.embed("hello", options: .init(promptName: "query"))
+        for extra in [[], ["--embeddings", vectors]] {
+            let result = try bert(["search", "--json", "--model", folder, "--corpus", corpus, "hello"] + extra)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let hits = try XCTUnwrap(report["results"] as? [[String: Any]])
+            XCTAssertEqual(hits.count, 2)
+            for hit in hits {
+                let index = try XCTUnwrap(hit["index"] as? Int)
+                XCTAssertEqual(Float(try XCTUnwrap(hit["score"] as? Double)), cosineSimilarity(queryVector, documents[index]), "\(extra)")
+            }
+        }
+    }
 }

@@ -1,5 +1,10 @@
 import Foundation
 
+/// What a text is to a retrieval model: a query, or a document searched for it.
+public enum TextRole: String, Sendable, CaseIterable {
+    case query, document
+}
+
 /// Text in, sentence vectors out: tokenizer, encoder, then sentence-transformers' modules
 /// (Pooling, Dense, Normalize) as the model's folder lists them, with its prompts.
 public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
@@ -56,6 +61,18 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         head = try SentenceHead(model)
         sparse = model.heads.contains(.sparseEmbedding) ? try SparseHead(model, tokenizer: tokenizer) : nil
         multiVector = model.heads.contains(.multiVector) ? try MultiVectorHead(model) : nil
+    }
+
+    /// `options` for texts in `role`, as sentence-transformers' `encode_query` and
+    /// `encode_document` choose their prompt: where the options name none, the model's prompt of
+    /// the role's name ("query", "document"), else no prompt at all, not the model's default.
+    /// EmbeddingGemma and Qwen3-Embedding retrieve with these prompts; a model without them
+    /// embeds as it would without a role.
+    public func options(_ options: Options, as role: TextRole) -> Options {
+        guard options.promptName == nil, options.prompt == nil else { return options }
+        var options = options
+        if model.config.heads.sentence.prompts?[role.rawValue] != nil { options.promptName = role.rawValue } else { options.prompt = "" }
+        return options
     }
 
     /// The prompt the options select, as sentence-transformers picks it: `prompt`, else the
