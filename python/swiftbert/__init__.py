@@ -12,6 +12,7 @@ from .encoders import (Classifier, CrossEncoder, FillMask, MultiOutputEncoder, M
                        SparseEncoder, TokenClassifier, models, pull)
 from .errors import (ClosedHandleError, InvalidArgumentError, InvalidInputError, InvalidModelError,
                      ModelNotFoundError, PullError, SwiftBERTError, UnsupportedError)
+from .quantization import quantize_embeddings
 
 __version__ = "0.3.0"
 
@@ -23,7 +24,7 @@ def engine_version() -> str:
 
 __all__ = [
     "SentenceEncoder", "SparseEncoder", "SparseEmbedding", "MultiVectorEncoder", "MultiOutputEncoder", "CrossEncoder", "Classifier",
-    "TokenClassifier", "FillMask", "pull", "models", "engine_version", "errors", "SwiftBERTError",
+    "TokenClassifier", "FillMask", "pull", "models", "quantize_embeddings", "engine_version", "errors", "SwiftBERTError",
     "InvalidArgumentError", "ModelNotFoundError", "InvalidModelError", "InvalidInputError", "UnsupportedError",
     "ClosedHandleError", "PullError",
 ]

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 
 from . import _native
+from .quantization import check_precision, quantize_embeddings
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_MASKED_LM_MODEL = "splade-tiny"
@@ -125,7 +126,7 @@ class SentenceEncoder(_ModelUser):
                normalize_embeddings: Optional[bool] = None, prompt_name: Optional[str] = None,
                prompt: Optional[str] = None, show_progress_bar: bool = False, convert_to_numpy: bool = True,
                truncate_dim: Optional[int] = None, convert_to_tensor: bool = False, device: Optional[str] = None,
-               **unsupported: Any):
+               precision: str = "float32", **unsupported: Any):
         """One float32 vector per sentence: a 1-D array for a str, a C-contiguous (n, dim) array
         for a list (an empty list gives (0, dim)).
 
@@ -136,6 +137,10 @@ class SentenceEncoder(_ModelUser):
         normalize_embeddings: True L2-normalises every vector; None or False leave them as the
         model gives them (with its Normalize module, as sentence-transformers does).
         truncate_dim keeps the first dimensions (Matryoshka), then normalises when asked.
+        precision stores the vectors as sentence-transformers' `encode(precision=...)` does:
+        "float32" (the default), or "int8", "uint8", "binary", "ubinary" (`quantize_embeddings`,
+        with int8's ranges from these vectors). It is not the engine's precision, which the
+        encoder's constructor takes.
         Texts go to the engine batch_size at a time, in input order, as `bert embed` reads them,
         so the vectors equal `bert embed`'s bit for bit.
         """
@@ -143,6 +148,7 @@ class SentenceEncoder(_ModelUser):
             raise TypeError(f"encode() got unsupported arguments: {', '.join(sorted(unsupported))}")
         if device is not None and str(device) != "cpu":
             raise ValueError(f"device {device!r}: SwiftBERT runs on the CPU; pass device=None or 'cpu'")
+        check_precision(precision)
         if convert_to_tensor:
             try:
                 import torch
@@ -151,7 +157,7 @@ class SentenceEncoder(_ModelUser):
                                   "the default, a numpy array, needs nothing more") from None
             return torch.from_numpy(self.encode(sentences, batch_size=batch_size, normalize_embeddings=normalize_embeddings,
                                                 prompt_name=prompt_name, prompt=prompt, show_progress_bar=show_progress_bar,
-                                                truncate_dim=truncate_dim))
+                                                truncate_dim=truncate_dim, precision=precision))
         single = isinstance(sentences, str)
         texts = [sentences] if single else _text_list(sentences)
         batch_size = _batch_size(batch_size)
@@ -175,6 +181,8 @@ class SentenceEncoder(_ModelUser):
             if normalize_embeddings:
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)
                 vectors = np.ascontiguousarray(vectors / np.maximum(norms, np.float32(1e-12)), dtype=np.float32)
+        if precision != "float32" and len(vectors):
+            vectors = quantize_embeddings(vectors, precision)
         if single:
             return vectors[0] if convert_to_numpy else vectors[0].tolist()
         return vectors if convert_to_numpy else list(vectors)

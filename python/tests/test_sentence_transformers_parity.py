@@ -14,7 +14,8 @@ for all-MiniLM-L6-v2 and all-mpnet-base-v2 (printed with -s), and the same shape
 sentence-transformers for a str, a list, an empty list, normalize_embeddings, truncate_dim and
 prompt_name (both given the same named prompts); encode_query and encode_document against
 sentence-transformers' own, on those prompts and on EmbeddingGemma's real weights and prompts
-where `bert pull --keep-source embeddinggemma-300m` has pulled them.
+where `bert pull --keep-source embeddinggemma-300m` has pulled them; encode(precision=...)'s
+quantised vectors against sentence-transformers' own.
 """
 import os
 from pathlib import Path
@@ -138,6 +139,33 @@ def test_encode_query_and_encode_document(pair, sentences):
         got = getattr(prompted, method)(sentences[:8])
         assert got.shape == expected.shape and got.dtype == expected.dtype == np.float32
         assert cosines(got, expected).min() >= MIN_COSINE, method
+
+
+@pytest.mark.parametrize("precision", ["binary", "ubinary", "int8", "uint8"])
+def test_quantised_embeddings_as_sentence_transformers(pair, sentences, precision):
+    """encode(precision=...) against sentence-transformers' own on the same texts. The floats
+    differ by ~1e-7, so a value that sits at a threshold may fall on its other side: a bit only
+    where sentence-transformers' value is within 1e-6 of 0, an int8 bucket by one at most, and
+    only for a value within 1e-6 of a bucket's edge. On sentence-transformers' own floats, ours
+    gives its bytes exactly."""
+    name, reference, encoder, _ = pair
+    floats = reference.encode(sentences, batch_size=32)
+    expected = reference.encode(sentences, batch_size=32, precision=precision)
+    got = encoder.encode(sentences, batch_size=32, precision=precision)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert swiftbert.quantize_embeddings(floats, precision).tobytes() == expected.tobytes()
+    if precision.endswith("binary"):
+        differ = np.unpackbits(got.view(np.uint8) ^ expected.view(np.uint8), axis=1)[:, :floats.shape[1]].astype(bool)
+        near = np.abs(floats) < 1e-6
+    else:
+        ranges = np.vstack((floats.min(axis=0), floats.max(axis=0))).astype(np.float32)
+        steps = (ranges[1] - ranges[0]) / 255
+        position = (floats - ranges[0]) / steps
+        differ = got.astype(np.int16) != expected.astype(np.int16)
+        assert np.abs(got.astype(np.int16) - expected.astype(np.int16)).max(initial=0) <= 1
+        near = np.abs(position - np.round(position)) < 1e-6 / steps
+    print(f"\nquantised {name} {precision}: {int(differ.sum())} of {differ.size} values differ from sentence-transformers'")
+    assert not (differ & ~near).any()
 
 
 def test_unknown_prompt_name_is_a_value_error_in_both(pair):
