@@ -10,7 +10,7 @@ public typealias Texts = UnsafePointer<UnsafePointer<CChar>?>?
 public typealias Lengths = UnsafePointer<Int>?
 public typealias ResultOut = UnsafeMutablePointer<UInt64>?
 
-let abiVersion: Int32 = 1
+let abiVersion: Int32 = 2
 /// The version string, in static storage for the life of the process.
 nonisolated(unsafe) let versionCString: UnsafeMutablePointer<CChar> = strdup(swiftBERTVersion)!
 /// Given when the thread has no error.
@@ -114,6 +114,27 @@ public func swiftbert_embed(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths
             }
             vector.withUnsafeBufferPointer { (outputBuffer + row * dimension).update(from: $0.baseAddress!, count: dimension) }
         }
+    }
+}
+
+struct TokenEmbeddingsMeta: Encodable { let dimension: Int; let tokens: [Int] }
+
+@_cdecl("swiftbert_embed_tokens")
+public func swiftbert_embed_tokens(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths, _ count: Int,
+                                   _ normalize: Int32, _ batchSize: Int32, _ promptName: UnsafePointer<CChar>?,
+                                   _ prompt: UnsafePointer<CChar>?, _ maxLength: Int32, _ result: ResultOut) -> Int32 {
+    call {
+        let slot = try models.get(handle)
+        let inputs = try SwiftBERTCABI.texts(texts, lengths, count: count, what: "texts")
+        guard (0...1).contains(normalize) else { throw CallError(.invalidArgument, "normalize is 0 or 1, not \(normalize)") }
+        let options = SentenceEmbedder.Options(normalize: normalize == 1, maxLength: try SwiftBERTCABI.maxLength(maxLength),
+                                               batchSize: try SwiftBERTCABI.batchSize(batchSize),
+                                               promptName: try optionalCString(promptName, what: "prompt name"),
+                                               prompt: try optionalCString(prompt, what: "prompt"))
+        let matrices = try inputs.isEmpty ? [] : slot.sentenceEmbedder().tokenEmbeddings(inputs, options: options)
+        try returnResult(ResultSlot(json: encodeJSON(TokenEmbeddingsMeta(dimension: slot.model.config.encoder.hiddenSize,
+                                                                         tokens: matrices.map(\.count))),
+                                    floats: matrices.flatMap { $0.flatMap { $0 } }), result)
     }
 }
 

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define SWIFTBERT_ABI_VERSION 1
+#define SWIFTBERT_ABI_VERSION 2
 
 typedef uint64_t swiftbert_model;
 typedef uint64_t swiftbert_result;
@@ -71,6 +71,14 @@ int32_t swiftbert_model_info(swiftbert_model model, swiftbert_result *result);
 int32_t swiftbert_embed(swiftbert_model model, const char *const *texts, const size_t *lengths, size_t count,
                         int32_t normalize, int32_t batch_size, const char *prompt_name, const char *prompt,
                         int32_t max_length, float *out, size_t capacity);
+/* Every token's last hidden state (sentence-transformers' output_value="token_embeddings", TEI's
+ * /embed_all): the result's floats are every text's (tokens x hidden) matrix one after another,
+ * the prompt's and the special tokens included, no padding; its JSON
+ * {"dimension":hidden,"tokens":[t0, t1, ...]}. normalize: 0 as they are, 1 each token's vector
+ * L2-normalised. The other arguments as swiftbert_embed's. */
+int32_t swiftbert_embed_tokens(swiftbert_model model, const char *const *texts, const size_t *lengths, size_t count,
+                               int32_t normalize, int32_t batch_size, const char *prompt_name, const char *prompt,
+                               int32_t max_length, swiftbert_result *result);
 /* Sparse lexical vectors (SPLADE, BGE-M3). The result's ints are every text's vocabulary ids one
  * text after another, its floats the weights, its JSON {"counts":[n0, n1, ...]}. */
 int32_t swiftbert_embed_sparse(swiftbert_model model, const char *const *texts, const size_t *lengths, size_t count,

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _variant, errors
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 _PACKAGE = Path(__file__).resolve().parent
 _lock = threading.Lock()
 _library: Optional[ctypes.CDLL] = None
@@ -39,6 +39,8 @@ _SIGNATURES = {
     "swiftbert_embed": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32,
                         ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t],
     "swiftbert_embed_sparse": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32, _u64_p],
+    "swiftbert_embed_tokens": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32,
+                               ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32, _u64_p],
     "swiftbert_embed_multi_vector": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32, _u64_p],
     "swiftbert_embed_outputs": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32,
                                 ctypes.c_int32, ctypes.c_int32, _u64_p],
@@ -200,6 +202,12 @@ class Model:
             optional_bytes(prompt_name, "prompt_name"), optional_bytes(prompt, "prompt"), max_length,
             out.ctypes.data_as(ctypes.c_void_p), out.size))
         return out
+
+    def token_embeddings(self, texts: Sequence[str], *, normalize: bool, batch_size: int,
+                         prompt_name: Optional[str], prompt: Optional[str], max_length: int = 0) -> Result:
+        array = TextArray(texts)
+        return run_for_result(self._lib.swiftbert_embed_tokens, self.live_handle, *array.args, int(bool(normalize)), batch_size,
+                              optional_bytes(prompt_name, "prompt_name"), optional_bytes(prompt, "prompt"), max_length)
 
     def sparse(self, texts: Sequence[str], batch_size: int, max_length: int = 0) -> Result:
         array = TextArray(texts)

@@ -126,7 +126,7 @@ class SentenceEncoder(_ModelUser):
                normalize_embeddings: Optional[bool] = None, prompt_name: Optional[str] = None,
                prompt: Optional[str] = None, show_progress_bar: bool = False, convert_to_numpy: bool = True,
                truncate_dim: Optional[int] = None, convert_to_tensor: bool = False, device: Optional[str] = None,
-               precision: str = "float32", **unsupported: Any):
+               precision: str = "float32", output_value: Optional[str] = "sentence_embedding", **unsupported: Any):
         """One float32 vector per sentence: a 1-D array for a str, a C-contiguous (n, dim) array
         for a list (an empty list gives (0, dim)).
 
@@ -141,6 +141,10 @@ class SentenceEncoder(_ModelUser):
         "float32" (the default), or "int8", "uint8", "binary", "ubinary" (`quantize_embeddings`,
         with int8's ranges from these vectors). It is not the engine's precision, which the
         encoder's constructor takes.
+        output_value "token_embeddings" gives, per text, a (tokens, hidden) float32 array of every
+        token's last hidden state (the prompt's and special tokens included, no padding), as
+        sentence-transformers does (it gives torch tensors; these are numpy arrays);
+        normalize_embeddings normalises each token's vector, truncate_dim does not apply.
         Texts go to the engine batch_size at a time, in input order, as `bert embed` reads them,
         so the vectors equal `bert embed`'s bit for bit.
         """
@@ -149,6 +153,11 @@ class SentenceEncoder(_ModelUser):
         if device is not None and str(device) != "cpu":
             raise ValueError(f"device {device!r}: SwiftBERT runs on the CPU; pass device=None or 'cpu'")
         check_precision(precision)
+        if output_value == "token_embeddings":
+            return self._token_embeddings(sentences, batch_size, normalize_embeddings, prompt_name, prompt, show_progress_bar,
+                                          precision)
+        if output_value != "sentence_embedding":
+            raise ValueError(f"output_value {output_value!r}: use 'sentence_embedding' or 'token_embeddings'")
         if convert_to_tensor:
             try:
                 import torch
@@ -186,6 +195,25 @@ class SentenceEncoder(_ModelUser):
         if single:
             return vectors[0] if convert_to_numpy else vectors[0].tolist()
         return vectors if convert_to_numpy else list(vectors)
+
+    def _token_embeddings(self, sentences, batch_size, normalize, prompt_name, prompt, show_progress_bar, precision):
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else _text_list(sentences)
+        batch_size = _batch_size(batch_size)
+        matrices: List[np.ndarray] = []
+        bar = _progress(len(texts), show_progress_bar, "encode")
+        for start in range(0, len(texts), batch_size):
+            chunk = texts[start:start + batch_size]
+            result = self._model.token_embeddings(chunk, normalize=bool(normalize), batch_size=batch_size,
+                                                  prompt_name=prompt_name, prompt=prompt)
+            matrices.extend(_split_matrices(result.floats, result.json["tokens"], result.json["dimension"]))
+            if bar is not None:
+                bar.update(len(chunk))
+        if bar is not None:
+            bar.close()
+        if precision != "float32" and matrices:
+            matrices = quantize_embeddings(matrices, precision)
+        return matrices[0] if single else matrices
 
     # sentence-transformers' retrieval pair (its recommended calls for prompted models such as
     # EmbeddingGemma and Qwen3-Embedding): `encode` with the model's own query or document prompt.

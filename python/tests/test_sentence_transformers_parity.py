@@ -15,7 +15,7 @@ sentence-transformers for a str, a list, an empty list, normalize_embeddings, tr
 prompt_name (both given the same named prompts); encode_query and encode_document against
 sentence-transformers' own, on those prompts and on EmbeddingGemma's real weights and prompts
 where `bert pull --keep-source embeddinggemma-300m` has pulled them; encode(precision=...)'s
-quantised vectors against sentence-transformers' own.
+quantised vectors against sentence-transformers' own; output_value="token_embeddings".
 """
 import os
 from pathlib import Path
@@ -166,6 +166,22 @@ def test_quantised_embeddings_as_sentence_transformers(pair, sentences, precisio
         near = np.abs(position - np.round(position)) < 1e-6 / steps
     print(f"\nquantised {name} {precision}: {int(differ.sum())} of {differ.size} values differ from sentence-transformers'")
     assert not (differ & ~near).any()
+
+
+def test_token_embeddings_as_sentence_transformers(pair, sentences):
+    """output_value="token_embeddings": per text, every token's last hidden state, as many rows as
+    sentence-transformers gives (its padding cut off), each within 1e-4 of its (EngineExactnessTests' bound)."""
+    name, reference, encoder, _ = pair
+    expected = reference.encode(sentences, batch_size=32, output_value="token_embeddings")
+    got = encoder.encode(sentences, batch_size=32, output_value="token_embeddings")
+    assert len(got) == len(expected) == len(sentences)
+    worst = 0.0
+    for mine, theirs in zip(got, expected):
+        theirs = theirs.cpu().numpy()
+        assert mine.shape == theirs.shape and mine.dtype == np.float32
+        worst = max(worst, float(np.abs(mine - theirs).max()))
+    print(f"\ntoken embeddings {name}: worst max abs difference {worst:.2e} over {len(sentences)} sentences")
+    assert worst <= 1e-4
 
 
 def test_unknown_prompt_name_is_a_value_error_in_both(pair):

@@ -104,6 +104,24 @@ int main(int argc, char **argv) {
     float score;
     EXPECT(swiftbert_rerank(minilm, "q", 1, texts, lengths, 1, 32, &score, 1), SWIFTBERT_INVALID_INPUT);
 
+    /* Token embeddings: (tokens x 384) per text, the JSON's counts summing to the floats. */
+    EXPECT(swiftbert_embed_tokens(minilm, texts, lengths, 2, 0, 32, NULL, NULL, 0, &result), SWIFTBERT_OK);
+    {
+        const float *token_floats = NULL;
+        size_t token_count = 0, meta_length = 0;
+        const char *meta = NULL;
+        EXPECT(swiftbert_result_floats(result, &token_floats, &token_count), SWIFTBERT_OK);
+        EXPECT(swiftbert_result_json(result, &meta, &meta_length), SWIFTBERT_OK);
+        int dimension_seen = 0, first = 0, second = 0;
+        CHECK(meta && sscanf(meta, "{\"dimension\":%d,\"tokens\":[%d,%d]}", &dimension_seen, &first, &second) == 3,
+              "token JSON: %s", meta ? meta : "(null)");
+        CHECK(dimension_seen == 384 && first >= 2 && second >= 2 && token_count == (size_t)(first + second) * 384,
+              "token embeddings: %zu floats for %d + %d tokens of %d", token_count, first, second, dimension_seen);
+        EXPECT(swiftbert_result_free(result), SWIFTBERT_OK);
+    }
+    EXPECT(swiftbert_embed_tokens(minilm, texts, lengths, 1, 2, 32, NULL, NULL, 0, &result), SWIFTBERT_INVALID_ARGUMENT);
+    EXPECT(swiftbert_embed_tokens(minilm, texts, lengths, 1, 0, 32, "no-such-prompt", NULL, 0, &result), SWIFTBERT_INVALID_INPUT);
+
     /* Results: JSON, and closed result handles. */
     EXPECT(swiftbert_tokenize(minilm, texts[0], lengths[0], 0, &result), SWIFTBERT_OK);
     const char *json = NULL;

@@ -110,6 +110,14 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         return RetrievalEmbeddings(embeddings: embeddings, truncated: truncated)
     }
 
+    /// Every token's last hidden state, text by text in input order, the prompt's tokens and
+    /// the special ones included, no padding: sentence-transformers' `encode(output_value=
+    /// "token_embeddings")` and TEI's /embed_all. `options.normalize` true L2-normalises each
+    /// token's vector; pooling and the Dense modules do not apply.
+    public func tokenEmbeddings(_ texts: [String], options: Options = Options()) throws -> [[[Float]]] {
+        try run(texts, options: options, head: TokenEmbeddingsHead(normalize: options.normalize ?? false)).0
+    }
+
     /// `RetrievalHead`'s outputs in input order, and which inputs were cut to the maximum length.
     public struct RetrievalEmbeddings: Sendable {
         public let embeddings: [RetrievalEmbedding]
