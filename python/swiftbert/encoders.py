@@ -417,6 +417,12 @@ class CrossEncoder(_ModelUser):
             ranked.append(entry)
         return ranked
 
+    def rank(self, query: str, documents: Sequence[str], top_k: Optional[int] = None,
+             return_documents: bool = False, batch_size: int = 32, **kwargs: Any) -> List[Dict[str, Any]]:
+        """`rerank` under sentence-transformers' name for it (`CrossEncoder.rank`), for code
+        written against sentence-transformers."""
+        return self.rerank(query, documents, top_k=top_k, return_documents=return_documents, batch_size=batch_size, **kwargs)
+
 
 class Classifier(_ModelUser):
     """Text classification: labels with scores, best first."""

@@ -24,6 +24,7 @@ def test_rerank_equals_bert_rerank():
     with swiftbert.CrossEncoder(model) as encoder:
         got = encoder.rerank(query, documents, return_documents=True)
         scores = encoder.predict([(query, d) for d in documents])
+        assert encoder.rank(query, documents, return_documents=True) == got  # sentence-transformers' name
     assert [r["corpus_id"] for r in got] == [r["index"] for r in expected]
     assert [np.float32(r["score"]) for r in got] == [np.float32(r["score"]) for r in expected]
     assert [r["text"] for r in got] == [r["text"] for r in expected]
