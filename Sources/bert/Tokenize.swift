@@ -5,7 +5,7 @@ import SwiftBERTCommandLine
 
 struct Tokenize: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show how texts split into WordPiece tokens: tokens, ids and offsets.",
+        abstract: "Show how texts split into the model's tokens (WordPiece, SentencePiece or BPE): tokens, ids and offsets.",
         discussion: """
             Same inputs as embed: arguments, --input FILE or stdin. The table has one row per token \
             (token, id, start, end; offsets in Unicode code points of the input, [start, end)) and a \
