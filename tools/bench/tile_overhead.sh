@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the tile path costs besides the tile instructions (issue 47, docs/amx.md), on any CPU.
 #
-# Builds `bert` from a copy of this tree whose tile emulator does no arithmetic: each product
+# Builds `bert` from a copy of this tree (its last commit) whose tile emulator does no arithmetic: each product
 # only stores zeros into its outputs (what a tile store writes), then profiles BF16 and INT8 with
 # SWIFTBERT_ISA=amx-emulator. Everything else of the tile path runs as on AMX: the activations'
 # rounding and packing, the C calls, the epilogues (bias, INT8 scales), GELU, attention's
@@ -18,7 +18,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${TILE_OVERHEAD_DIR:-/tmp/swiftbert-tile-overhead}
 mkdir -p "$work"
-rsync -a --delete --exclude .build --exclude 'weights' --exclude 'tools/.venv*' --exclude dist --exclude .git "$root/" "$work/"
+# The committed tree (HEAD), laid anew; the copy's .build is kept, so a second run builds little.
+find "$work" -mindepth 1 -maxdepth 1 ! -name .build -exec rm -rf {} +
+git -C "$root" archive --format=tar HEAD | tar -x -C "$work"
 python3 - "$work/Sources/SwiftBERTAMX/emulator.c" <<'EOF'
 import re, sys
 path = sys.argv[1]
