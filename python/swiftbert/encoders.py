@@ -66,6 +66,20 @@ def _progress(total: int, enabled: bool, description: str):
     return tqdm(total=total, desc=description, unit="text")
 
 
+def _batches(texts: List[str], batch_size: int, show_progress_bar: bool):
+    """(start, texts[start:start + batch_size]) for each batch, with encode's progress bar when asked."""
+    bar = _progress(len(texts), show_progress_bar, "encode")
+    try:
+        for start in range(0, len(texts), batch_size):
+            chunk = texts[start:start + batch_size]
+            yield start, chunk
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 class _ModelUser:
     """A class over one loaded model: loading, closing, `with`, the tokenizer."""
 
@@ -176,15 +190,9 @@ class SentenceEncoder(_ModelUser):
         # The engine normalises before any truncation; a truncated vector is normalised here.
         engine_normalize = True if normalize_embeddings and truncate_dim is None else None
         vectors = np.empty((len(texts), self._model.dimension), dtype=np.float32)
-        bar = _progress(len(texts), show_progress_bar, "encode")
-        for start in range(0, len(texts), batch_size):
-            chunk = texts[start:start + batch_size]
+        for start, chunk in _batches(texts, batch_size, show_progress_bar):
             vectors[start:start + len(chunk)] = self._model.embed(
                 chunk, normalize=engine_normalize, batch_size=batch_size, prompt_name=prompt_name, prompt=prompt)
-            if bar is not None:
-                bar.update(len(chunk))
-        if bar is not None:
-            bar.close()
         if truncate_dim is not None:
             vectors = np.ascontiguousarray(vectors[:, :truncate_dim])
             if normalize_embeddings:
@@ -201,16 +209,10 @@ class SentenceEncoder(_ModelUser):
         texts = [sentences] if single else _text_list(sentences)
         batch_size = _batch_size(batch_size)
         matrices: List[np.ndarray] = []
-        bar = _progress(len(texts), show_progress_bar, "encode")
-        for start in range(0, len(texts), batch_size):
-            chunk = texts[start:start + batch_size]
+        for _, chunk in _batches(texts, batch_size, show_progress_bar):
             result = self._model.token_embeddings(chunk, normalize=bool(normalize), batch_size=batch_size,
                                                   prompt_name=prompt_name, prompt=prompt)
             matrices.extend(_split_matrices(result.floats, result.json["tokens"], result.json["dimension"]))
-            if bar is not None:
-                bar.update(len(chunk))
-        if bar is not None:
-            bar.close()
         if precision != "float32" and matrices:
             matrices = quantize_embeddings(matrices, precision)
         return matrices[0] if single else matrices
