@@ -17,10 +17,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${TILE_OVERHEAD_DIR:-/tmp/swiftbert-tile-overhead}
-mkdir -p "$work"
-# The committed tree (HEAD), laid anew; the copy's .build is kept, so a second run builds little.
-find "$work" -mindepth 1 -maxdepth 1 ! -name .build -exec rm -rf {} +
-git -C "$root" archive --format=tar HEAD | tar -x -C "$work"
+# A clone at this tree's HEAD; a later run checks out only what changed (and restores
+# emulator.c), so its build is incremental.
+[ -d "$work/.git" ] || git clone -q --no-checkout "$root" "$work"
+git -C "$work" fetch -q "$root" HEAD
+git -C "$work" checkout -q -f --detach FETCH_HEAD
 python3 - "$work/Sources/SwiftBERTAMX/emulator.c" <<'EOF'
 import re, sys
 path = sys.argv[1]
