@@ -117,8 +117,6 @@ public func swiftbert_embed(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths
     }
 }
 
-struct TokenEmbeddingsMeta: Encodable { let dimension: Int; let tokens: [Int] }
-
 @_cdecl("swiftbert_embed_tokens")
 public func swiftbert_embed_tokens(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths, _ count: Int,
                                    _ normalize: Int32, _ batchSize: Int32, _ promptName: UnsafePointer<CChar>?,
@@ -132,8 +130,8 @@ public func swiftbert_embed_tokens(_ handle: UInt64, _ texts: Texts, _ lengths: 
                                                promptName: try optionalCString(promptName, what: "prompt name"),
                                                prompt: try optionalCString(prompt, what: "prompt"))
         let matrices = try inputs.isEmpty ? [] : slot.sentenceEmbedder().tokenEmbeddings(inputs, options: options)
-        try returnResult(ResultSlot(json: encodeJSON(TokenEmbeddingsMeta(dimension: slot.model.config.encoder.hiddenSize,
-                                                                         tokens: matrices.map(\.count))),
+        try returnResult(ResultSlot(json: encodeJSON(MatricesMeta(dimension: slot.model.config.encoder.hiddenSize,
+                                                                  tokens: matrices.map(\.count))),
                                     floats: matrices.flatMap { $0.flatMap { $0 } }), result)
     }
 }
@@ -168,7 +166,8 @@ public func swiftbert_embed_sparse(_ handle: UInt64, _ texts: Texts, _ lengths: 
     }
 }
 
-struct MultiVectorMeta: Encodable { let dimension: Int; let tokens: [Int] }
+/// The JSON of a result of (tokens × dimension) matrices, text after text (multi-vector and token embeddings).
+struct MatricesMeta: Encodable { let dimension: Int; let tokens: [Int] }
 
 @_cdecl("swiftbert_embed_multi_vector")
 public func swiftbert_embed_multi_vector(_ handle: UInt64, _ texts: Texts, _ lengths: Lengths, _ count: Int,
@@ -177,7 +176,7 @@ public func swiftbert_embed_multi_vector(_ handle: UInt64, _ texts: Texts, _ len
         let matrices = try retrievalOutputs(handle, texts, lengths, count, .multiVector,
                                       SentenceEmbedder.Options(maxLength: try SwiftBERTCABI.maxLength(maxLength), batchSize: try SwiftBERTCABI.batchSize(batchSize))).embeddings.map { $0.multiVector! }
         let dimension = matrices.first(where: { !$0.isEmpty })?.first?.count ?? 0
-        try returnResult(ResultSlot(json: encodeJSON(MultiVectorMeta(dimension: dimension, tokens: matrices.map(\.count))),
+        try returnResult(ResultSlot(json: encodeJSON(MatricesMeta(dimension: dimension, tokens: matrices.map(\.count))),
                                     floats: matrices.flatMap { $0.flatMap { $0 } }), result)
     }
 }

@@ -60,10 +60,9 @@ def quantize_embeddings(embeddings: Any, precision: str, ranges: Optional[np.nda
     embeddings = np.asarray(embeddings)
     if embeddings.dtype in (np.int8, np.uint8):
         raise ValueError("embeddings to quantise must be floats, not int8 or uint8")
-    if embeddings.ndim == 2 and embeddings.shape[0] == 0:
+    if embeddings.ndim == 2 and embeddings.shape[0] == 0 and precision != "float32":
         width = embeddings.shape[1] if precision.endswith("int8") else (embeddings.shape[1] + 7) // 8
-        return np.zeros((0, width), dtype=np.uint8 if precision.startswith("u") else np.int8) if precision != "float32" \
-            else embeddings.astype(np.float32)
+        return np.zeros((0, width), dtype=np.uint8 if precision.startswith("u") else np.int8)
     if precision == "float32":
         return embeddings.astype(np.float32)
     if precision.endswith("int8"):
