@@ -73,7 +73,7 @@ def child(seed, count):
         return rng.choice([ctypes.byref(u64(0))] * 4 + [None])
 
     def call():
-        name = rng.choice(["embed", "embed_sparse", "embed_multi_vector", "embed_outputs", "rerank", "logits", "classify",
+        name = rng.choice(["embed", "embed_tokens", "embed_sparse", "embed_multi_vector", "embed_outputs", "rerank", "logits", "classify",
                            "token_classify", "fill_mask", "tokenize", "dimension", "model_info", "result", "load", "free_twice"])
         if name == "embed":
             array, lengths, n = texts()
@@ -83,6 +83,12 @@ def child(seed, count):
                     rng.choice([None, b"", b"q: ", b"\xff"]), number(), out, capacity)
             return f"embed(n={n}, capacity={capacity}, batch={args[5]}, max_length={args[8]}, out={'set' if out else 'NULL'})", \
                 lambda: lib.swiftbert_embed(*args)
+        if name == "embed_tokens":
+            array, lengths, n = texts()
+            args = (handle(), array, lengths, n, rng.choice([-1, 0, 1, 7]), number(), rng.choice([None, b"query", b"nope"]),
+                    rng.choice([None, b"", b"q: ", b"\xff"]), number(), out_result())
+            return f"embed_tokens(n={n}, normalize={args[4]}, batch={args[5]}, max_length={args[8]})", \
+                lambda: lib.swiftbert_embed_tokens(*args)
         if name in ("embed_sparse", "embed_multi_vector", "classify"):
             array, lengths, n = texts()
             args = (handle(), array, lengths, n, number(), number(), out_result())
