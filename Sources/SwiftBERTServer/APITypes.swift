@@ -465,6 +465,40 @@ struct CohereV2RerankRequest: Decodable, Sendable {
     var model: String?
 }
 
+/// Cohere's embed (v1 and v2): `texts` with an `input_type`, answered in the `embedding_types`
+/// asked for. `model` and `input_type` are required by Cohere, optional here.
+struct CohereEmbedRequest: Decodable, Sendable {
+    var texts, images, embedding_types: [String]?
+    var model, input_type, truncate: String?
+    var max_tokens, output_dimension: Int?
+}
+
+/// Cohere's input_type: what the texts are for, each a `TextRole` (the model's prompt for it).
+enum CohereInputType: String, CaseIterable {
+    case search_query, search_document, classification, clustering
+
+    var role: TextRole {
+        switch self {
+        case .search_query: .query
+        case .search_document: .document
+        case .classification: .classification
+        case .clustering: .clustering
+        }
+    }
+}
+
+/// Cohere's embedding_types: floats, their little-endian bytes in base64, or the signs packed
+/// 8 to a byte (sentence-transformers' binary quantisation: ubinary the bytes, binary each
+/// minus 128). int8 and uint8 are refused (`Endpoints.cohereEmbed` says why).
+enum CohereEmbeddingType: String, CaseIterable {
+    case float, int8, uint8, binary, ubinary, base64
+}
+
+/// Cohere's truncate: cut a long text's end (END, the default) or start, or refuse it (NONE).
+enum CohereTruncate: String, CaseIterable {
+    case NONE, START, END
+}
+
 struct DecodeRequest: Decodable, Sendable {
     var ids: TokenIdLists
     var skip_special_tokens: Bool?
@@ -542,6 +576,12 @@ extension CohereRerankRequest: Documented {
 extension CohereV2RerankRequest: Documented {
     static let schema = Schema.object([("query", .string, true), ("documents", .array(.string), true), ("top_n", .integer, false),
                                        ("max_tokens_per_doc", .integer, false), ("model", .string, false)])
+}
+extension CohereEmbedRequest: Documented {
+    static let schema = Schema.object([("texts", .nonEmptyArray(.string), true), ("input_type", .enumeration(names(of: CohereInputType.self)), false),
+                                       ("embedding_types", .nonEmptyArray(.enumeration(names(of: CohereEmbeddingType.self))), false),
+                                       ("truncate", .enumeration(names(of: CohereTruncate.self)), false), ("max_tokens", .integer, false),
+                                       ("output_dimension", .integer, false), ("model", .string, false)])
 }
 extension DecodeRequest: Documented {
     static let schema = Schema.object([("ids", .oneOf([.array(.integer), .array(.array(.integer))]), true),

@@ -2,8 +2,104 @@
 import Foundation
 import SwiftBERT
 
-/// Cohere's and Jina's rerank API: POST /v1/rerank.
+/// Cohere's API: embed (POST /v1/embed, /v2/embed) and rerank (POST /v1/rerank, also Jina's, and /v2/rerank).
 extension Endpoints {
+    /// POST /v2/embed and /v1/embed (Cohere: `cohere.ClientV2(...).embed()`, `cohere.Client(...).embed()`):
+    /// sentence vectors of `texts`, L2-normalised as /v1/embeddings', each text with the model's
+    /// prompt for its `input_type` (search_query: "query", search_document: "document",
+    /// classification, clustering; the model's default prompt when none is given), in each of
+    /// `embedding_types` (default float). The answer is {"id", "embeddings": {type: [...]},
+    /// "texts", "meta", "response_type": "embeddings_by_type"}; v1 without embedding_types
+    /// answers "embeddings": [[...]] and "embeddings_floats", as Cohere's v1 does.
+    func cohereEmbed(_ body: [UInt8], version: Int) async throws -> [UInt8] {
+        let (request, model, texts, sequences, promptLength, types) = try await offload { [self] () throws
+            -> (CohereEmbedRequest, ServedModel, [String], [[Int32]], Int, [CohereEmbeddingType]) in
+            let request = try decodeBody(CohereEmbedRequest.self, from: body)
+            let model = try self.model(request.model)
+            if let images = request.images, !images.isEmpty {
+                throw APIError.invalid("this server embeds text only; send the texts in \"texts\"", param: "images")
+            }
+            guard let texts = request.texts else { throw APIError.invalid("texts is required: the strings to embed", param: "texts") }
+            var types = [CohereEmbeddingType]()
+            for name in request.embedding_types ?? ["float"] {
+                let type = try choice(name, of: CohereEmbeddingType.self, param: "embedding_types")
+                if type == .int8 || type == .uint8 {
+                    // Cohere's models come with calibrated ranges; ranges taken from one request's
+                    // vectors would give the same text other bytes in another request.
+                    throw APIError.invalid("embedding_types \"\(name)\" needs value ranges calibrated for the model, which this server does not have: ask for \"binary\" or \"ubinary\" (the signs, 8 to a byte), or for \"float\" and quantise with ranges from your own corpus (swiftbert.quantize_embeddings or sentence-transformers' quantize_embeddings with calibration_embeddings)",
+                                           param: "embedding_types")
+                }
+                if !types.contains(type) { types.append(type) }
+            }
+            guard !types.isEmpty else { throw APIError.invalid("embedding_types is empty; ask for at least one, e.g. [\"float\"]", param: "embedding_types") }
+            let truncation = try choice((request.truncate ?? "END").uppercased(), of: CohereTruncate.self, param: "truncate")
+            let prompt: String?
+            if let inputType = request.input_type {
+                let role = try choice(inputType, of: CohereInputType.self, param: "input_type").role
+                prompt = try model.embedder.prompt(for: model.embedder.options(.init(), as: role))
+            } else {
+                prompt = try self.prompt(nil, model: model)
+            }
+            var cut = texts
+            if let maxTokens = request.max_tokens {
+                guard maxTokens >= 1 else { throw APIError.invalid("max_tokens must be at least 1; got \(maxTokens)", param: "max_tokens") }
+                cut = try texts.enumerated().map { index, text in
+                    let kept = keepingTokens(text, maxTokens, fromEnd: truncation == .START, tokenizer: model.tokenizer)
+                    guard truncation != .NONE || kept.count == text.count else {
+                        throw APIError.invalid("text \(index) is longer than max_tokens (\(maxTokens) tokens), and truncate is NONE; shorten it, or send truncate END or START",
+                                               param: "texts", status: 413)
+                    }
+                    return kept
+                }
+            }
+            if let dimensions = request.output_dimension, dimensions < 1 || dimensions > model.dimension {
+                throw APIError.invalid("output_dimension must be between 1 and \(model.dimension), the model's dimension; got \(dimensions)", param: "output_dimension")
+            }
+            let encodings = try encode(cut.map { ($0, nil) }, model: model, truncate: truncation != .NONE, fromLeft: truncation == .START,
+                                       prompt: prompt, param: "texts")
+            return (request, model, texts, encodings.map(\.ids), self.promptLength(prompt, model: model), types)
+        }
+        let vectors = try await sentenceVectors(sequences, model: model, promptLength: promptLength, dimensions: request.output_dimension,
+                                                normalize: true)
+        let tokens = sequences.reduce(0) { $0 + $1.count }
+        let byType = version == 2 || request.embedding_types != nil
+        return try await offload {
+            let json = JSONWriter(capacity: vectors.count * model.dimension * 14 * types.count + texts.reduce(256) { $0 + $1.utf8.count + 8 })
+            json.object {
+                json.key("id"); json.string(UUID().uuidString.lowercased())
+                json.key("embeddings")
+                if byType {
+                    json.object {
+                        for type in types {
+                            json.key(type.rawValue)
+                            json.array { for vector in vectors { writeEmbedding(json, vector, as: type) } }
+                        }
+                    }
+                } else {
+                    json.array { for vector in vectors { json.floats(vector) } }
+                }
+                json.key("texts"); json.array { for text in texts { json.string(text) } }
+                json.key("meta")
+                json.object {
+                    json.key("api_version"); json.object { json.key("version"); json.string(String(version)) }
+                    json.key("billed_units"); json.object { json.key("input_tokens"); json.number(tokens) }
+                }
+                json.key("response_type"); json.string(byType ? "embeddings_by_type" : "embeddings_floats")
+            }
+            return json.bytes
+        }
+    }
+
+    private func writeEmbedding(_ json: JSONWriter, _ vector: [Float], as type: CohereEmbeddingType) {
+        switch type {
+        case .float, .int8, .uint8: json.floats(vector)  // int8 and uint8 were refused
+        case .base64: json.string(base64LittleEndian(vector))
+        case .binary, .ubinary:
+            let offset = type == .binary ? -128 : 0
+            json.array { for byte in packedSigns(vector) { json.number(Int(byte) + offset) } }
+        }
+    }
+
     /// POST /v1/rerank (Cohere, Jina): {"model", "results": [{"index", "relevance_score", "document"?}], "usage"}.
     func cohereRerank(_ body: [UInt8]) async throws -> [UInt8] {
         let request = try await offload { try decodeBody(CohereRerankRequest.self, from: body) }
@@ -32,7 +128,7 @@ extension Endpoints {
         if let maxTokens = request.max_tokens_per_doc {
             guard maxTokens >= 1 else { throw APIError.invalid("max_tokens_per_doc must be at least 1; got \(maxTokens)", param: "max_tokens_per_doc") }
             let given = documents
-            documents = try await offload { [self] in given.map { firstTokens($0, maxTokens, tokenizer: model.tokenizer) } }
+            documents = try await offload { [self] in given.map { keepingTokens($0, maxTokens, tokenizer: model.tokenizer) } }
         }
         let (scores, tokens) = try await rerankScores(query: request.query, documents: documents, model: model, truncate: true,
                                                       fromLeft: false, raw: false, param: "documents")
@@ -49,11 +145,26 @@ extension Endpoints {
         return json.bytes
     }
 
-    /// `text` up to the end of its `count`-th token (special tokens not counted); all of it when shorter.
-    func firstTokens(_ text: String, _ count: Int, tokenizer: Tokenizer) -> String {
+    /// `text` up to the end of its `count`-th token, or `fromEnd` from the start of its
+    /// `count`-th last (special tokens not counted); all of it when shorter.
+    func keepingTokens(_ text: String, _ count: Int, fromEnd: Bool = false, tokenizer: Tokenizer) -> String {
         let encoding = tokenizer.encode(text, addSpecialTokens: false)
-        guard encoding.count > count, let end = encoding.offsets.prefix(count).last(where: { !$0.isEmpty })?.upperBound else { return text }
-        return String(String.UnicodeScalarView(text.unicodeScalars.prefix(end)))
+        guard encoding.count > count else { return text }
+        let scalars = text.unicodeScalars
+        if fromEnd {
+            guard let start = encoding.offsets.suffix(count).first(where: { !$0.isEmpty })?.lowerBound else { return text }
+            return String(String.UnicodeScalarView(scalars.dropFirst(start)))
+        }
+        guard let end = encoding.offsets.prefix(count).last(where: { !$0.isEmpty })?.upperBound else { return text }
+        return String(String.UnicodeScalarView(scalars.prefix(end)))
+    }
+
+    /// The signs of `vector`, 8 to a byte, the first in the highest bit, the last byte padded with
+    /// zeros (numpy's packbits of x > 0, as sentence-transformers' binary quantisation).
+    func packedSigns(_ vector: [Float]) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: (vector.count + 7) / 8)
+        for (i, x) in vector.enumerated() where x > 0 { bytes[i / 8] |= 0x80 >> UInt8(i % 8) }
+        return bytes
     }
 
     /// Cohere's "results" (v1 and v2): the top `topN` by score, each {"index", "relevance_score"},

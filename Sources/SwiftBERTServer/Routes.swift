@@ -42,6 +42,10 @@ struct Route: Sendable {
               response: .object([("object", .string, true), ("data", .array(.object([("object", .string, true), ("index", .integer, true), ("embedding", .oneOf([.array(.number), .string]), true)])), true), ("model", .string, true), ("usage", .object([("prompt_tokens", .integer, true), ("total_tokens", .integer, true)]), true)])) { try await $0.openAIEmbeddings($1) },
         Route(method: .post, path: "/embeddings", summary: "The same as /v1/embeddings.", shape: .openAI, request: OpenAIEmbeddingRequest.self,
               response: .ref("/v1/embeddings")) { try await $0.openAIEmbeddings($1) },
+        Route(method: .post, path: "/v2/embed", summary: "Cohere v2 embed (cohere.ClientV2): sentence vectors by input_type, as float, base64, binary or ubinary.",
+              shape: .openAI, request: CohereEmbedRequest.self, response: cohereEmbedResponse) { try await $0.cohereEmbed($1, version: 2) },
+        Route(method: .post, path: "/v1/embed", summary: "Cohere v1 embed (cohere.Client): as /v2/embed; without embedding_types, \"embeddings\" is the float vectors.",
+              shape: .openAI, request: CohereEmbedRequest.self, response: cohereEmbedResponse) { try await $0.cohereEmbed($1, version: 1) },
         Route(method: .post, path: "/v1/rerank", summary: "Cohere/Jina rerank: documents by relevance to the query (a cross-encoder).",
               shape: .openAI, request: CohereRerankRequest.self,
               response: .object([("model", .string, true), ("results", .array(.object([("index", .integer, true), ("relevance_score", .number, true), ("document", .object([("text", .string, true)]), false)])), true), ("usage", .object([("total_tokens", .integer, true)]), true)]),
@@ -99,6 +103,18 @@ struct Route: Sendable {
     ]
 
     /// A sparse vector's JSON: its non-zero entries, ids ascending.
+    /// Cohere's embed answer: per asked-for type, one embedding per text (v1 without
+    /// embedding_types: the float vectors themselves).
+    static let cohereEmbedResponse = Schema.object([
+        ("id", .string, true),
+        ("embeddings", .oneOf([.array(.array(.number)),
+                               .object([("float", .array(.array(.number)), false), ("base64", .array(.string), false),
+                                        ("binary", .array(.array(.integer)), false), ("ubinary", .array(.array(.integer)), false)])]), true),
+        ("texts", .array(.string), true),
+        ("meta", .object([("api_version", .object([("version", .string, true)]), true),
+                          ("billed_units", .object([("input_tokens", .integer, true)]), true)]), true),
+        ("response_type", .enumeration(["embeddings_floats", "embeddings_by_type"]), true)])
+
     static let sparseVector = Schema.array(.object([("index", .integer, true), ("value", .number, true)]))
 
     /// Paths served outside the table (no request body): probes, metrics, the documents. Only

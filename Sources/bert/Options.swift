@@ -11,12 +11,14 @@ extension Pooling: ExpressibleByArgument {}
 extension InputFormat: ExpressibleByArgument {}
 extension EmbeddingFormat: ExpressibleByArgument {}
 
-/// `bert embed --query` or `--document`.
+/// `bert embed --query`, `--document`, `--classification` or `--clustering`.
 extension TextRole: EnumerableFlag {
     public static func help(for value: TextRole) -> ArgumentHelp? {
         switch value {
         case .query: "Embed the texts as search queries: with the model's \"query\" prompt if it has one, else none (sentence-transformers' encode_query)."
         case .document: "Embed the texts as documents to search: with the model's \"document\" prompt if it has one, else none (encode_document); what `bert search --embeddings` reads."
+        case .classification: "Embed the texts to classify them: with the model's \"classification\" (or \"Classification\") prompt if it has one, else none."
+        case .clustering: "Embed the texts to cluster them: with the model's \"clustering\" (or \"Clustering\") prompt if it has one, else none."
         }
     }
 }

@@ -179,6 +179,9 @@ final class HeadCLITests: CLITestCase {
         XCTAssertNotEqual(documents, try embedded([]), "the default prompt is st-cls's query prompt")
         XCTAssertEqual(try embedded(["--document", "--prompt-name", "passage"]), try embedded(["--prompt-name", "passage"]))
         XCTAssertEqual(try bert(["embed", "--model", folder, "--query", "--document", "x"]).status, 64)
+        // st-cls has no classification or clustering prompt: none, not the default one.
+        XCTAssertEqual(try embedded(["--classification"]), documents)
+        XCTAssertEqual(try embedded(["--clustering"]), documents)
 
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-roles-\(getpid())")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)

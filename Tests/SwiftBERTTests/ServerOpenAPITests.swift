@@ -61,6 +61,9 @@ extension ServerTests {
         try check("post", "/rerank", ["query": "a cat", "texts": texts, "return_text": true, "model": reranker])
         try check("post", "/v1/rerank", ["query": "a cat", "documents": texts, "return_documents": true, "model": reranker])
         try check("post", "/v2/rerank", ["query": "a cat", "documents": texts, "model": reranker])
+        try check("post", "/v2/embed", ["texts": texts, "input_type": "search_query", "embedding_types": ["float", "base64", "binary", "ubinary"]])
+        try check("post", "/v1/embed", ["texts": texts, "input_type": "search_document"])
+        try check("post", "/v1/embed", ["texts": texts, "embedding_types": ["ubinary"]])
         try check("get", "/info")
         try check("get", "/v1/models")
         // Errors, in both shapes: OpenAI's `param` and `code` are null here.
@@ -68,6 +71,7 @@ extension ServerTests {
         try check("post", "/v1/embeddings", ["input": "x", "model": "nope"], status: 404)
         try check("post", "/embed", ["inputs": []], status: 422)
         try check("post", "/v2/rerank", ["query": "q", "documents": ["a"], "top_n": 0, "model": reranker], status: 422)
+        try check("post", "/v2/embed", ["texts": texts, "embedding_types": ["int8"]], status: 422)
         XCTAssertEqual(server.terminate(), 0)
     }
 }

@@ -232,6 +232,98 @@ extension ServerTests {
         XCTAssertTrue(both.stderr.contains("not both"), both.stderr)
     }
 
+    /// Cohere's embed (/v2/embed, /v1/embed): input_type picks the model's prompt for its role
+    /// (TextRole: "query", "document", and "Classification" as MTEB spells it), the vectors are
+    /// /embed's, and binary, ubinary and base64 hold exactly the float vector's signs and bytes.
+    /// RANDOM-weight Qwen3 fixture (prompts "query" and "document": ""), with a "Classification"
+    /// prompt added to a copy of its converted folder.
+    func testCohereEmbedChoosesPromptsByInputTypeAndPacksSigns() throws {
+        let source = try Qwen3Tests.converted()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swiftbert-cohere-\(ProcessInfo.processInfo.processIdentifier)")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.copyItem(at: source, to: folder)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let configURL = folder.appendingPathComponent("config.json")
+        var config = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: configURL)) as? [String: Any])
+        var prompts = try XCTUnwrap(config["prompts"] as? [String: String], "the converted folder keeps the prompts in config.json")
+        prompts["Classification"] = "Classify the topic: "
+        config["prompts"] = prompts
+        try JSONSerialization.data(withJSONObject: config).write(to: configURL)
+
+        let server = try ServerProcess(bert: bertPath, arguments: ["--model", folder.path])
+        defer { XCTAssertEqual(server.terminate(), 0) }
+        let texts = ["how do tiles multiply?", "Tiles multiply sixteen rows at once."]
+        func embed(_ promptName: String?) throws -> [[Float]] {
+            try floats(server.post("/embed", promptName.map { ["inputs": texts, "prompt_name": $0] } ?? ["inputs": texts]))
+        }
+        let (queried, plain, classified) = (try embed("query"), try embed(nil), try embed("Classification"))
+        XCTAssertNotEqual(queried, plain)
+        XCTAssertNotEqual(classified, plain)
+        func cohere(_ path: String, _ body: [String: Any]) throws -> [String: Any] {
+            let reply = try server.post(path, body.merging(["texts": texts]) { $1 })
+            XCTAssertEqual(reply.status, 200, reply.text)
+            return try XCTUnwrap(reply.json() as? [String: Any], reply.text)
+        }
+        func numbers(_ value: Any?) -> [[Float]] { ((value as? [[NSNumber]]) ?? []).map { $0.map(\.floatValue) } }
+        func integers(_ value: Any?) -> [[Int]] { ((value as? [[NSNumber]]) ?? []).map { $0.map(\.intValue) } }
+
+        let answer = try cohere("/v2/embed", ["input_type": "search_query", "embedding_types": ["float", "binary", "ubinary", "base64", "float"]])
+        let embeddings = try XCTUnwrap(answer["embeddings"] as? [String: Any])
+        XCTAssertEqual(Set(embeddings.keys), ["float", "binary", "ubinary", "base64"])
+        XCTAssertEqual(numbers(embeddings["float"]), queried)
+        // The signs, first dimension in the highest bit (numpy's packbits of x > 0).
+        let signs = queried.map { vector in
+            stride(from: 0, to: vector.count, by: 8).map { start in
+                (start..<min(start + 8, vector.count)).reduce(0) { $0 | (vector[$1] > 0 ? 0x80 >> ($1 - start) : 0) }
+            }
+        }
+        XCTAssertEqual(integers(embeddings["ubinary"]), signs)
+        XCTAssertEqual(integers(embeddings["binary"]), signs.map { $0.map { $0 - 128 } })
+        let decoded = try XCTUnwrap(embeddings["base64"] as? [String]).map { text -> [Float] in
+            let bytes = [UInt8](Data(base64Encoded: text) ?? Data())
+            return stride(from: 0, to: bytes.count, by: 4).map { i in
+                Float(bitPattern: UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
+            }
+        }
+        XCTAssertEqual(decoded, queried)
+        XCTAssertEqual(answer["response_type"] as? String, "embeddings_by_type")
+        XCTAssertEqual(answer["texts"] as? [String], texts)
+        let meta = try XCTUnwrap(answer["meta"] as? [String: Any])
+        XCTAssertEqual((meta["api_version"] as? [String: Any])?["version"] as? String, "2")
+        XCTAssertGreaterThan(((meta["billed_units"] as? [String: Any])?["input_tokens"] as? Int) ?? 0, 2 * texts.count)
+
+        // Each input_type's prompt: "document" is "" here; clustering has none; no input_type: the
+        // server's default prompt (none).
+        XCTAssertEqual(numbers(try cohere("/v2/embed", ["input_type": "search_document"])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] }), plain)
+        XCTAssertEqual(numbers(try cohere("/v2/embed", ["input_type": "classification"])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] }), classified)
+        XCTAssertEqual(numbers(try cohere("/v2/embed", ["input_type": "clustering"])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] }), plain)
+        XCTAssertEqual(numbers(try cohere("/v2/embed", [:])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] }), plain)
+        // v1 without embedding_types: the float vectors themselves.
+        let v1 = try cohere("/v1/embed", ["input_type": "search_query"])
+        XCTAssertEqual(numbers(v1["embeddings"]), queried)
+        XCTAssertEqual(v1["response_type"] as? String, "embeddings_floats")
+        // output_dimension: the first dimensions, normalised again, as /v1/embeddings' dimensions.
+        let cut = numbers(try cohere("/v2/embed", ["input_type": "search_document", "output_dimension": 8])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] })
+        XCTAssertEqual(cut, try vectors(server.post("/v1/embeddings", ["input": texts, "dimensions": 8])))
+        // max_tokens: more than the texts have changes nothing; fewer cuts them, or is refused with truncate NONE.
+        XCTAssertEqual(numbers(try cohere("/v2/embed", ["input_type": "search_query", "max_tokens": 500])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] }), queried)
+        XCTAssertNotEqual(numbers(try cohere("/v2/embed", ["input_type": "search_query", "max_tokens": 2])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] }), queried)
+
+        func refused(_ body: [String: Any], status: Int = 422, mentions words: [String]) throws {
+            let reply = try server.post("/v2/embed", body)
+            XCTAssertEqual(reply.status, status, "\(body): \(reply.text)")
+            for word in words { XCTAssertTrue(reply.text.contains(word), "\(body): \(reply.text)") }
+        }
+        try refused(["texts": texts, "embedding_types": ["int8"]], mentions: ["calibrated", "ubinary", "quantize_embeddings"])
+        try refused(["texts": texts, "embedding_types": [String]()], mentions: ["embedding_types"])
+        try refused(["texts": texts, "input_type": "image"], mentions: ["search_query", "image"])
+        try refused(["texts": texts, "truncate": "MIDDLE"], mentions: ["NONE", "START", "END"])
+        try refused(["texts": texts, "max_tokens": 2, "truncate": "NONE"], status: 413, mentions: ["max_tokens", "truncate"])
+        try refused(["texts": texts, "output_dimension": 0], mentions: ["output_dimension"])
+        try refused(["texts": texts, "images": ["data:image/png;base64,AAAA"]], mentions: ["text only"])
+        try refused(["input_type": "search_query"], mentions: ["texts"])
+    }
+
     // MARK: - Client faults are 4xx; waiting is advised only when it helps
 
     /// A body cut short of its Content-Length, and one that is not UTF-8: 400, never 500.

@@ -1,8 +1,21 @@
 import Foundation
 
-/// What a text is to a retrieval model: a query, or a document searched for it.
+/// What a text is to an embedding model: a query, a document searched for it, or a text to
+/// classify or to cluster. Models such as EmbeddingGemma and Qwen3-Embedding prompt each
+/// differently.
 public enum TextRole: String, Sendable, CaseIterable {
-    case query, document
+    case query, document, classification, clustering
+
+    /// The names of the model prompt a text in this role takes, in order of preference: the
+    /// role's own name; for the two task roles also as MTEB capitalises it (EmbeddingGemma's
+    /// "Classification"). Query and document take exactly "query" and "document", as
+    /// sentence-transformers' `encode_query` and `encode_document` do.
+    public var promptNames: [String] {
+        switch self {
+        case .query, .document: [rawValue]
+        case .classification, .clustering: [rawValue, rawValue.prefix(1).uppercased() + rawValue.dropFirst()]
+        }
+    }
 }
 
 /// Text in, sentence vectors out: tokenizer, encoder, then sentence-transformers' modules
@@ -65,13 +78,14 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
 
     /// `options` for texts in `role`, as sentence-transformers' `encode_query` and
     /// `encode_document` choose their prompt: where the options name none, the model's prompt of
-    /// the role's name ("query", "document"), else no prompt at all, not the model's default.
+    /// the role's name (`TextRole.promptNames`), else no prompt at all, not the model's default.
     /// EmbeddingGemma and Qwen3-Embedding retrieve with these prompts; a model without them
     /// embeds as it would without a role.
     public func options(_ options: Options, as role: TextRole) -> Options {
         guard options.promptName == nil, options.prompt == nil else { return options }
         var options = options
-        if model.config.heads.sentence.prompts?[role.rawValue] != nil { options.promptName = role.rawValue } else { options.prompt = "" }
+        let prompts = model.config.heads.sentence.prompts ?? [:]
+        if let name = role.promptNames.first(where: { prompts[$0] != nil }) { options.promptName = name } else { options.prompt = "" }
         return options
     }
 
