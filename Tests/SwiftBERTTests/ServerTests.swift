@@ -414,7 +414,8 @@ final class ServerTests: CLITestCase {
     /// tools/clients/check_clients.py drives two servers with the real Python clients of
     /// tools/requirements.txt (openai float and base64, huggingface_hub's InferenceClient at the
     /// root, LangChain's OpenAIEmbeddings with its defaults, which must get a 400, and without
-    /// token ids, and llama-index), each checked against `bert embed` (see tools/clients/README.md).
+    /// token ids, llama-index, and cohere's embed, v2 and v1), each checked against `bert embed`
+    /// (see tools/clients/README.md).
     func testRealPythonClientsGetTheRightAnswers() throws {
         let python = repositoryRoot.appendingPathComponent("tools/.venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
@@ -430,7 +431,8 @@ final class ServerTests: CLITestCase {
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
         XCTAssertTrue(result.stdout.contains(" 0 failed"), result.stdout)
         for check in ["openai float", "openai base64", "huggingface_hub feature_extraction", "huggingface_hub text_classification",
-                      "langchain defaults (token ids refused)", "langchain check_embedding_ctx_length=False", "llama-index"] {
+                      "langchain defaults (token ids refused)", "langchain check_embedding_ctx_length=False", "llama-index",
+                      "cohere ClientV2.embed", "cohere Client.embed"] {
             XCTAssertTrue(result.stdout.contains("ok   " + check), "no passing check \(check):\n\(result.stdout)")
         }
         XCTAssertEqual(classifier.terminate(), 0)

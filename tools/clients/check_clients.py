@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks a running `bert serve` with the REAL Python clients applications use: openai,
-huggingface_hub's InferenceClient, LangChain's OpenAIEmbeddings and LlamaIndex's OpenAIEmbedding.
+huggingface_hub's InferenceClient, LangChain's OpenAIEmbeddings, LlamaIndex's OpenAIEmbedding and
+cohere's ClientV2 and Client (embed).
 
 The Swift test suite runs it against servers the test started (it takes their URLs); it can also
 be run by hand (tools/clients/README.md). The expected vectors come from the CLI on the same
@@ -14,7 +15,7 @@ exits 1 if any check failed, 2 on bad arguments.
         --bert .build/release/bert [--model all-MiniLM-L6-v2] [--classify-url URL] [--api-key KEY]
 
 Needs the clients group of tools/.venv (`tools/venv.sh`): openai, langchain-openai,
-llama-index-embeddings-openai, huggingface_hub, numpy.
+llama-index-embeddings-openai, huggingface_hub, cohere, numpy.
 
 LangChain with its default settings tokenises texts with tiktoken's cl100k_base and sends the
 token ids. tiktoken downloads that BPE file on first use, which cannot work offline, so this
@@ -406,6 +407,30 @@ def main():
 
     checks.run("llama-index get_text_embedding_batch", llama_batch)
     checks.run("llama-index get_query_embedding", llama_query)
+
+    # f. cohere: embed, v2 and v1 (the model has no prompts, so every input_type gives bert embed's)
+    def cohere_v2():
+        import cohere
+        import numpy as np
+        client = cohere.ClientV2(api_key=key, base_url=embed_url, timeout=60)
+        response = client.embed(model=served, texts=SENTENCES, input_type="search_document", embedding_types=["float", "ubinary", "binary"])
+        detail = compare_all(response.embeddings.float_, want, "ClientV2.embed float")
+        signs = np.packbits(np.array(want) > 0, axis=-1)
+        if response.embeddings.ubinary != signs.tolist():
+            raise Failure("ClientV2.embed ubinary is not numpy's packbits of the signs of bert embed's vectors")
+        if response.embeddings.binary != (signs.astype(np.int16) - 128).tolist():
+            raise Failure("ClientV2.embed binary is not ubinary - 128")
+        return f"float: {detail}; ubinary and binary: the signs packed"
+
+    def cohere_v1():
+        import cohere
+        response = cohere.Client(api_key=key, base_url=embed_url, timeout=60).embed(model=served, texts=SENTENCES[:3], input_type="search_query")
+        if type(response).__name__ != "EmbeddingsFloatsEmbedResponse":
+            raise Failure(f"Client.embed gave a {type(response).__name__}, expected EmbeddingsFloatsEmbedResponse")
+        return "Client.embed: " + compare_all(response.embeddings, want[:3], "Client.embed")
+
+    checks.run("cohere ClientV2.embed", cohere_v2)
+    checks.run("cohere Client.embed", cohere_v1)
 
     print(f"{checks.passed} passed, {checks.failed} failed", flush=True)
     return 1 if checks.failed else 0
