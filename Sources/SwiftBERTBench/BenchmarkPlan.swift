@@ -61,11 +61,11 @@ package struct BenchmarkPlan: Sendable, Equatable {
         if models.isEmpty { return "--model needs at least one model" }
         if precisions.isEmpty { return "--precision needs at least one of \(Precision.allCases.map(\.rawValue).joined(separator: ", "))" }
         if shapes.isEmpty { return "--batch and --seq need at least one value each" }
-        if let bad = shapes.first(where: { $0.batch < 1 }) { return "--batch \(bad.batch): must be at least 1" }
+        if let bad = shapes.first(where: { !(1...4096).contains($0.batch) }) { return "--batch \(bad.batch): must be between 1 and 4096" }
         if let bad = shapes.first(where: { $0.sequenceLength < 2 }) {
             return "--seq \(bad.sequenceLength): must be at least 2 ([CLS] and [SEP])"
         }
-        if threads.isEmpty || threads.contains(where: { $0 < 1 }) { return "--threads needs values of at least 1" }
+        if threads.isEmpty || threads.contains(where: { !(1...maximumThreads).contains($0) }) { return "--threads needs values between 1 and \(maximumThreads)" }
         if let repetitions, repetitions < 1 { return "--repetitions must be at least 1" }
         if !(seconds >= 0 && seconds.isFinite) { return "--seconds must be a number, 0 or more" }
         if let accuracySentences, accuracySentences < 0 { return "--accuracy-sentences must be 0 or more" }

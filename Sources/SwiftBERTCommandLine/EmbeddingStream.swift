@@ -43,7 +43,7 @@ package struct EmbeddingStream {
     package init(embedder: SentenceEmbedder, options: SentenceEmbedder.Options = .init(), window: Int? = nil) {
         self.embedder = embedder
         self.options = options
-        self.window = max(1, window ?? max(options.batchSize, 1) * 8)
+        self.window = max(1, window ?? min(max(options.batchSize, 1), 1 << 20) * 8)
     }
 
     /// Embeds every record of `reader` into `writer`, then finishes the writer. Throws

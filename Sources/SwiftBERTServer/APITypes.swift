@@ -28,7 +28,7 @@ struct APIError: Error {
 
     /// The request was not answered within --request-timeout of its body's arrival.
     static func timedOut(_ timeout: Duration) -> APIError {
-        overloaded("the request was not answered within \(timeout.seconds) s (--request-timeout, counted from its body's arrival: decoding, tokenising and waiting for the model) and was not processed; retrying is safe")
+        overloaded("the request was not answered within \(timeout.seconds) s (--request-timeout, counted from its body's arrival: decoding, tokenising and waiting for the model) and was not processed; retrying is safe, and a request with fewer or shorter texts takes less time")
     }
 }
 
@@ -76,6 +76,10 @@ func decodeBody<T: Decodable>(_ type: T.Type, from data: [UInt8]) throws -> T {
     guard !data.isEmpty else { throw APIError.invalid("the request body is empty; send a JSON object", status: 400) }
     do {
         let value = try JSONDecoder().decode(T.self, from: Data(data))
+        // Foundation takes `[1,]` and `{"a":1,}`; JSON, Python's json and TEI's serde do not.
+        if let comma = trailingComma(in: data) {
+            throw APIError.invalid("the request body is not valid JSON: a comma before a closing bracket at byte \(comma + 1); remove it", status: 400)
+        }
         // Foundation keeps the first of two equal keys, Python's json the last, and TEI's serde
         // refuses them: a proxy that checked one value must not see us use the other.
         if let key = duplicateKey(in: data) {
@@ -186,6 +190,27 @@ func duplicateKey(in body: [UInt8]) -> String? {
     return nil
 }
 
+/// The offset of the first comma followed (after white space) by `]` or `}`, outside strings.
+func trailingComma(in body: [UInt8]) -> Int? {
+    var comma: Int?
+    var i = 0
+    while i < body.count {
+        switch body[i] {
+        case UInt8(ascii: ","): comma = i
+        case UInt8(ascii: "]"), UInt8(ascii: "}"): if let comma { return comma }
+        case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): break
+        case UInt8(ascii: "\""):
+            comma = nil
+            var end = i + 1
+            while end < body.count, body[end] != UInt8(ascii: "\"") { end += body[end] == UInt8(ascii: "\\") ? 2 : 1 }
+            i = end
+        default: comma = nil
+        }
+        i += 1
+    }
+    return nil
+}
+
 /// Where a JSON text has a `\uXXXX` escape that is a surrogate without its other half: the
 /// offset of each one's backslash. Escapes are read left to right, so an escaped backslash
 /// (`\\u…`) is not taken for one; outside strings valid JSON has no backslash.
@@ -234,6 +259,7 @@ private func describe(_ error: DecodingError) -> APIError {
         let wanted = context.debugDescription.isEmpty ? "a value of type \(type)" : context.debugDescription
         return .invalid(path(context).isEmpty ? "the body must be a JSON object" : "`\(path(context))`: \(wanted)", param: path(context))
     case let .valueNotFound(_, context):
+        guard !path(context).isEmpty else { return .invalid("the body is null; send a JSON object") }
         return .invalid("`\(path(context))` must not be null", param: path(context))
     @unknown default:
         return .invalid("the request does not have the expected shape")
@@ -580,7 +606,7 @@ extension CohereV2RerankRequest: Documented {
 extension CohereEmbedRequest: Documented {
     static let schema = Schema.object([("texts", .nonEmptyArray(.string), true), ("input_type", .enumeration(names(of: CohereInputType.self)), false),
                                        ("embedding_types", .nonEmptyArray(.enumeration(names(of: CohereEmbeddingType.self))), false),
-                                       ("truncate", .enumeration(names(of: CohereTruncate.self)), false), ("max_tokens", .integer, false),
+                                       ("truncate", .pattern("^([Nn][Oo][Nn][Ee]|[Ss][Tt][Aa][Rr][Tt]|[Ee][Nn][Dd])$", meaning: "\"NONE\" | \"START\" | \"END\" (any case)"), false), ("max_tokens", .integer, false),
                                        ("output_dimension", .integer, false), ("model", .string, false)])
 }
 extension DecodeRequest: Documented {

@@ -40,23 +40,27 @@ extension Endpoints {
             } else {
                 prompt = try self.prompt(nil, model: model)
             }
-            var cut = texts
+            // max_tokens counts the text's own tokens: the limit adds the prompt's and the framing.
+            var limit: Int?
             if let maxTokens = request.max_tokens {
                 guard maxTokens >= 1 else { throw APIError.invalid("max_tokens must be at least 1; got \(maxTokens)", param: "max_tokens") }
-                cut = try texts.enumerated().map { index, text in
-                    let kept = keepingTokens(text, maxTokens, fromEnd: truncation == .START, tokenizer: model.tokenizer)
-                    guard truncation != .NONE || kept.count == text.count else {
-                        throw APIError.invalid("text \(index) is longer than max_tokens (\(maxTokens) tokens), and truncate is NONE; shorten it, or send truncate END or START",
-                                               param: "texts", status: 413)
+                if truncation == .NONE {
+                    for (index, text) in texts.enumerated() {
+                        let count = model.tokenizer.encode(text, addSpecialTokens: false).count
+                        guard count <= maxTokens else {
+                            throw APIError.invalid("text \(index) is \(count) tokens long, over max_tokens (\(maxTokens)), and truncate is NONE; shorten it, or send truncate END or START",
+                                                   param: "texts", status: 413)
+                        }
                     }
-                    return kept
                 }
+                let promptTokens = prompt.map { model.tokenizer.encode($0, addSpecialTokens: false).count } ?? 0
+                limit = model.tokenizer.framingCount + promptTokens + min(maxTokens, model.maxLength)
             }
             if let dimensions = request.output_dimension, dimensions < 1 || dimensions > model.dimension {
                 throw APIError.invalid("output_dimension must be between 1 and \(model.dimension), the model's dimension; got \(dimensions)", param: "output_dimension")
             }
-            let encodings = try encode(cut.map { ($0, nil) }, model: model, truncate: truncation != .NONE, fromLeft: truncation == .START,
-                                       prompt: prompt, param: "texts")
+            let encodings = try encode(texts.map { ($0, nil) }, model: model, truncate: truncation != .NONE, fromLeft: truncation == .START,
+                                       prompt: prompt, param: "texts", limit: limit, allowing: "send truncate END or START")
             return (request, model, texts, encodings.map(\.ids), self.promptLength(prompt, model: model), types)
         }
         let vectors = try await sentenceVectors(sequences, model: model, promptLength: promptLength, dimensions: request.output_dimension,
@@ -128,7 +132,7 @@ extension Endpoints {
         if let maxTokens = request.max_tokens_per_doc {
             guard maxTokens >= 1 else { throw APIError.invalid("max_tokens_per_doc must be at least 1; got \(maxTokens)", param: "max_tokens_per_doc") }
             let given = documents
-            documents = try await offload { [self] in given.map { keepingTokens($0, maxTokens, tokenizer: model.tokenizer) } }
+            documents = try await offload { [self] in given.map { firstTokens($0, maxTokens, tokenizer: model.tokenizer) } }
         }
         let (scores, tokens) = try await rerankScores(query: request.query, documents: documents, model: model, truncate: true,
                                                       fromLeft: false, raw: false, param: "documents")
@@ -145,18 +149,11 @@ extension Endpoints {
         return json.bytes
     }
 
-    /// `text` up to the end of its `count`-th token, or `fromEnd` from the start of its
-    /// `count`-th last (special tokens not counted); all of it when shorter.
-    func keepingTokens(_ text: String, _ count: Int, fromEnd: Bool = false, tokenizer: Tokenizer) -> String {
+    /// `text` up to the end of its `count`-th token (special tokens not counted); all of it when shorter.
+    func firstTokens(_ text: String, _ count: Int, tokenizer: Tokenizer) -> String {
         let encoding = tokenizer.encode(text, addSpecialTokens: false)
-        guard encoding.count > count else { return text }
-        let scalars = text.unicodeScalars
-        if fromEnd {
-            guard let start = encoding.offsets.suffix(count).first(where: { !$0.isEmpty })?.lowerBound else { return text }
-            return String(String.UnicodeScalarView(scalars.dropFirst(start)))
-        }
-        guard let end = encoding.offsets.prefix(count).last(where: { !$0.isEmpty })?.upperBound else { return text }
-        return String(String.UnicodeScalarView(scalars.prefix(end)))
+        guard encoding.count > count, let end = encoding.offsets.prefix(count).last(where: { !$0.isEmpty })?.upperBound else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.prefix(end)))
     }
 
     /// The signs of `vector`, 8 to a byte, the first in the highest bit, the last byte padded with

@@ -108,22 +108,26 @@ struct Endpoints: Sendable {
         throw APIError.invalid("the answer of \(route) would be up to \(size) bytes (\(what)), over the limit of \(configuration.maxResponseBytes) bytes (--max-response-bytes); send fewer or shorter texts per request", status: 413)
     }
 
-    func tooLong(_ index: Int, _ count: Int, _ limit: Int, param: String) -> APIError {
-        APIError.invalid("input \(index) is \(count) tokens long, over the model's limit of \(limit); shorten it or send \"truncate\": true", param: param, status: 413)
+    /// `allowing`: how this route's request asks for truncation.
+    func tooLong(_ index: Int, _ count: Int, _ limit: Int, param: String, allowing: String = "send \"truncate\": true") -> APIError {
+        APIError.invalid("input \(index) is \(count) tokens long, over the model's limit of \(limit); shorten it or \(allowing)", param: param, status: 413)
     }
 
-    /// Token ids of each text (or text pair), cut to the model's limit when `truncate`, else
-    /// refused (413) when too long.
+    /// Token ids of each text (or text pair), after `prompt`, cut to `limit` tokens (default: the
+    /// model's) when `truncate`, else refused (413) when too long; a cut from the left takes the
+    /// text's start and keeps the prompt.
     func encode(_ texts: [(text: String, pair: String?)], model: ServedModel, truncate: Bool, fromLeft: Bool = false,
-                        prompt: String? = nil, param: String = "inputs") throws -> [Encoding] {
+                prompt: String? = nil, param: String = "inputs", limit: Int? = nil,
+                allowing: String = "send \"truncate\": true") throws -> [Encoding] {
         try checkCount(texts.count, param: param)
         try checkFitsTheQueue(texts.count, model: model)
-        let limit = model.maxLength
+        let limit = min(limit ?? model.maxLength, model.maxLength)
+        let kept = prompt?.unicodeScalars.count ?? 0
         return try texts.enumerated().map { index, item in
             try RequestDeadline.check()
             let encoding = model.tokenizer.encode((prompt ?? "") + item.text, pair: item.pair, maxLength: truncate ? limit : nil,
-                                                  truncatesLeft: fromLeft)
-            guard encoding.count <= limit else { throw tooLong(index, encoding.count, limit, param: param) }
+                                                  truncatesLeft: fromLeft, keepingStart: kept)
+            guard encoding.count <= limit else { throw tooLong(index, encoding.count, limit, param: param, allowing: allowing) }
             return encoding
         }
     }

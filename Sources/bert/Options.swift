@@ -32,7 +32,7 @@ struct EngineOptions: ParsableArguments {
     var threads: Int?
 
     func validate() throws {
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+        if let threads, !(1...maximumThreads).contains(threads) { throw ValidationError("--threads must be between 1 and \(maximumThreads)") }
     }
 
     /// The model folder for a name or path, loaded (`loadModel`): any architecture, any head.
@@ -229,7 +229,7 @@ extension ProgressBar {
 /// --batch-size, --truncate and --truncation-direction: how the commands that run the model over
 /// many inputs (embed, similarity, search, classify, ner) batch them and fit them to its limit.
 struct BatchOptions: ParsableArguments {
-    @Option(help: "Inputs per forward pass.")
+    @Option(help: "Inputs per forward pass (at most 4096).")
     var batchSize = 32
 
     @Flag(inversion: .prefixedNo, help: "Cut inputs longer than the limit (--no-truncate: refuse them, as TEI's truncate=false).")
@@ -239,7 +239,7 @@ struct BatchOptions: ParsableArguments {
     var truncationDirection: TruncationDirection = .right
 
     func validate() throws {
-        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        if !(1...4096).contains(batchSize) { throw ValidationError("--batch-size must be between 1 and 4096") }
     }
 
     /// --truncate / --no-truncate and --truncation-direction, as the library takes them.

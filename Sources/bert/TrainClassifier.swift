@@ -92,7 +92,7 @@ struct TrainClassifier: ParsableCommand {
         if !(tolerance > 0 && tolerance.isFinite) { throw ValidationError("--tolerance must be a positive number") }
         if inverseRegularization.contains(where: { !($0 > 0) || !$0.isFinite }) { throw ValidationError("--C values must be positive") }
         if inverseRegularization.count > 1, valid == nil { throw ValidationError("several --C values are chosen between on --valid; give it, or one value") }
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+        if let threads, !(1...maximumThreads).contains(threads) { throw ValidationError("--threads must be between 1 and \(maximumThreads)") }
     }
 
     func run() throws {

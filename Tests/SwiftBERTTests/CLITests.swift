@@ -366,6 +366,27 @@ final class CLICommandTests: CLITestCase {
 }
 
 final class CLIFailureTests: CLITestCase {
+    /// Huge counts were traps (an allocation of batch-size records, thread counts and top-k
+    /// multiplied past Int.max, word counts summed past it): now a usage error, or the most
+    /// there is.
+    func testHugeNumbersAreUsageErrorsNotTraps() throws {
+        let huge = String(Int.max)
+        assertFailure(try bert("embed", "--batch-size", "100000000", "x"), status: 64, mentions: ["--batch-size", "4096"])
+        assertFailure(try bert("embed", "--batch-size", huge, "x"), status: 64, mentions: ["--batch-size", "4096"])
+        assertFailure(try bert("embed", "--threads", huge, "x"), status: 64, mentions: ["--threads", "1024"])
+        assertFailure(try bert("similarity", "--threads", "1000000000", "a", "b"), status: 64, mentions: ["--threads", "1024"])
+        assertFailure(try bert("bench", "--model", "splade-tiny", "--batch", huge, "--seconds", "0"), status: 64, mentions: ["--batch", "4096"])
+        let fill = try bert("fill", "--model", "splade-tiny", "--top-k", huge, "--json", "The cat [MASK] on the mat.")
+        XCTAssertEqual(fill.status, 0, fill.stderr)
+        let suggest = try bert("suggest", "--top-k", huge, "the")
+        XCTAssertEqual(suggest.status, 0, suggest.stderr)
+        let words = temporaryPath("counts.txt")
+        try "wa \(huge)\nwb \(huge)\n".write(toFile: words, atomically: true, encoding: .utf8)
+        let counted = try bert("suggest", "--words", words, "w")
+        XCTAssertEqual(counted.status, 0, counted.stderr)
+        XCTAssertTrue(counted.stdout.contains("wa") && counted.stdout.contains("wb"), counted.stdout)
+    }
+
     func testUnknownModelListsTheAvailableOnes() throws {
         assertFailure(try bert("embed", "--model", "no-such-model", "x"), status: 66, mentions: ["no-such-model", "all-MiniLM-L6-v2", "splade-tiny"])
         XCTAssertFalse(try bert("embed", "--model", "no-such-model", "x").stderr.contains("Did you mean"))

@@ -260,7 +260,7 @@ extension ServerTests {
         XCTAssertNotEqual(queried, plain)
         XCTAssertNotEqual(classified, plain)
         func cohere(_ path: String, _ body: [String: Any]) throws -> [String: Any] {
-            let reply = try server.post(path, body.merging(["texts": texts]) { $1 })
+            let reply = try server.post(path, body.merging(["texts": texts]) { given, _ in given })
             XCTAssertEqual(reply.status, 200, reply.text)
             return try XCTUnwrap(reply.json() as? [String: Any], reply.text)
         }
@@ -309,6 +309,28 @@ extension ServerTests {
         XCTAssertEqual(numbers(try cohere("/v2/embed", ["input_type": "search_query", "max_tokens": 500])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] }), queried)
         XCTAssertNotEqual(numbers(try cohere("/v2/embed", ["input_type": "search_query", "max_tokens": 2])["embeddings"].flatMap { ($0 as? [String: Any])?["float"] }), queried)
 
+        // truncate START cuts a long text's start and keeps the prompt, as /embed's Left does
+        // (TokenizerAPITests.testTruncationFromTheLeftKeepsThePrompt checks the tokens).
+        let limit = try XCTUnwrap((server.get("/info").json() as? [String: Any])?["max_input_length"] as? Int)
+        let long = String(repeating: "tile ", count: limit + 50) + "end"
+        func startCut(_ inputType: String) throws -> [[Float]] {
+            numbers((try cohere("/v2/embed", ["texts": [long], "input_type": inputType, "truncate": "START"])["embeddings"] as? [String: Any])?["float"])
+        }
+        let startQuery = try startCut("search_query")
+        XCTAssertEqual(startQuery.count, 1)
+        XCTAssertEqual(startQuery, try floats(server.post("/embed", ["inputs": [long], "prompt_name": "query", "truncate": true, "truncation_direction": "Left"])))
+        XCTAssertNotEqual(startQuery, try startCut("search_document"), "the query prompt was cut with the text's start")
+        // max_tokens counts the text's tokens: the prompt's and the framing come on top.
+        let tokenizer = try Tokenizer(tokenizerJSON: folder.appendingPathComponent("tokenizer.json"))
+        let queryPrompt = try XCTUnwrap(prompts["query"])
+        for (inputType, prompt) in [("search_query", queryPrompt), ("search_document", "")] {
+            for truncate in ["START", "END"] {
+                let answer = try cohere("/v2/embed", ["texts": [texts[1]], "input_type": inputType, "truncate": truncate, "max_tokens": 2])
+                let billed = ((answer["meta"] as? [String: Any])?["billed_units"] as? [String: Any])?["input_tokens"] as? Int
+                XCTAssertEqual(billed, tokenizer.framingCount + tokenizer.encode(prompt, addSpecialTokens: false).count + 2, "\(inputType), \(truncate)")
+            }
+        }
+
         func refused(_ body: [String: Any], status: Int = 422, mentions words: [String]) throws {
             let reply = try server.post("/v2/embed", body)
             XCTAssertEqual(reply.status, status, "\(body): \(reply.text)")
@@ -318,7 +340,11 @@ extension ServerTests {
         try refused(["texts": texts, "embedding_types": [String]()], mentions: ["embedding_types"])
         try refused(["texts": texts, "input_type": "image"], mentions: ["search_query", "image"])
         try refused(["texts": texts, "truncate": "MIDDLE"], mentions: ["NONE", "START", "END"])
-        try refused(["texts": texts, "max_tokens": 2, "truncate": "NONE"], status: 413, mentions: ["max_tokens", "truncate"])
+        try refused(["texts": texts, "max_tokens": 2, "truncate": "NONE"], status: 413, mentions: ["max_tokens", "truncate END or START"])
+        try refused(["texts": [long], "truncate": "NONE"], status: 413, mentions: ["over the model's limit", "send truncate END or START"])
+        let trailing = try httpRequest(port: server.port, method: "POST", path: "/v2/embed", body: Data(#"{"texts": ["a", "b",]}"#.utf8))
+        XCTAssertEqual(trailing.status, 400, trailing.text)
+        XCTAssertTrue(trailing.text.contains("comma before a closing bracket"), trailing.text)
         try refused(["texts": texts, "output_dimension": 0], mentions: ["output_dimension"])
         try refused(["texts": texts, "images": ["data:image/png;base64,AAAA"]], mentions: ["text only"])
         try refused(["input_type": "search_query"], mentions: ["texts"])

@@ -152,6 +152,27 @@ final class TokenizerAPITests: XCTestCase {
         XCTAssertTrue(even.wasTruncated)
     }
 
+    /// A cut from the left with a kept start (a prompt before the text) drops the text's first
+    /// tokens, not the prompt's; a token across the kept start's end counts as the text's.
+    func testTruncationFromTheLeftKeepsThePrompt() throws {
+        let tokenizer = try miniLM()
+        let prompt = "query: ", text = "one two three four five six seven eight"
+        let kept = (prompt + text).unicodeScalars.count - text.unicodeScalars.count
+        let cut = tokenizer.encode(prompt + text, maxLength: 7, truncatesLeft: true, keepingStart: kept)
+        XCTAssertEqual(cut.tokens, ["[CLS]", "query", ":", "six", "seven", "eight", "[SEP]"])
+        XCTAssertTrue(cut.wasTruncated)
+        XCTAssertEqual(tokenizer.encode(prompt + text, maxLength: 7, truncatesLeft: true).tokens,
+                       ["[CLS]", "four", "five", "six", "seven", "eight", "[SEP]"], "without a kept start the prompt goes first")
+        XCTAssertEqual(tokenizer.encode(prompt + text, maxLength: 7, keepingStart: kept).tokens,
+                       ["[CLS]", "query", ":", "one", "two", "three", "[SEP]"], "a cut from the right is unchanged")
+        // A prompt longer than the limit keeps what fits of it, and nothing of the text.
+        XCTAssertEqual(tokenizer.encode(prompt + text, maxLength: 3, truncatesLeft: true, keepingStart: kept).tokens, ["[CLS]", "query", "[SEP]"])
+        // "un" + "affable": the prompt's last piece and the text's first word are one token.
+        let joined = tokenizer.encode("un" + "affable one two three", maxLength: 4, truncatesLeft: true, keepingStart: 2)
+        XCTAssertEqual(tokenizer.tokenize("unaffable").first, "una")
+        XCTAssertEqual(joined.tokens, ["[CLS]", "two", "three", "[SEP]"])
+    }
+
     func testBatchPaddingAndAttentionMasks() throws {
         let tokenizer = try miniLM()
         let batch = tokenizer.encodeBatch(["short", "a somewhat longer text", ""])

@@ -42,8 +42,15 @@ struct OpenedFolder {
     let threads: Int
 }
 
+/// The most worker threads a model takes: more than any machine's cores, few enough that the
+/// sizes computed from the count cannot overflow.
+public let maximumThreads = 1024
+
 /// Opens `folder` for `precision` (threads: nil for one per core).
 func openConvertedModel(folder: URL, precision: Precision, threads: Int?, checksFiniteWeights: Bool) throws -> OpenedFolder {
+    if let threads, threads > maximumThreads {
+        throw SwiftBERTError.invalidInput(reason: "\(threads) threads: at most \(maximumThreads); give the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here) or fewer")
+    }
     guard FileManager.default.fileExists(atPath: folder.path) else {
         throw SwiftBERTError.fileNotFound(path: folder.path, hint: "Give a converted model folder (see `bert convert`).")
     }

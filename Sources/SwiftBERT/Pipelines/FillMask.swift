@@ -86,7 +86,7 @@ public final class FillMask: ModelPipeline, @unchecked Sendable {
             return candidateText(id).trimmingCharacters(in: .whitespaces).lowercased().hasPrefix(typed)
         } : nil
         return masks.map { mask in
-            let top = topK(softmax(mask.logits), k: k, where: filter)
+            let top = topK(softmax(mask.logits), k: min(k, mask.logits.count), where: filter)  // no more than the vocabulary
             return Prediction(position: mask.position, candidates: top.map {
                 Candidate(token: candidateText($0.id), id: $0.id, probability: $0.probability)
             })

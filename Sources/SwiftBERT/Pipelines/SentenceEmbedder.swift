@@ -98,7 +98,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
             guard let text = prompts[name] else {
                 let known = prompts.keys.sorted().joined(separator: ", ")
                 throw SwiftBERTError.invalidInput(reason: prompts.isEmpty
-                    ? "prompt name '\(printable(name))': \(model.folder.lastPathComponent) has no prompts; give the text with --prompt instead"
+                    ? "prompt name '\(printable(name))': \(model.folder.lastPathComponent) has no prompts; give the prompt's text instead (bert embed --prompt TEXT; over HTTP, put it before each input)"
                     : "prompt name '\(printable(name))' is not one of \(model.folder.lastPathComponent)'s prompts (\(known))")
             }
             return text
@@ -157,10 +157,12 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         let limit = try maxLength(options.maxLength)
         let prompt = try prompt(for: options)
         // sentence-transformers puts the prompt before the text, then tokenizes and truncates
-        // the whole; the prompt's length counts [CLS] and its tokens (not [SEP]).
+        // the whole; the prompt's length counts [CLS] and its tokens (not [SEP]). A cut from the
+        // left (which sentence-transformers does not make) takes the text's start, not the prompt.
         let promptLength = self.promptLength(prompt, maxLength: limit)
         let encodings = try tokenizer.encode(texts.map { (prompt ?? "") + $0 }, limit: limit,
-                                             truncation: Truncation(truncates: options.truncates, fromLeft: options.truncatesLeft))
+                                             truncation: Truncation(truncates: options.truncates, fromLeft: options.truncatesLeft),
+                                             keepingStart: prompt?.unicodeScalars.count ?? 0)
         var outputs = [H.Output?](repeating: nil, count: texts.count)
         // Similar lengths together keep each pass's attention work balanced across threads.
         let order = encodings.indices.sorted { encodings[$0].ids.count < encodings[$1].ids.count }

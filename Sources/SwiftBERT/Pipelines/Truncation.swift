@@ -12,10 +12,13 @@ public struct Truncation: Sendable, Equatable {
 }
 
 extension Tokenizer {
-    /// Each text (with its pair, if any) framed and fitted to `limit` tokens as `truncation` says.
+    /// Each text (with its pair, if any) framed and fitted to `limit` tokens as `truncation` says;
+    /// the first `keepingStart` scalars of each (its prompt) are never cut from the left.
     /// Throws, naming the first input that is too long, when truncation is off.
-    func encode(_ texts: [String], pairs: [String]? = nil, limit: Int, truncation: Truncation) throws -> [Encoding] {
-        let encodings = texts.indices.map { encode(texts[$0], pair: pairs?[$0], maxLength: limit, truncatesLeft: truncation.fromLeft) }
+    func encode(_ texts: [String], pairs: [String]? = nil, limit: Int, truncation: Truncation, keepingStart: Int = 0) throws -> [Encoding] {
+        let encodings = texts.indices.map {
+            encode(texts[$0], pair: pairs?[$0], maxLength: limit, truncatesLeft: truncation.fromLeft, keepingStart: keepingStart)
+        }
         if !truncation.truncates, let long = encodings.firstIndex(where: \.wasTruncated) {
             throw SwiftBERTError.invalidInput(reason: "input \(long) is longer than \(limit) tokens, the limit; shorten it or allow truncation")
         }

@@ -152,13 +152,15 @@ struct TokenSink {
     }
 
     /// Keeps `length` tokens: the first ones, or the last ones when truncating from the left.
-    mutating func truncate(to length: Int, fromLeft: Bool) {
+    /// The first `length` tokens, or `fromLeft` the last, save the first `keepingFirst` (at most
+    /// `length`), which a cut from the left leaves in place: a prompt before the text.
+    mutating func truncate(to length: Int, fromLeft: Bool, keepingFirst: Int = 0) {
         guard length < count else { return }
         if fromLeft {
-            let drop = count - length
-            ids.removeFirst(drop)
-            tokens.removeFirst(drop)
-            offsets.removeFirst(drop)
+            let drop = count - length, keep = min(keepingFirst, length)
+            ids.removeSubrange(keep..<(keep + drop))
+            tokens.removeSubrange(keep..<(keep + drop))
+            offsets.removeSubrange(keep..<(keep + drop))
         } else {
             removeLast(count - length)
         }
@@ -168,11 +170,13 @@ struct TokenSink {
 /// HF's truncate_encodings: `maxLength` counts the tokens of both texts; longest_first
 /// shortens the longer text first and splits evenly when both are too long.
 /// Returns whether anything was removed.
-func truncateLongestFirst(_ first: inout TokenSink, _ second: inout TokenSink?, maxLength: Int, fromLeft: Bool) -> Bool {
+/// `keepingFirst`: tokens at the start of a single text that a cut from the left keeps.
+func truncateLongestFirst(_ first: inout TokenSink, _ second: inout TokenSink?, maxLength: Int, fromLeft: Bool,
+                          keepingFirst: Int = 0) -> Bool {
     let total = first.count + (second?.count ?? 0)
     guard total > maxLength else { return false }
     guard var other = second else {
-        first.truncate(to: maxLength, fromLeft: fromLeft)
+        first.truncate(to: maxLength, fromLeft: fromLeft, keepingFirst: keepingFirst)
         return true
     }
     if maxLength == 0 {

@@ -170,16 +170,18 @@ public final class Tokenizer: @unchecked Sendable {
     /// included, longest_first for pairs). nil: no truncation; like HF, a `maxLength` smaller
     /// than the number of special tokens (2 for one text, 3 for a pair) truncates nothing.
     /// `truncatesLeft` keeps the end of the text instead of its start (nil: as tokenizer.json says).
+    /// `keepingStart`: the first that many Unicode scalars of `text` (a prompt put before it) are
+    /// never cut from the left: its tokens stay, and the cut starts after them.
     public func encode(_ text: String, pair: String? = nil, maxLength: Int? = nil, addSpecialTokens: Bool = true,
-                       truncatesLeft: Bool? = nil) -> Encoding {
+                       truncatesLeft: Bool? = nil, keepingStart: Int = 0) -> Encoding {
         encode(text, pair: pair, maxLength: maxLength, addSpecialTokens: addSpecialTokens, truncatesLeft: truncatesLeft,
-               stopsEarly: true)
+               keepingStart: keepingStart, stopsEarly: true)
     }
 
     /// `stopsEarly`: one text cut on the right stops tokenising one token past what fits, so a
     /// huge text costs what its kept start costs; the result is the same as without (tests compare).
     func encode(_ text: String, pair: String? = nil, maxLength: Int? = nil, addSpecialTokens: Bool = true,
-                truncatesLeft: Bool? = nil, stopsEarly: Bool, chunkLength: Int = 1 << 13) -> Encoding {
+                truncatesLeft: Bool? = nil, keepingStart: Int = 0, stopsEarly: Bool, chunkLength: Int = 1 << 13) -> Encoding {
         let specials = addSpecialTokens ? template.specialTokenCount(isPair: pair != nil) : 0
         let fromLeft = truncatesLeft ?? truncatesFromLeft
         var limit = Int.max
@@ -191,7 +193,9 @@ public final class Tokenizer: @unchecked Sendable {
         var truncated = false
         // As HF: a maxLength with no room for the special tokens truncates nothing.
         if let maxLength, maxLength >= specials {
-            truncated = truncateLongestFirst(&first, &second, maxLength: maxLength - specials, fromLeft: fromLeft)
+            // The tokens wholly inside the kept start (a token across its end is the text's).
+            let kept = keepingStart > 0 && fromLeft ? first.offsets.prefix { $0.upperBound <= keepingStart }.count : 0
+            truncated = truncateLongestFirst(&first, &second, maxLength: maxLength - specials, fromLeft: fromLeft, keepingFirst: kept)
         }
         if let trim = trimsByteLevelOffsets {
             trimByteLevelOffsets(&first, addPrefixSpace: trim.addPrefixSpace)

@@ -33,7 +33,7 @@ struct WordIndex {
             if other.isUserWord {
                 word.spelling = other.spelling
                 word.isUserWord = true
-                word.count += other.count
+                word.count = word.count.addingSaturating(other.count)
             }
             if other.inVocabulary {
                 word.ids = inVocabulary ? ids + other.ids : other.ids
@@ -81,7 +81,7 @@ struct WordIndex {
         }
         words = byKey.values.sorted { $0.key.lexicographicallyPrecedes($1.key) }
         longestKey = words.map(\.key.count).max() ?? 0
-        let total = words.reduce(0) { $0 + $1.count }
+        let total = words.reduce(0) { $0.addingSaturating($1.count) }
         hasPriors = total > 0
         for word in words {
             scoreIds += word.ids
@@ -163,5 +163,14 @@ extension WordIndex.Word {
     static func key<S: StringProtocol>(folding word: S) -> [UInt32] {
         guard word.utf8.allSatisfy({ $0 < 0x80 }) else { return key(foldedWord(word)) }
         return word.utf8.map { UInt32($0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0) }
+    }
+}
+
+extension Int {
+    /// self + other, or Int.max where that overflows: word counts from a user's file may be
+    /// anything, and their sum only sets the priors' scale.
+    func addingSaturating(_ other: Int) -> Int {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
     }
 }

@@ -180,6 +180,7 @@ public final class WordSuggester: @unchecked Sendable {
     /// and, where the typed letters fit no likelier completion, corrections of them.
     public func suggest(_ text: String, topK k: Int = 3) throws -> [Suggestion] {
         guard k > 0 else { throw SwiftBERTError.invalidInput(reason: "top-k must be at least 1") }
+        let k = min(k, 1 << 16)  // far more than any list shows; keeps the sizes computed from k finite
         return try lock.withLock {
             let typed = TypedText(text) { [index] in index.node(for: WordIndex.Word.key($0)) != nil }
             let context = try reading(of: typed.context)
