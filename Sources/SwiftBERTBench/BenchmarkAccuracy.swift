@@ -101,10 +101,9 @@ package enum BenchmarkSentences {
     }
 
     /// Non-empty lines of a UTF-8 file.
+    /// Read as `bert embed --input` reads: a missing file, invalid UTF-8 (its line and byte)
+    /// and an empty file each get their own error. Blank lines are left out.
     package static func load(_ url: URL) throws -> [String] {
-        guard let text = try? String(contentsOf: url, encoding: .utf8) else {
-            throw SwiftBERTError.fileNotFound(path: url.path, hint: "Give a UTF-8 text file of sentences, one per line.")
-        }
-        return text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.allSatisfy(\.isWhitespace) }
+        try TextRecordReader(.file(url.path)).readAll().map(\.text).filter { !$0.allSatisfy(\.isWhitespace) }
     }
 }

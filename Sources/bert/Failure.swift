@@ -41,7 +41,11 @@ func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
     case let error as StreamError:
         var message = error.description
         switch error {
-        case .invalidUTF8, .invalidJSONLine: message += ", or pass --skip-invalid to skip such lines (each is reported)"
+        case .invalidUTF8, .invalidJSONLine:
+            // Only the commands that read with InputOptions have the flag (not quantize, bench, rerank).
+            if (try? Bert.parseAsRoot(Array(arguments.dropFirst()))) is any ReadsTextInput {
+                message += ", or pass --skip-invalid to skip such lines (each is reported)"
+            }
         case let .interrupted(_, _, output):
             message += output == "stdout"
                 ? "; to continue long runs later, write them with --output FILE and rerun with --resume"

@@ -129,6 +129,13 @@ struct InputOptions: ParsableArguments {
     var plan: InputPlan { reading.plan(input.map { .file($0) } ?? (texts.isEmpty ? .standardInput : .texts(texts))) }
 }
 
+/// A command that reads its texts with `InputOptions`, so it has --skip-invalid.
+protocol ReadsTextInput {}
+extension Embed: ReadsTextInput {}
+extension Classify: ReadsTextInput {}
+extension NER: ReadsTextInput {}
+extension Tokenize: ReadsTextInput {}
+
 /// How streamed lines are read and reported: --input-format, --skip-invalid, --quiet.
 struct ReadingOptions: ParsableArguments {
     @Option(help: "lines: one text per line. jsonl: each line a JSON string or an object with a \"text\" field.")

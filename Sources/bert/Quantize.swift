@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SwiftBERT
+import SwiftBERTBench
 import SwiftBERTCommandLine
 
 struct Quantize: ParsableCommand {
@@ -24,11 +25,8 @@ struct Quantize: ParsableCommand {
         let folder = try ModelLocator.resolve(model)
         let report: Quantizer.Report, written: String
         if let calibrate {
-            let text: String
-            do { text = try String(contentsOfFile: calibrate, encoding: .utf8) } catch {
-                throw SwiftBERTError.fileNotFound(path: calibrate, hint: "Give --calibrate a UTF-8 text file, one sentence a line.")
-            }
-            report = try Quantizer.calibrate(folder: folder, sentences: text.split(separator: "\n").map(String.init), smoothing: smoothing)
+            let sentences = try BenchmarkSentences.load(URL(fileURLWithPath: calibrate))
+            report = try Quantizer.calibrate(folder: folder, sentences: sentences, smoothing: smoothing)
             written = Precision.int8Static.fileName
         } else {
             report = try Quantizer.quantize(folder: folder)

@@ -366,6 +366,22 @@ final class CLICommandTests: CLITestCase {
 }
 
 final class CLIFailureTests: CLITestCase {
+    /// `quantize --calibrate` and `bench --sentences` read their file as `embed --input` does:
+    /// invalid UTF-8 is named by line (65), not "not found" (66), which it was.
+    func testSentenceFilesNameTheirInvalidUTF8() throws {
+        let bad = temporaryPath("bad.txt")
+        var bytes = [UInt8]("fine\nbad ".utf8); bytes += [0xFF, 0xFE]; bytes += [UInt8](" here\n".utf8)
+        try Data(bytes).write(to: URL(fileURLWithPath: bad))
+        assertFailure(try bert("quantize", "--calibrate", bad, "all-MiniLM-L6-v2"), status: 65, mentions: ["line 2"])
+        let bench = try bert("bench", "--model", "all-MiniLM-L6-v2", "--sentences", bad, "--seconds", "0")
+        XCTAssertEqual(bench.status, 65, bench.stderr)
+        XCTAssertTrue(bench.stderr.contains("line 2"), bench.stderr)
+        // Neither command has --skip-invalid, so neither offers it; embed does.
+        XCTAssertFalse(bench.stderr.contains("--skip-invalid"), bench.stderr)
+        XCTAssertTrue(try bert("embed", "--input", bad).stderr.contains("--skip-invalid"))
+        assertFailure(try bert("quantize", "--calibrate", temporaryPath("missing.txt"), "all-MiniLM-L6-v2"), status: 66, mentions: ["missing.txt"])
+    }
+
     /// Huge counts were traps (an allocation of batch-size records, thread counts and top-k
     /// multiplied past Int.max, word counts summed past it): now a usage error, or the most
     /// there is.
