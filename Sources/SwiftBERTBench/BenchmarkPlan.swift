@@ -61,7 +61,7 @@ package struct BenchmarkPlan: Sendable, Equatable {
         if models.isEmpty { return "--model needs at least one model" }
         if precisions.isEmpty { return "--precision needs at least one of \(Precision.allCases.map(\.rawValue).joined(separator: ", "))" }
         if shapes.isEmpty { return "--batch and --seq need at least one value each" }
-        if let bad = shapes.first(where: { !(1...4096).contains($0.batch) }) { return "--batch \(bad.batch): must be between 1 and 4096" }
+        if let bad = shapes.first(where: { !(1...maximumBatchSize).contains($0.batch) }) { return "--batch \(bad.batch): must be between 1 and \(maximumBatchSize)" }
         if let bad = shapes.first(where: { $0.sequenceLength < 2 }) {
             return "--seq \(bad.sequenceLength): must be at least 2 ([CLS] and [SEP])"
         }

@@ -1,6 +1,10 @@
 import Foundation
 import SwiftBERT
 
+/// The most inputs per forward pass the commands take (`--batch-size`, `bench --batch`): past
+/// it nothing gets faster, and the sizes computed from it stay far from overflowing.
+package let maximumBatchSize = 4096
+
 /// What a stream did: records written, inputs cut to the length limit, records skipped as invalid.
 package struct StreamSummary: Sendable {
     /// Records embedded and written by this run.
@@ -43,7 +47,7 @@ package struct EmbeddingStream {
     package init(embedder: SentenceEmbedder, options: SentenceEmbedder.Options = .init(), window: Int? = nil) {
         self.embedder = embedder
         self.options = options
-        self.window = max(1, window ?? min(max(options.batchSize, 1), 1 << 20) * 8)
+        self.window = max(1, window ?? min(max(options.batchSize, 1), maximumBatchSize) * 8)
     }
 
     /// Embeds every record of `reader` into `writer`, then finishes the writer. Throws

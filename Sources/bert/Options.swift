@@ -236,7 +236,7 @@ extension ProgressBar {
 /// --batch-size, --truncate and --truncation-direction: how the commands that run the model over
 /// many inputs (embed, similarity, search, classify, ner) batch them and fit them to its limit.
 struct BatchOptions: ParsableArguments {
-    @Option(help: "Inputs per forward pass (at most 4096).")
+    @Option(help: "Inputs per forward pass (at most \(maximumBatchSize)).")
     var batchSize = 32
 
     @Flag(inversion: .prefixedNo, help: "Cut inputs longer than the limit (--no-truncate: refuse them, as TEI's truncate=false).")
@@ -246,7 +246,7 @@ struct BatchOptions: ParsableArguments {
     var truncationDirection: TruncationDirection = .right
 
     func validate() throws {
-        if !(1...4096).contains(batchSize) { throw ValidationError("--batch-size must be between 1 and 4096") }
+        if !(1...maximumBatchSize).contains(batchSize) { throw ValidationError("--batch-size must be between 1 and \(maximumBatchSize)") }
     }
 
     /// --truncate / --no-truncate and --truncation-direction, as the library takes them.
