@@ -142,7 +142,46 @@ private func describe(_ error: DecodingError, body: [UInt8], schema: Schema?) ->
         }
         return .invalid("a number in the body does not fit its field (a fraction or an out-of-range value where a whole number is needed)")
     }
+    if case let .dataCorrupted(context) = error, context.codingPath.isEmpty, let limit = beyondParserLimits(body) {
+        return .invalid("the request body cannot be read: \(limit)", status: 400)
+    }
     return describe(error)
+}
+
+/// What JSON's grammar allows but Foundation's parser refuses, reporting it only as invalid
+/// JSON: objects and arrays nested deeper than 512 levels, and a number beyond a 64-bit float
+/// (1e400). nil when the body has neither (then it is invalid JSON).
+func beyondParserLimits(_ body: [UInt8]) -> String? {
+    let maximumDepth = 512
+    var depth = 0
+    var i = 0
+    while i < body.count {
+        switch body[i] {
+        case UInt8(ascii: "["), UInt8(ascii: "{"):
+            depth += 1
+            if depth > maximumDepth {
+                return "its objects and arrays are nested more than \(maximumDepth) levels deep at byte \(i + 1); nest at most \(maximumDepth) levels"
+            }
+        case UInt8(ascii: "]"), UInt8(ascii: "}"):
+            depth -= 1
+        case UInt8(ascii: "\""):
+            var end = i + 1
+            while end < body.count, body[end] != UInt8(ascii: "\"") { end += body[end] == UInt8(ascii: "\\") ? 2 : 1 }
+            i = end
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            var end = i + 1
+            while end < body.count, "0123456789.eE+-".utf8.contains(body[end]) { end += 1 }
+            let literal = String(decoding: body[i..<end], as: UTF8.self)
+            if let value = Double(literal), value.isInfinite {
+                return "the number \(printable(literal)) at byte \(i + 1) is beyond the range of a 64-bit float (about ±1.8e308); send a number within it"
+            }
+            i = end - 1
+        default:
+            break
+        }
+        i += 1
+    }
+    return nil
 }
 
 /// A coding path as the API's messages write it: "documents[2].text".

@@ -278,9 +278,16 @@ func openAPIDocument(version: String, requiresKey: Bool, models: [ServedModel]?)
                                     json.key("description"); json.string("OK")
                                     json.key("content"); json.object { json.key("application/json"); json.object { json.key("schema"); route.response.write(json) } }
                                 }
+                                let error = route.shape == .openAI ? errorOpenAI : errorTEI
+                                if requiresKey {
+                                    json.key("401"); json.object {
+                                        json.key("description"); json.string("Missing or wrong API key.")
+                                        json.key("content"); json.object { json.key("application/json"); json.object { json.key("schema"); error.write(json) } }
+                                    }
+                                }
                                 json.key("default"); json.object {
                                     json.key("description"); json.string("An error: 4xx for the client's fault (the message says what to change), 503 when retrying later helps.")
-                                    json.key("content"); json.object { json.key("application/json"); json.object { json.key("schema"); (route.shape == .openAI ? errorOpenAI : errorTEI).write(json) } }
+                                    json.key("content"); json.object { json.key("application/json"); json.object { json.key("schema"); error.write(json) } }
                                 }
                             }
                         }

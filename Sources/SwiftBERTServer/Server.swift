@@ -55,7 +55,8 @@ public enum BertServer {
         let app = Application(
             router: router,
             // The idle timeout closes silent connections; a silent body gets its 408 first.
-            server: .http1(configuration: .init(additionalChannelHandlers: [CloseAfterResponse(), WriteDeadline(configuration.writeTimeout)],
+            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinue(bodyLimit: configuration.bodyLimit), CloseAfterResponse(),
+                                                                            WriteDeadline(configuration.writeTimeout)],
                                                 idleTimeout: .seconds(Int64(max(1, configuration.requestTimeout.seconds * 2,
                                                                                 configuration.readTimeout.seconds + 5))))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "SwiftBERT",
@@ -393,6 +394,29 @@ struct ShutdownWatch: Service {
 /// closes the connection: the request's body is not read to its end, and Hummingbird would
 /// otherwise wait for it before the next request. The output closes first and the input a
 /// second later, so that the client reads the answer before the connection is reset.
+/// Answers `Expect: 100-continue` with `100 Continue` when the head arrives, so a client that
+/// waits for it before sending its body (curl does, for bodies over 1 MiB) does not stall until
+/// its own timeout (curl's is 1 s). A body declared over --body-limit gets no 100: its route
+/// answers 413 at once, and the client need not send it. First of the extra handlers, so the
+/// 100 goes straight to the codec, unseen by the handlers that track final answers.
+final class ExpectContinue: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundOut = HTTPResponsePart
+    private let bodyLimit: Int
+
+    init(bodyLimit: Int) { self.bodyLimit = bodyLimit }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case let .head(head) = unwrapInboundIn(data),
+           head.headerFields[.expect]?.lowercased() == "100-continue",
+           head.headerFields[.contentLength].flatMap({ Int($0) }).map({ $0 <= bodyLimit }) ?? true {
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: nil)
+        }
+        context.fireChannelRead(data)
+    }
+}
+
 final class CloseAfterResponse: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart

@@ -55,6 +55,13 @@ extension ServerTests {
         // Whole numbers written as 4.0 are integers; broken JSON is still 400.
         XCTAssertEqual(try raw("/v1/embeddings", #"{"input": "x", "dimensions": 4.0}"#).status, 200)
         openAIError(try raw("/v1/embeddings", #"{"input": "x", "dimensions": 4.5"#), status: 400, mentions: ["not valid JSON"])
+        // JSON that the grammar allows and the parser cannot hold is named, not called invalid.
+        openAIError(try raw("/v1/embeddings", #"{"input": "x", "dimensions": 1e400}"#), status: 400, mentions: ["1e400", "byte 30", "64-bit float"])
+        teiError(try raw("/embed", #"{"inputs": "x", "chunk": -2E+999}"#), status: 400, mentions: ["-2E+999", "64-bit float"])
+        let deep = "{\"input\": " + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}"
+        openAIError(try raw("/v1/embeddings", deep), status: 400, mentions: ["more than 512 levels", "byte 522"])
+        let deepest = "{\"input\": " + String(repeating: "[", count: 511) + "\"x\"" + String(repeating: "]", count: 511) + "}"
+        openAIError(try raw("/v1/embeddings", deepest), status: 422, mentions: ["`input`"])
     }
 
     /// --max-inputs counts sequences after chunking: one long text with a small chunk was
@@ -146,6 +153,39 @@ extension ServerTests {
             XCTAssertLessThan(elapsed, 3, "trickle \(trickles)")
         }
         XCTAssertEqual(try server.post("/embed", ["inputs": "still here"]).status, 200)
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// `Expect: 100-continue` gets `100 Continue` before any body byte is sent (curl waits 1 s
+    /// for it on bodies over 1 MiB), then the answer; a body declared over --body-limit gets no
+    /// 100, only its 413, so the client need not send it.
+    func testExpect100ContinueIsAnsweredBeforeTheBody() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "1000"])
+        let body = Data(#"{"inputs": "a sentence"}"#.utf8)
+        let fd = try connectLoopback(port: server.port, timeout: 5)
+        defer { close(fd) }
+        let head = "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \(body.count)\r\n\r\n"
+        _ = Data(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+        func readUntil(_ marker: String) -> String {
+            var reply = Data(), buffer = [UInt8](repeating: 0, count: 65536)
+            while !String(decoding: reply, as: UTF8.self).contains(marker) {
+                let n = recv(fd, &buffer, buffer.count, 0)  // up to 5 s (SO_RCVTIMEO)
+                if n <= 0 { break }
+                reply.append(buffer, count: n)
+            }
+            return String(decoding: reply, as: UTF8.self)
+        }
+        let interim = readUntil("\r\n\r\n")
+        XCTAssertTrue(interim.hasPrefix("HTTP/1.1 100 Continue\r\n"), "no 100 Continue before the body: \(interim)")
+        _ = body.withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+        let answer = readUntil("]]")
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200"), answer)
+
+        let tooLarge = "POST /embed HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n"
+        let reply = try rawExchange(port: server.port, head: tooLarge, body: Data())
+        XCTAssertTrue(reply.hasPrefix("HTTP/1.1 413"), reply)
+        XCTAssertFalse(reply.contains("100 Continue"), reply)
+        XCTAssertTrue(reply.contains("--body-limit"), reply)
         XCTAssertEqual(server.terminate(), 0)
     }
 

@@ -276,6 +276,7 @@ final class ServerTests: CLITestCase {
             XCTAssertEqual((paths[path]?[method]?["security"] as? [Any])?.count, keyed ? 1 : 0, "\(method) \(path)")
         }
         XCTAssertNotNil((paths["/metrics"]?["get"]?["responses"] as? [String: Any])?["401"])
+        XCTAssertNotNil((paths["/v1/embeddings"]?["post"]?["responses"] as? [String: Any])?["401"], "the POST routes name their 401")
         // --body-limit is configurable.
         let body = jsonBody(["input": String(repeating: "b ", count: 3000)])
         let reply = try httpRequest(port: server.port, method: "POST", path: "/v1/embeddings", body: body, headers: ["Authorization": "Bearer s3cret-key"])
