@@ -69,6 +69,9 @@ struct ModelInfo: Encodable {
     let labels: [String]
     let prompts: [String: String]
     let default_prompt_name: String?
+    /// Each text role's prompt name by the library's rule (`TextRole.promptName(among:)`),
+    /// null for none: what encode_query and encode_document take.
+    let role_prompts: [String: String?]
 }
 
 @_cdecl("swiftbert_model_info")
@@ -76,10 +79,12 @@ public func swiftbert_model_info(_ handle: UInt64, _ result: ResultOut) -> Int32
     call {
         let slot = try models.get(handle)
         let config = slot.model.config
+        let prompts = config.heads.sentence.prompts ?? [:]
         let info = ModelInfo(name: slot.name, folder: slot.model.folder.path, precision: slot.precision.rawValue,
                              dimension: config.embeddingDimension, max_length: config.encoder.maxSequenceLength,
                              heads: slot.model.heads.map(\.rawValue), labels: config.heads.task?.labels ?? [],
-                             prompts: config.heads.sentence.prompts ?? [:], default_prompt_name: config.heads.sentence.defaultPromptName)
+                             prompts: prompts, default_prompt_name: config.heads.sentence.defaultPromptName,
+                             role_prompts: Dictionary(uniqueKeysWithValues: TextRole.allCases.map { ($0.rawValue, $0.promptName(among: prompts)) }))
         try returnResult(ResultSlot(json: encodeJSON(info)), result)
     }
 }

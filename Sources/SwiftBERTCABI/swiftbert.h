@@ -60,7 +60,10 @@ int32_t swiftbert_load(const char *name_or_path, const char *precision, int32_t 
 int32_t swiftbert_free(swiftbert_model model);
 /* The sentence vector's length (after the model's Dense layers). */
 int32_t swiftbert_dimension(swiftbert_model model, size_t *dimension);
-/* JSON: {"name","folder","precision","dimension","max_length","heads":[...],"labels":[...],"prompts":{...}}. */
+/* JSON: {"name","folder","precision","dimension","max_length","heads":[...],"labels":[...],"prompts":{...},
+ * "default_prompt_name","role_prompts":{"query","document","classification","clustering"}}: role_prompts
+ * names the prompt a text in each role takes (null: none, not the default prompt), as `bert embed
+ * --query` and the server's input_type choose it. */
 int32_t swiftbert_model_info(swiftbert_model model, swiftbert_result *result);
 
 /* Sentence vectors, `count` texts into out[count * dimension] (row-major float32).

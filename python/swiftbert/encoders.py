@@ -235,8 +235,10 @@ class SentenceEncoder(_ModelUser):
         return self._encode_as("document", sentences, prompt_name, prompt, **kwargs)
 
     def _encode_as(self, role: str, sentences, prompt_name: Optional[str], prompt: Optional[str], **kwargs: Any):
+        # Which prompt a role takes is the library's rule (TextRole), read from the model's info.
         if prompt_name is None and prompt is None:
-            prompt_name, prompt = (role, None) if role in self.prompts else (None, "")
+            prompt_name = self._model.info["role_prompts"][role]
+            prompt = None if prompt_name is not None else ""
         return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -110,6 +110,9 @@ def test_encode_query_and_encode_document_take_the_models_prompts(encoder, promp
     assert np.array_equal(passage_default.encode_document(texts), encoder.encode(texts))
     assert np.array_equal(passage_default.encode_query(texts), encoder.encode(texts))
     assert np.array_equal(passage_default.encode(texts), encoder.encode(texts, prompt="passage: "))
+    # The rule is the library's, in the model's info: the same as `bert embed --query` and Cohere's input_type.
+    assert prompted.model_info["role_prompts"] == {"query": "query", "document": "document", "classification": None, "clustering": None}
+    assert passage_default.model_info["role_prompts"] == dict.fromkeys(["query", "document", "classification", "clustering"])
 
 
 def test_device_is_the_cpu(encoder):

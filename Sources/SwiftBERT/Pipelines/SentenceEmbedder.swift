@@ -16,6 +16,12 @@ public enum TextRole: String, Sendable, CaseIterable {
         case .classification, .clustering: [rawValue, rawValue.prefix(1).uppercased() + rawValue.dropFirst()]
         }
     }
+
+    /// The prompt among `prompts` a text in this role takes: the first of `promptNames` there,
+    /// nil for none (then no prompt at all, not the model's default one).
+    public func promptName(among prompts: [String: String]) -> String? {
+        promptNames.first { prompts[$0] != nil }
+    }
 }
 
 /// Text in, sentence vectors out: tokenizer, encoder, then sentence-transformers' modules
@@ -85,7 +91,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         guard options.promptName == nil, options.prompt == nil else { return options }
         var options = options
         let prompts = model.config.heads.sentence.prompts ?? [:]
-        if let name = role.promptNames.first(where: { prompts[$0] != nil }) { options.promptName = name } else { options.prompt = "" }
+        if let name = role.promptName(among: prompts) { options.promptName = name } else { options.prompt = "" }
         return options
     }
 
