@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import ServiceLifecycle
 import SwiftBERT
@@ -55,8 +56,8 @@ public enum BertServer {
         let app = Application(
             router: router,
             // The idle timeout closes silent connections; a silent body gets its 408 first.
-            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinue(bodyLimit: configuration.bodyLimit), CloseAfterResponse(),
-                                                                            WriteDeadline(configuration.writeTimeout)],
+            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinue(bodyLimit: configuration.bodyLimit), ParseErrorBody(),
+                                                                            CloseAfterResponse(), WriteDeadline(configuration.writeTimeout)],
                                                 idleTimeout: .seconds(Int64(max(1, configuration.requestTimeout.seconds * 2,
                                                                                 configuration.readTimeout.seconds + 5))))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "SwiftBERT",
@@ -414,6 +415,59 @@ final class ExpectContinue: ChannelInboundHandler, RemovableChannelHandler {
             context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: nil)
         }
         context.fireChannelRead(data)
+    }
+}
+
+/// Gives the 400 that Hummingbird writes, empty, for a request NIO's parser cannot read (two
+/// Content-Lengths, headers over 80 KiB, a garbled request line) a body that says what was
+/// wrong, in TEI's error shape as unknown routes have it (no route was read).
+final class ParseErrorBody: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    private var parseError: HTTPParserError?
+    private var body: ByteBuffer?
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? HTTPParserError { parseError = error }
+        context.fireErrorCaught(error)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        // Hummingbird's answer to the parse error: 400, Content-Length 0 (every 400 of ours has a body).
+        case var .head(response) where parseError != nil && response.status == .badRequest && response.headerFields[.contentLength] == "0":
+            let bytes = ErrorShape.tei.body(.invalid(Self.message(parseError!), status: 400))
+            response.headerFields[.contentLength] = "\(bytes.count)"
+            response.headerFields[.contentType] = "application/json"
+            body = ByteBuffer(bytes: bytes)
+            context.write(wrapOutboundOut(.head(response)), promise: promise)
+        case let .end(trailers) where body != nil:
+            context.write(wrapOutboundOut(.body(body!)), promise: nil)
+            body = nil
+            parseError = nil
+            context.write(wrapOutboundOut(.end(trailers)), promise: promise)
+        default:
+            context.write(data, promise: promise)
+        }
+    }
+
+    static func message(_ error: HTTPParserError) -> String {
+        let what: String
+        switch error {
+        case .invalidContentLength, .unexpectedContentLength:
+            what = "its Content-Length is not a single byte count (given twice, or not a number); send one Content-Length, or Transfer-Encoding: chunked"
+        case .headerOverflow:
+            what = "its headers are over 80 KiB, or more than 1,000; send fewer or shorter headers"
+        case .invalidMethod, .invalidURL, .invalidVersion, .invalidCharactersUsed, .invalidHeaderToken, .lfExpected, .strictModeAssertion:
+            what = "it is not an HTTP/1.1 request (its request line or a header is malformed: \(error)); send METHOD /path HTTP/1.1, then headers, each line ending in CRLF"
+        case .invalidChunkSize, .invalidConstant:
+            what = "its chunked body is malformed (\(error)); send valid chunks, or a Content-Length and the body as it is"
+        default:
+            what = "it could not be parsed (\(error)); send a well-formed HTTP/1.1 request"
+        }
+        return "the request was not read: " + what
     }
 }
 

@@ -189,6 +189,30 @@ extension ServerTests {
         XCTAssertEqual(server.terminate(), 0)
     }
 
+    /// A request NIO's parser cannot read gets a 400 whose body says what was wrong (it was
+    /// empty), and its connection closes; the server goes on answering others.
+    func testUnparsableRequestsGet400WithAMessage() throws {
+        let server = try sharedServer()
+        let cases: [(String, [String])] = [
+            ("POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", ["Content-Length"]),
+            ("GARBAGE\r\n\r\n", ["not an HTTP/1.1 request"]),
+            ("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 100_000) + "\r\n\r\n", ["80 KiB"]),
+        ]
+        for (request, mentions) in cases {
+            let reply = try rawExchange(port: server.port, head: request, body: Data())
+            let parts = reply.components(separatedBy: "\r\n\r\n")
+            XCTAssertTrue(reply.hasPrefix("HTTP/1.1 400 "), reply)
+            XCTAssertTrue(parts[0].lowercased().contains("connection: close"), parts[0])
+            let body = parts.dropFirst().joined(separator: "\r\n\r\n")
+            let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any], reply)
+            XCTAssertEqual(object["error_type"] as? String, "Validation")
+            let message = object["error"] as? String ?? ""
+            XCTAssertTrue(message.hasPrefix("the request was not read: "), message)
+            for word in mentions { XCTAssertTrue(message.contains(word), "\(message) does not mention \(word)") }
+        }
+        XCTAssertEqual(try server.post("/embed", ["inputs": "still here"]).status, 200)
+    }
+
     /// SIGTERM while a client trickles its body: the server ends within --shutdown-grace + 1 s,
     /// exits 0, and says how many requests it cut (it waited for the client for 150 s before).
     func testSIGTERMWithATricklingClientEndsWithinTheGrace() throws {
