@@ -83,17 +83,23 @@ final class Batcher: @unchecked Sendable {
             try model.validate(ids, typeIds: typeIds?[index], name: "input \(index)")
         }
         let request = HeadRequest(head: head, batch: batch, count: sequences.count)
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-            request.continuation = continuation
-            do {
-                try enqueue(sequences.indices.map {
-                    Item(ids: sequences[$0], typeIds: typeIds?[$0], request: request, index: $0)
-                })
-            } catch {
-                request.finish(error)
-                return
+        // Cancelled (its client has gone: Handler.respond), the request is finished, and its
+        // queued sequences are skipped, not computed for no one.
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                guard request.wait(continuation) else { return }
+                do {
+                    try enqueue(sequences.indices.map {
+                        Item(ids: sequences[$0], typeIds: typeIds?[$0], request: request, index: $0)
+                    })
+                } catch {
+                    request.finish(error)
+                    return
+                }
+                request.scheduleTimeout(timeout)
             }
-            request.scheduleTimeout(timeout)
+        } onCancel: {
+            request.finish(CancellationError())
         }
         return request.outputs
     }
@@ -221,7 +227,9 @@ final class HeadRequest<H: Head>: BatchedRequest, @unchecked Sendable {
     private var slots: [H.Output?]
     private var remaining: Int
     private var finished = false
-    var continuation: CheckedContinuation<Void, Error>?
+    /// The error it finished with before anyone waited (cancelled before it was queued).
+    private var earlyFailure: Error?
+    private var continuation: CheckedContinuation<Void, Error>?
 
     init(head: H, batch: HeadBatch, count: Int) {
         (self.head, self.batch) = (head, batch)
@@ -250,12 +258,23 @@ final class HeadRequest<H: Head>: BatchedRequest, @unchecked Sendable {
         continuation?.resume()
     }
 
+    /// Waits for the outputs through `continuation`; false (and resumed) when already finished.
+    func wait(_ continuation: CheckedContinuation<Void, Error>) -> Bool {
+        lock.lock()
+        guard finished else { self.continuation = continuation; lock.unlock(); return true }
+        let failure = earlyFailure ?? CancellationError()
+        lock.unlock()
+        continuation.resume(throwing: failure)
+        return false
+    }
+
     func finish(_ error: Error) {
         lock.lock()
         guard !finished else { lock.unlock(); return }
         finished = true
         let continuation = self.continuation
         self.continuation = nil
+        if continuation == nil { earlyFailure = error }
         lock.unlock()
         continuation?.resume(throwing: error)
     }

@@ -56,7 +56,7 @@ public enum BertServer {
         let app = Application(
             router: router,
             // The idle timeout closes silent connections; a silent body gets its 408 first.
-            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinue(bodyLimit: configuration.bodyLimit), ParseErrorBody(),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinue(bodyLimit: configuration.bodyLimit), ParseErrorBody(), ClientGone(),
                                                                             CloseAfterResponse(), WriteDeadline(configuration.writeTimeout)],
                                                 idleTimeout: .seconds(Int64(max(1, configuration.requestTimeout.seconds * 2,
                                                                                 configuration.readTimeout.seconds + 5))))),
@@ -133,7 +133,8 @@ public enum BertServer {
         for route in Route.all {
             let respond: @Sendable (Request, ClientRequestContext) async -> Response = { request, context in
                 let turn = configuration.trustedProxies.turn(peer: context.peer, forwardedFor: request.headers[values: .xForwardedFor])
-                return await handler.respond(request, from: turn, route: route.path, shape: route.shape, readsBody: route.method == .post) {
+                return await handler.respond(request, from: turn, on: context.connection, route: route.path, shape: route.shape,
+                                             readsBody: route.method == .post) {
                     try await route.endpoint(endpoints, $0)
                 }
             }
@@ -183,10 +184,13 @@ public enum BertServer {
 struct ClientRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let peer: String
+    /// The request's connection, whose `ClientGone` cancels the request's work when the client goes.
+    let connection: any Channel
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         peer = source.channel.remoteAddress?.ipAddress ?? ""
+        connection = source.channel
     }
 }
 
@@ -222,8 +226,8 @@ struct Handler: Sendable {
     /// API requests being answered: those --shutdown-grace cuts when it runs out.
     let inFlight = AtomicCount()
 
-    func respond(_ request: Request, from client: String, route: String, shape: ErrorShape, readsBody: Bool = true,
-                 _ endpoint: @Sendable ([UInt8]) async throws -> [UInt8]) async -> Response {
+    func respond(_ request: Request, from client: String, on connection: (any Channel)? = nil, route: String, shape: ErrorShape,
+                 readsBody: Bool = true, _ endpoint: @escaping @Sendable ([UInt8]) async throws -> [UInt8]) async -> Response {
         let started = ContinuousClock.now
         inFlight.add(1)
         defer { inFlight.add(-1) }
@@ -235,11 +239,22 @@ struct Handler: Sendable {
                 let body = readsBody ? try await readBody(request) : []
                 // --request-timeout runs from here: decoding, tokenising, the model's queue.
                 let deadline = ContinuousClock.now + configuration.requestTimeout
-                response = jsonResponse(200, try await RequestBody.$bytes.withValue(body.count) {
-                    try await RequestBody.$client.withValue(client) {
-                        try await RequestDeadline.$current.withValue(deadline) { try await endpoint(body) }
+                // A task of its own, cancelled when the connection closes: a client that has gone
+                // (ClientGone) leaves the model's queue, instead of holding it for others.
+                let work = Task {
+                    try await RequestBody.$bytes.withValue(body.count) {
+                        try await RequestBody.$client.withValue(client) {
+                            try await RequestDeadline.$current.withValue(deadline) { try await endpoint(body) }
+                        }
                     }
-                })
+                }
+                let watcher = try? await connection?.pipeline.handler(type: ClientGone.self).get()
+                watcher?.cancelWhenGone { work.cancel() }
+                defer { watcher?.answered() }
+                response = jsonResponse(200, try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() })
+            } catch is CancellationError {
+                // No one reads it; the metrics count it as nginx logs a client that closed: 499.
+                response = Self.errorResponse(APIError(status: 499, message: "the client closed the connection before its answer; the request was dropped", type: "invalid_request_error"), shape: shape)
             } catch let error as APIError {
                 response = Self.errorResponse(error, shape: shape)
             } catch is RequestTimeout {
@@ -395,6 +410,63 @@ struct ShutdownWatch: Service {
 /// closes the connection: the request's body is not read to its end, and Hummingbird would
 /// otherwise wait for it before the next request. The output closes first and the input a
 /// second later, so that the client reads the answer before the connection is reset.
+/// Closes a connection whose client shut its sending side after a whole request and before the
+/// answer: as nginx (its 499) and hyper (TEI's server) take it, the client has gone. The close
+/// cancels the request's work (`Handler.respond`), so its sequences leave the model's queue
+/// instead of running for no one. A client that half-closes mid-body is not gone: it gets the
+/// answer for a short body (400), as before.
+final class ClientGone: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    /// A request has been read to its end and its answer not yet written to its end (event loop only).
+    private var awaitingAnswer = false
+    /// The work of the request being answered (one at a time per connection), set by its task.
+    private let lock = NSLock()
+    private var cancelWork: (@Sendable () -> Void)?
+    private var gone = false
+
+    /// Calls `cancel` when the client goes (at once if it has), until `answered()`.
+    func cancelWhenGone(_ cancel: @escaping @Sendable () -> Void) {
+        let goneAlready = lock.withLock {
+            if !gone { cancelWork = cancel }
+            return gone
+        }
+        if goneAlready { cancel() }
+    }
+
+    func answered() { lock.withLock { cancelWork = nil } }
+
+    private func clientWent() {
+        lock.withLock { gone = true; return cancelWork.take() }?()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        clientWent()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data) { awaitingAnswer = true }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { awaitingAnswer = false }
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, awaitingAnswer {
+            clientWent()
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
+
 /// Answers `Expect: 100-continue` with `100 Continue` when the head arrives, so a client that
 /// waits for it before sending its body (curl does, for bodies over 1 MiB) does not stall until
 /// its own timeout (curl's is 1 s). A body declared over --body-limit gets no 100: its route

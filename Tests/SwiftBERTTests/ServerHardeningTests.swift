@@ -229,6 +229,37 @@ extension ServerTests {
         XCTAssertTrue(server.standardError.contains("cut 1 request still in flight"), server.standardError)
     }
 
+    /// A client that closes its connection after sending its request leaves the model's queue:
+    /// a one-text request behind three abandoned 1,024-text ones waited 29.7 s for their forward
+    /// passes before (2026-12-02, by hand); now it waits at most for the batch already running.
+    /// The dropped requests count as 499 in the metrics.
+    func testAClientThatGoesLeavesTheQueue() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: [])
+        let texts = (0..<1024).map { i in (0..<100).map { "word\((i * 7 + $0) % 997)" }.joined(separator: " ") }
+        let body = jsonBody(["inputs": texts, "truncate": true])
+        let head = "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+        var abandoned: [Int32] = []
+        for _ in 0..<4 {
+            let fd = try connectLoopback(port: server.port, timeout: 5)
+            _ = (Data(head.utf8) + body).withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+            abandoned.append(fd)
+        }
+        Thread.sleep(forTimeInterval: 0.5)  // the bodies are read; the work is queued
+        for fd in abandoned { close(fd) }
+        let started = Date()
+        XCTAssertEqual(try server.post("/embed", ["inputs": "one text"]).status, 200)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "the one-text request waited behind requests no one will read")
+        var dropped = 0
+        for _ in 0..<100 where dropped < 4 {
+            let metrics = try server.get("/metrics").text
+            dropped = metrics.split(separator: "\n").first { $0.contains(#"route="/embed""#) && $0.contains(#"status="499""#) }
+                .flatMap { $0.split(separator: " ").last.flatMap { Int($0) } } ?? 0
+            if dropped < 4 { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        XCTAssertEqual(dropped, 4, "each abandoned request counts as 499")
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
     /// --max-connections: connections past the limit wait, unanswered, in the listen backlog
     /// until one closes; then they are served (nothing bounded connections before).
     func testMaxConnectionsHoldsFurtherConnectionsUntilOneCloses() throws {
