@@ -17,6 +17,9 @@ final class Batcher: @unchecked Sendable {
         var maxWait: Duration
         /// Sequences waiting at most.
         var queueCapacity: Int
+        /// The longest a request may take (--request-timeout): one whose tokens need more of the
+        /// model's time than this, even at the fastest rate of its recent passes, is refused.
+        var requestTimeout: Duration? = nil
     }
 
     enum Failure: Error, Equatable {
@@ -24,6 +27,9 @@ final class Batcher: @unchecked Sendable {
         case queueFull(capacity: Int)
         /// Waiting never helps: the request alone holds more sequences than the queue.
         case largerThanQueue(sequences: Int, capacity: Int)
+        /// Waiting never helps: at the model's fastest recent rate (tokens per second of its
+        /// forward passes), the request's tokens take longer than `limit` seconds.
+        case longerThanTimeout(tokens: Int, tokensPerSecond: Double, limit: Double)
         case stopped
     }
 
@@ -33,6 +39,20 @@ final class Batcher: @unchecked Sendable {
         let typeIds: [Int32]?
         let request: any BatchedRequest
         let index: Int
+        let arrival: ContinuousClock.Instant
+    }
+
+    /// One client's waiting sequences, in arrival order.
+    private struct ClientQueue {
+        var items: [Item] = []
+        var head = 0
+        var first: Item? { head < items.count ? items[head] : nil }
+
+        mutating func removeFirst() {
+            head += 1
+            if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
+            else if head > 1024, head * 2 > items.count { items.removeFirst(head); head = 0 }
+        }
     }
 
     let model: any EncoderModel
@@ -40,9 +60,19 @@ final class Batcher: @unchecked Sendable {
     let metrics: ServerMetrics
     let modelName: String
     private let condition = NSCondition()
-    private var queue: [Item] = []
-    private var head = 0
-    private var oldestArrival: ContinuousClock.Instant?
+    /// Waiting sequences by client (`RequestBody.client`: the sender's address, or the client a
+    /// trusted proxy names). Batches take them in turns, one sequence per client per round, so
+    /// a one-text request is in the next batch however many sequences another client queued
+    /// (in arrival order it waited behind all of them: 30 s behind one 2,048-text request, until that one timed out).
+    private var queues: [String: ClientQueue] = [:]
+    /// Clients with waiting sequences, in the order their turns come; the first is served first.
+    private var turns: [String] = []
+    private var queuedCount = 0
+    /// Seconds per token of the last passes (a ring), for what a request will cost before it queues.
+    private var passCosts: [Double] = []
+    private var nextPassCost = 0
+    private static let passCostsKept = 32
+    private static let passesBeforeRefusing = 4
     private var stopping = false
     private var thread: Thread?
 
@@ -70,7 +100,7 @@ final class Batcher: @unchecked Sendable {
 
     var queueDepth: Int {
         condition.lock(); defer { condition.unlock() }
-        return queue.count - head
+        return queuedCount
     }
 
     /// `head`'s output for each pre-tokenised sequence, in order, from forward passes shared with
@@ -82,16 +112,19 @@ final class Batcher: @unchecked Sendable {
         for (index, ids) in sequences.enumerated() {
             try model.validate(ids, typeIds: typeIds?[index], name: "input \(index)")
         }
+        try refuseIfTooLongForTheTimeout(tokens: sequences.reduce(0) { $0 + $1.count })
         let request = HeadRequest(head: head, batch: batch, count: sequences.count)
+        let client = RequestBody.client
         // Cancelled (its client has gone: Handler.respond), the request is finished, and its
         // queued sequences are skipped, not computed for no one.
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
                 guard request.wait(continuation) else { return }
+                let arrival = ContinuousClock.now
                 do {
                     try enqueue(sequences.indices.map {
-                        Item(ids: sequences[$0], typeIds: typeIds?[$0], request: request, index: $0)
-                    })
+                        Item(ids: sequences[$0], typeIds: typeIds?[$0], request: request, index: $0, arrival: arrival)
+                    }, client: client)
                 } catch {
                     request.finish(error)
                     return
@@ -104,19 +137,32 @@ final class Batcher: @unchecked Sendable {
         return request.outputs
     }
 
-    private func enqueue(_ items: [Item]) throws {
+    /// A request that cannot finish within the request timeout however the queue goes is refused
+    /// before it queues, not computed for 30 s and then answered 503 (which a client retries).
+    /// The bound takes the fastest of the recent full passes, so it refuses only what could not
+    /// finish even at that rate, in passes of its own; none is refused before the fourth.
+    private func refuseIfTooLongForTheTimeout(tokens: Int) throws {
+        guard let limit = limits.requestTimeout?.seconds else { return }
+        // A few passes first: the first ones run cold (the weights' pages, the caches).
+        let fastest: Double? = condition.withLock { passCosts.count >= Self.passesBeforeRefusing ? passCosts.min() : nil }
+        guard let fastest, fastest > 0, Double(tokens) * fastest > limit else { return }
+        throw Failure.longerThanTimeout(tokens: tokens, tokensPerSecond: 1 / fastest, limit: limit)
+    }
+
+    private func enqueue(_ items: [Item], client: String) throws {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping else { throw Failure.stopped }
         guard items.count <= limits.queueCapacity else {
             throw Failure.largerThanQueue(sequences: items.count, capacity: limits.queueCapacity)
         }
-        guard queue.count - head + items.count <= limits.queueCapacity else {
+        guard queuedCount + items.count <= limits.queueCapacity else {
             throw Failure.queueFull(capacity: limits.queueCapacity)
         }
-        if queue.count == head { oldestArrival = .now }
-        queue.append(contentsOf: items)
-        metrics.queueDepth(model: modelName, queue.count - head)
+        if queues[client] == nil { turns.append(client) }
+        queues[client, default: ClientQueue()].items.append(contentsOf: items)
+        queuedCount += items.count
+        metrics.queueDepth(model: modelName, queuedCount)
         condition.signal()
     }
 
@@ -132,60 +178,72 @@ final class Batcher: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while true {
-            while queue.count == head {
+            while queuedCount == 0 {
                 if stopping { return nil }
                 condition.wait()
             }
-            let deadline = (oldestArrival ?? .now) + limits.maxWait
+            // A backlog's tail arrived long ago: it does not wait again.
+            let oldest = turns.compactMap { queues[$0]?.first?.arrival }.min() ?? .now
+            let deadline = oldest + limits.maxWait
             while !stopping, queuedTokens() < limits.maxBatchTokens, ContinuousClock.now < deadline {
                 let remaining = ContinuousClock.now.duration(to: deadline)
                 _ = condition.wait(until: Date(timeIntervalSinceNow: remaining.seconds))
             }
-            var items: [Item] = []
-            var tokens = 0
-            var taken = 0
-            for item in queue[head...] {
-                if !items.isEmpty, tokens + item.ids.count > limits.maxBatchTokens { break }
-                taken += 1
-                // Requests already answered (timed out, client gone) cost nothing more.
-                if item.request.isFinished { continue }
-                tokens += item.ids.count
-                items.append(item)
-            }
-            take(taken)
+            let items = takeBatch()
+            metrics.queueDepth(model: modelName, queuedCount)
             if !items.isEmpty { return items }
         }
     }
 
+    /// Up to `maxBatchTokens` of waiting sequences (a longer one alone), the clients in turns:
+    /// each round takes the next sequence of every client whose next one fits. Requests already
+    /// answered (timed out, client gone) are dropped on the way and cost nothing more. The
+    /// client after the last one served goes first next time.
+    private func takeBatch() -> [Item] {
+        var items: [Item] = []
+        var tokens = 0
+        var served: String?
+        var progress = true
+        while progress {
+            progress = false
+            for client in turns {
+                while let item = queues[client]?.first, item.request.isFinished {
+                    queues[client]!.removeFirst()
+                    queuedCount -= 1
+                }
+                guard let item = queues[client]?.first else { continue }
+                if !items.isEmpty, tokens + item.ids.count > limits.maxBatchTokens { continue }
+                queues[client]!.removeFirst()
+                queuedCount -= 1
+                items.append(item)
+                tokens += item.ids.count
+                served = client
+                progress = true
+            }
+        }
+        if let served, let position = turns.firstIndex(of: served) {
+            turns = Array(turns[(position + 1)...] + turns[...position])
+        }
+        turns.removeAll { queues[$0]?.first == nil }
+        queues = queues.filter { $0.value.first != nil }
+        return items
+    }
+
     private func queuedTokens() -> Int {
         var tokens = 0
-        for item in queue[head...] {
-            tokens += item.ids.count
-            if tokens >= limits.maxBatchTokens { break }
+        for client in turns {
+            guard let queue = queues[client] else { continue }
+            for item in queue.items[queue.head...] {
+                tokens += item.ids.count
+                if tokens >= limits.maxBatchTokens { return tokens }
+            }
         }
         return tokens
     }
 
-    /// Drops `count` items from the head; compacts the array now and then.
-    private func take(_ count: Int) {
-        head += count
-        if head == queue.count {
-            queue.removeAll(keepingCapacity: true)
-            head = 0
-            oldestArrival = nil
-        } else {
-            if head > 1024, head * 2 > queue.count {
-                queue.removeFirst(head)
-                head = 0
-            }
-            // The rest arrived after the old oldest: keeping its instant bounds their wait by
-            // maxWait too (restarting the clock here made a backlog's tail wait again).
-        }
-        metrics.queueDepth(model: modelName, queue.count - head)
-    }
-
     private func runForward(_ items: [Item]) {
-        metrics.batch(model: modelName, sequences: items.count, tokens: items.reduce(0) { $0 + $1.ids.count })
+        let tokens = items.reduce(0) { $0 + $1.ids.count }
+        metrics.batch(model: modelName, sequences: items.count, tokens: tokens)
         let started = ContinuousClock.now
         do {
             // Token types only when some request has them (sentence pairs); zeros elsewhere.
@@ -193,6 +251,8 @@ final class Batcher: @unchecked Sendable {
                 ? items.map { $0.typeIds ?? [Int32](repeating: 0, count: $0.ids.count) } : nil
             // Each sequence's last layer for the rows its request's head reads.
             let output = try model.encode(items.map(\.ids), typeIds: typeIds, profile: nil, reading: items.map(\.request.rowsRead))
+            // Before any request hears back: one that follows sees this pass's cost.
+            recordPassCost(seconds: started.duration(to: .now).seconds, tokens: tokens)
             // Each request's head over its own sequences of the shared pass.
             var positions: [ObjectIdentifier: [Int]] = [:]
             for (position, item) in items.enumerated() { positions[ObjectIdentifier(item.request), default: []].append(position) }
@@ -204,6 +264,19 @@ final class Batcher: @unchecked Sendable {
             for item in items { item.request.finish(error) }
         }
         metrics.forwardSeconds(model: modelName, started.duration(to: .now))
+    }
+
+    /// Only passes of at least half the token budget: a request too long for the timeout runs in
+    /// full ones, and a small pass costs more per token (its fixed costs, narrower products), so
+    /// it would make requests look longer than they are.
+    private func recordPassCost(seconds: Double, tokens: Int) {
+        guard tokens * 2 >= limits.maxBatchTokens else { return }
+        let secondsPerToken = seconds / Double(tokens)
+        condition.withLock {
+            if passCosts.count < Self.passCostsKept { passCosts.append(secondsPerToken) }
+            else { passCosts[nextPassCost] = secondsPerToken }
+            nextPassCost = (nextPassCost + 1) % Self.passCostsKept
+        }
     }
 }
 

@@ -192,6 +192,9 @@ struct Endpoints: Sendable {
             return APIError.overloaded("the queue of \(model.name) is full (\(capacity) sequences waiting); the request was not processed; retry after a moment")
         case let Batcher.Failure.largerThanQueue(sequences, capacity):
             return APIError.invalid("the request has \(sequences) inputs (sequences, counted after chunking), more than the \(capacity) the queue of \(model.name) can ever hold (--queue-capacity); send at most \(capacity) per request", status: 413)
+        case let Batcher.Failure.longerThanTimeout(tokens, tokensPerSecond, limit):
+            let fits = Int(tokensPerSecond * limit * 0.9)
+            return APIError.invalid("the request's \(tokens) tokens need more than --request-timeout (\(limit) s) of \(model.name)'s time: it runs at most \(Int(tokensPerSecond)) tokens a second here; the request was not processed; send at most about \(fits) tokens per request (texts × their tokens), or start the server with a longer --request-timeout", status: 413)
         case Batcher.Failure.stopped:
             return APIError.overloaded("the server is shutting down; the request was not processed")
         case is RequestTimeout:

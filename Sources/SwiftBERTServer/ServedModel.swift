@@ -114,7 +114,7 @@ final class ServedModel: Sendable {
         }
         batcher = Batcher(model: loaded.encoder, name: name, limits: .init(
             maxBatchTokens: configuration.maxBatchTokens, maxWait: configuration.maxWait,
-            queueCapacity: configuration.queueCapacity), metrics: metrics)
+            queueCapacity: configuration.queueCapacity, requestTimeout: configuration.requestTimeout), metrics: metrics)
         batcher.start()
     }
 

@@ -52,6 +52,70 @@ final class BatcherTests: XCTestCase {
         }
     }
 
+    /// Clients take turns in the batches: a one-sequence request queued behind another client's
+    /// 400 sequences is in the first batch, not after all of them (in arrival order a one-text
+    /// request waited 30 s behind one 2,048-text request over HTTP, until that one timed out). The sequences of one client
+    /// keep their order, and every request gets what a pass of its own gives.
+    func testClientsTakeTurnsInTheBatches() async throws {
+        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
+        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 64, maxWait: .milliseconds(1), queueCapacity: 4096),
+                              metrics: Self.metrics)
+        let head = try SentenceHead(model)
+        let batch = HeadBatch(threads: 1)
+        let many: [[Int32]] = (0..<400).map { (i: Int) -> [Int32] in
+            let words: [Int32] = (0..<28).map { (j: Int) -> Int32 in Int32(1000 + (i * 31 + j * 7) % 5000) }
+            return [101] + words + [102]
+        }
+        let one: [[Int32]] = [[101, 7592, 2088, 102]]
+        let manyResult = Task { try await RequestBody.$client.withValue("127.0.0.2") { try await batcher.run(many, head: head, batch: batch, timeout: .seconds(60)) } }
+        try await waitUntil { batcher.queueDepth == many.count }
+        let oneResult = Task { try await RequestBody.$client.withValue("127.0.0.3") { try await batcher.run(one, head: head, batch: batch, timeout: .seconds(60)) } }
+        try await waitUntil { batcher.queueDepth == many.count + 1 }
+        batcher.start()
+        defer { batcher.stop() }
+
+        let oneVector = try await oneResult.value
+        // Two 30-token sequences a batch: the one request was in the first, most of the other's wait.
+        XCTAssertGreaterThan(batcher.queueDepth, 200, "the one-sequence request waited behind the other client's sequences")
+        let alone = try head(model.encode(one), batch)[0]
+        XCTAssertLessThan(zip(oneVector[0], alone).map { abs($0 - $1) }.max() ?? 1, 1e-5)
+        let manyVectors = try await manyResult.value
+        for index in [0, 1, 199, 399] {
+            let own = try head(model.encode([many[index]]), batch)[0]
+            XCTAssertLessThan(zip(manyVectors[index], own).map { abs($0 - $1) }.max() ?? 1, 1e-5, "sequence \(index)")
+        }
+        XCTAssertEqual(batcher.queueDepth, 0)
+    }
+
+    /// A request whose tokens need more of the model's time than --request-timeout, at the
+    /// fastest rate of its recent passes, is refused before it queues (it was computed until its
+    /// timeout, then answered 503). Before 4 passes have run (cold ones among them) nothing is refused.
+    /// (A budget of 8 tokens: the rate comes from passes of at least half of it.)
+    func testARequestThatCannotFinishInTimeIsRefusedBeforeItQueues() async throws {
+        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
+        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 8, maxWait: .milliseconds(1), queueCapacity: 64,
+                                                                          requestTimeout: .nanoseconds(1)),
+                              metrics: Self.metrics)
+        batcher.start()
+        defer { batcher.stop() }
+        let head = try SentenceHead(model)
+        let sequences: [[Int32]] = [[101, 7592, 2088, 102], [101, 2088, 102]]
+        for pass in 1...4 {
+            let outputs = try await batcher.run(sequences, head: head, batch: HeadBatch(threads: 1), timeout: .seconds(30))
+            XCTAssertEqual(outputs.count, 2, "refused after \(pass - 1) passes, before the 4th")
+        }
+        do {
+            _ = try await batcher.run(sequences, head: head, batch: HeadBatch(threads: 1), timeout: .seconds(30))
+            XCTFail("7 tokens were queued though a pass takes more than 1 ns a token")
+        } catch let Batcher.Failure.longerThanTimeout(tokens, tokensPerSecond, limit) {
+            XCTAssertEqual(tokens, 7)
+            XCTAssertGreaterThan(tokensPerSecond, 0)
+            XCTAssertLessThan(Double(tokens) / tokensPerSecond, 10, "the rate is of seconds, not of a unit off by 10^9")
+            XCTAssertEqual(limit, 1e-9)
+        }
+        XCTAssertEqual(batcher.queueDepth, 0, "nothing of a refused request is queued")
+    }
+
     /// A sentence pair (token type 1) sent to a model whose checkpoint has one token type is
     /// that request's fault: refused before batching, in the request's own terms.
     func testTokenTypeTheModelLacksIsRefusedBeforeBatching() async throws {

@@ -234,7 +234,9 @@ extension ServerTests {
     /// passes before (2026-12-02, by hand); now it waits at most for the batch already running.
     /// The dropped requests count as 499 in the metrics.
     func testAClientThatGoesLeavesTheQueue() throws {
-        let server = try ServerProcess(bert: bertPath, arguments: [])
+        // A long timeout: at the default, a machine slower than 9,000 tokens a second would
+        // refuse the 262,144-token requests before they queue (413), and none would be abandoned.
+        let server = try ServerProcess(bert: bertPath, arguments: ["--request-timeout", "600"])
         let texts = (0..<1024).map { i in (0..<100).map { "word\((i * 7 + $0) % 997)" }.joined(separator: " ") }
         let body = jsonBody(["inputs": texts, "truncate": true])
         let head = "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
@@ -257,6 +259,26 @@ extension ServerTests {
             if dropped < 4 { Thread.sleep(forTimeInterval: 0.1) }
         }
         XCTAssertEqual(dropped, 4, "each abandoned request counts as 499")
+        XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// A request that cannot finish within --request-timeout even at the model's fastest recent
+    /// rate gets 413 at once, saying how many tokens fit, and is not computed. It ran until its
+    /// timeout and got 503, which clients retry: a 2,048-text request (300 words each, truncated)
+    /// held the model 30 s for nothing (2026-12-02, by hand).
+    func testARequestThatCannotFinishInTimeGets413AtOnce() throws {
+        let server = try ServerProcess(bert: bertPath, arguments: ["--request-timeout", "5"])
+        // 2,048 texts of 230-256 tokens: more than 5 s of MiniLM unless it ran 100,000 tokens a second.
+        let texts = (0..<2048).map { i in (0..<90).map { "word\((i * 7 + $0) % 997)" }.joined(separator: " ") }
+        // Four full passes (4 texts of the default 1,024 tokens each) to measure the rate by: 3.4 s
+        // at the 1,200 tokens a second seen on a 2-core AMD EPYC guest while a build ran.
+        XCTAssertEqual(try server.post("/embed", ["inputs": Array(texts.prefix(16)), "truncate": true]).status, 200)
+        let started = Date()
+        let reply = try server.post("/embed", ["inputs": texts, "truncate": true])
+        let elapsed = Date().timeIntervalSince(started)
+        teiError(reply, status: 413, mentions: ["tokens need more than --request-timeout (5.0 s)", "not processed", "tokens per request"])
+        XCTAssertLessThan(elapsed, 2, "the 413 came after \(elapsed) s: the request was computed")
+        XCTAssertEqual(try server.post("/embed", ["inputs": "still served"]).status, 200)
         XCTAssertEqual(server.terminate(), 0)
     }
 
