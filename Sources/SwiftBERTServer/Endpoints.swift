@@ -1,5 +1,6 @@
 #if Server  // the package trait (Package.swift); without it this target is empty
 import Foundation
+import Synchronization
 import SwiftBERT
 
 /// The API itself, independent of the HTTP framework: a request body in, a JSON body out, or an
@@ -29,16 +30,24 @@ struct Endpoints: Sendable {
     /// in its client's turn: `RequestBody.client`) and returns its result. The request's deadline
     /// goes with it: tokenising (`encode`, /tokenize) checks it before each text, so that a
     /// request that waited for a lane, or whose texts take long to decode and tokenise, ends at
-    /// its deadline. (Counts and sizes are checked first: a 413 says more than a 503.)
+    /// its deadline. (Counts and sizes are checked first: a 413 says more than a 503.) So does
+    /// its client's going (the task is cancelled: Handler.respond): a job still waiting for a
+    /// lane is skipped, and one running stops at its next text, instead of holding a lane that
+    /// the same client's next request waits for.
     func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let lanes = RequestBody.bytes <= Self.smallBodyBytes ? Self.smallLanes : Self.largeLanes
-        let deadline = RequestDeadline.current
-        return try await withCheckedThrowingContinuation { continuation in
-            lanes.submit(client: RequestBody.client) {
-                RequestDeadline.onThisThread = deadline
-                continuation.resume(with: Result { try body() })
-                RequestDeadline.onThisThread = nil
+        let end = RequestEnd(deadline: RequestDeadline.current)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                lanes.submit(client: RequestBody.client) {
+                    guard !end.clientGone else { return continuation.resume(throwing: CancellationError()) }
+                    RequestDeadline.onThisThread = end
+                    continuation.resume(with: Result { try body() })
+                    RequestDeadline.onThisThread = nil
+                }
             }
+        } onCancel: {
+            end.clientHasGone()
         }
     }
 
@@ -288,17 +297,31 @@ enum RequestDeadline {
     /// The deadline of the request this task answers (Handler.respond sets it).
     @TaskLocal static var current: ContinuousClock.Instant?
 
-    /// The deadline of the request whose CPU work this thread runs (`offload` sets it).
-    static var onThisThread: ContinuousClock.Instant? {
-        get { Thread.current.threadDictionary[key] as? ContinuousClock.Instant }
+    /// The end of the request whose CPU work this thread runs (`offload` sets it).
+    static var onThisThread: RequestEnd? {
+        get { Thread.current.threadDictionary[key] as? RequestEnd }
         set { Thread.current.threadDictionary[key] = newValue }
     }
-    private static let key = "swiftbert.request-deadline"
+    private static let key = "swiftbert.request-end"
 
-    /// Throws RequestTimeout once this thread's request is past its deadline.
+    /// Throws RequestTimeout once this thread's request is past its deadline, CancellationError
+    /// once its client has gone.
     static func check() throws {
-        if let deadline = onThisThread, ContinuousClock.now >= deadline { throw RequestTimeout() }
+        guard let end = onThisThread else { return }
+        if end.clientGone { throw CancellationError() }
+        if let deadline = end.deadline, ContinuousClock.now >= deadline { throw RequestTimeout() }
     }
+}
+
+/// What ends a request's CPU work before it is done: its deadline, or its client's going.
+final class RequestEnd: Sendable {
+    let deadline: ContinuousClock.Instant?
+    private let gone = Atomic<Bool>(false)
+
+    init(deadline: ContinuousClock.Instant?) { self.deadline = deadline }
+
+    var clientGone: Bool { gone.load(ordering: .relaxed) }
+    func clientHasGone() { gone.store(true, ordering: .relaxed) }
 }
 
 
