@@ -12,15 +12,19 @@ final class BatcherTests: XCTestCase {
     /// swift-metrics takes one bootstrap per process.
     static let metrics = ServerMetrics.bootstrap()
 
+    /// all-MiniLM-L6-v2 on one thread, and a batcher over it that has not started.
+    private func miniLMBatcher(_ limits: Batcher.Limits) throws -> (any EncoderModel, Batcher) {
+        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
+        return (model, Batcher(model: model, name: "minilm", limits: limits, metrics: Self.metrics))
+    }
+
     /// A request holding a token id outside the vocabulary, queued together with a good request
     /// before the batching thread starts (so both would share one forward pass): the good one
     /// gets its vectors, the bad one an error naming its own input. Before the check moved into
     /// `Batcher.run`, the shared pass threw and both failed, the good one with "sequence 1 holds
     /// token id …", another client's input.
     func testOneRequestsBadTokenIdFailsThatRequestAlone() async throws {
-        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
-        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 4096, maxWait: .milliseconds(200), queueCapacity: 64),
-                              metrics: Self.metrics)
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 4096, maxWait: .milliseconds(200), queueCapacity: 64))
         let head = try SentenceHead(model)
         let batch = HeadBatch(threads: 1)
         let good: [[Int32]] = [[101, 7592, 2088, 102], [101, 2088, 102]]
@@ -57,9 +61,7 @@ final class BatcherTests: XCTestCase {
     /// request waited 30 s behind one 2,048-text request over HTTP, until that one timed out). The sequences of one client
     /// keep their order, and every request gets what a pass of its own gives.
     func testClientsTakeTurnsInTheBatches() async throws {
-        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
-        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 64, maxWait: .milliseconds(1), queueCapacity: 4096),
-                              metrics: Self.metrics)
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 64, maxWait: .milliseconds(1), queueCapacity: 4096))
         let head = try SentenceHead(model)
         let batch = HeadBatch(threads: 1)
         let many: [[Int32]] = (0..<400).map { (i: Int) -> [Int32] in
@@ -92,10 +94,7 @@ final class BatcherTests: XCTestCase {
     /// timeout, then answered 503). Before 4 passes have run (cold ones among them) nothing is refused.
     /// (A budget of 8 tokens: the rate comes from passes of at least half of it.)
     func testARequestThatCannotFinishInTimeIsRefusedBeforeItQueues() async throws {
-        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
-        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 8, maxWait: .milliseconds(1), queueCapacity: 64,
-                                                                          requestTimeout: .nanoseconds(1)),
-                              metrics: Self.metrics)
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 8, maxWait: .milliseconds(1), queueCapacity: 64, requestTimeout: .nanoseconds(1)))
         batcher.start()
         defer { batcher.stop() }
         let head = try SentenceHead(model)
@@ -119,9 +118,7 @@ final class BatcherTests: XCTestCase {
     /// A sentence pair (token type 1) sent to a model whose checkpoint has one token type is
     /// that request's fault: refused before batching, in the request's own terms.
     func testTokenTypeTheModelLacksIsRefusedBeforeBatching() async throws {
-        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
-        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 4096, maxWait: .milliseconds(1), queueCapacity: 64),
-                              metrics: Self.metrics)
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 4096, maxWait: .milliseconds(1), queueCapacity: 64))
         do {
             _ = try await batcher.run([[101, 7592, 102]], typeIds: [[0, 0, Int32(model.config.encoder.typeVocabSize)]], head: SentenceHead(model),
                                       batch: HeadBatch(threads: 1), timeout: .seconds(5))
@@ -136,9 +133,7 @@ final class BatcherTests: XCTestCase {
     /// first's [CLS] rows and all of the second's (`HeadRows`), and each gets what a pass of its
     /// own over every row gives, bit for bit.
     func testHeadsReadingDifferentRowsShareAPass() async throws {
-        let model = try loadEncoder(folder: convertedModel("all-MiniLM-L6-v2"), threads: 1)
-        let batcher = Batcher(model: model, name: "minilm", limits: .init(maxBatchTokens: 4096, maxWait: .milliseconds(200), queueCapacity: 64),
-                              metrics: Self.metrics)
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 4096, maxWait: .milliseconds(200), queueCapacity: 64))
         var clsPooled = try SentenceHead(model)
         clsPooled.pooling = .cls
         let cls = clsPooled

@@ -238,16 +238,7 @@ extension ServerTests {
         // refuse the 262,144-token requests before they queue (413), and none would be abandoned.
         let server = try ServerProcess(bert: bertPath, arguments: ["--request-timeout", "600"])
         let texts = (0..<1024).map { i in (0..<100).map { "word\((i * 7 + $0) % 997)" }.joined(separator: " ") }
-        let body = jsonBody(["inputs": texts, "truncate": true])
-        let head = "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
-        var abandoned: [Int32] = []
-        for _ in 0..<4 {
-            let fd = try connectLoopback(port: server.port, timeout: 5)
-            _ = (Data(head.utf8) + body).withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
-            abandoned.append(fd)
-        }
-        Thread.sleep(forTimeInterval: 0.5)  // the bodies are read; the work is queued
-        for fd in abandoned { close(fd) }
+        try abandon(4, posting: jsonBody(["inputs": texts, "truncate": true]), to: "/embed", on: server)
         let started = Date()
         XCTAssertEqual(try server.post("/embed", ["inputs": "one text"]).status, 200)
         XCTAssertLessThan(Date().timeIntervalSince(started), 10, "the one-text request waited behind requests no one will read")
@@ -269,27 +260,38 @@ extension ServerTests {
     /// about as long as alone. The bound, twice alone plus a second, is far under what 8 jobs
     /// on 2 lanes (4 each) cost.
     func testAClientThatGoesLeavesTheLanes() throws {
-        let server = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "40000000", "--max-response-bytes", "4000000000",
-                                                                  "--max-inputs", "100000", "--request-timeout", "600"])
-        let text = String(repeating: "Tokenisation of many long texts takes a while. ", count: 40)
-        let body = jsonBody(["inputs": Array(repeating: text, count: 2000)])
+        let server = try ServerProcess(bert: bertPath, arguments: Self.largeTokenizeArguments + ["--request-timeout", "600"])
+        let body = Self.longTokenizeBody(texts: 2000)
         var started = Date()
         XCTAssertEqual(try httpRequest(port: server.port, method: "POST", path: "/tokenize", body: body, from: "127.0.0.2").status, 200)
         let alone = Date().timeIntervalSince(started)
-        let head = "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
-        var abandoned: [Int32] = []
-        for _ in 0..<8 {
-            let fd = try connectLoopback(port: server.port, timeout: 5, from: "127.0.0.2")
-            _ = (Data(head.utf8) + body).withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
-            abandoned.append(fd)
-        }
-        Thread.sleep(forTimeInterval: 0.5)  // the bodies are read; the jobs wait for lanes
-        for fd in abandoned { close(fd) }
+        try abandon(8, posting: body, to: "/tokenize", on: server, from: "127.0.0.2")
         started = Date()
         XCTAssertEqual(try httpRequest(port: server.port, method: "POST", path: "/tokenize", body: body, from: "127.0.0.2").status, 200)
         let after = Date().timeIntervalSince(started)
         XCTAssertLessThan(after, 2 * alone + 1, "alone \(alone) s; behind 8 abandoned requests \(after) s")
         XCTAssertEqual(server.terminate(), 0)
+    }
+
+    /// Sends `count` whole requests of `body` to `path` (from `source`), then closes each
+    /// connection unanswered 0.5 s later, when the bodies are read and their work waits.
+    private func abandon(_ count: Int, posting body: Data, to path: String, on server: ServerProcess, from source: String? = nil) throws {
+        let head = "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+        let connections = try (0..<count).map { _ in
+            let fd = try connectLoopback(port: server.port, timeout: 5, from: source)
+            _ = (Data(head.utf8) + body).withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+            return fd
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        for fd in connections { close(fd) }
+    }
+
+    /// A server that takes and answers /tokenize requests of millions of tokens.
+    static let largeTokenizeArguments = ["--body-limit", "40000000", "--max-response-bytes", "4000000000", "--max-inputs", "100000"]
+
+    /// /tokenize's body of `texts` copies of a 2,000-character text (8,000: 3.3 million tokens).
+    static func longTokenizeBody(texts: Int) -> Data {
+        jsonBody(["inputs": Array(repeating: String(repeating: "Tokenisation of many long texts takes a while. ", count: 40), count: texts)])
     }
 
     /// A request that cannot finish within --request-timeout even at the model's fastest recent
@@ -475,10 +477,8 @@ extension ServerTests {
     /// 0.1 s: the 8,000 texts (3.3 million tokens) take 0.3 s to tokenise on a 2-core AMD EPYC
     /// guest, and did not reach 0.5 s there.
     func testRequestDeadlineCoversTokenising() throws {
-        let server = try ServerProcess(bert: bertPath, arguments: ["--request-timeout", "0.1", "--body-limit", "40000000",
-                                                                  "--max-response-bytes", "4000000000", "--max-inputs", "100000"])
-        let text = String(repeating: "Tokenisation of many long texts takes a while. ", count: 40)
-        let body = jsonBody(["inputs": Array(repeating: text, count: 8000)])
+        let server = try ServerProcess(bert: bertPath, arguments: ["--request-timeout", "0.1"] + Self.largeTokenizeArguments)
+        let body = Self.longTokenizeBody(texts: 8000)
         let started = Date()
         let reply = try httpRequest(port: server.port, method: "POST", path: "/tokenize", body: body)
         let elapsed = Date().timeIntervalSince(started)
