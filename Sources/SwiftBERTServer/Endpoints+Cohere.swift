@@ -46,6 +46,7 @@ extension Endpoints {
                 guard maxTokens >= 1 else { throw APIError.invalid("max_tokens must be at least 1; got \(maxTokens)", param: "max_tokens") }
                 if truncation == .NONE {
                     for (index, text) in texts.enumerated() {
+                        try RequestDeadline.check()  // as `encode`'s loop: the deadline, a client gone
                         let count = model.tokenizer.encode(text, addSpecialTokens: false).count
                         guard count <= maxTokens else {
                             throw APIError.invalid("text \(index) is \(count) tokens long, over max_tokens (\(maxTokens)), and truncate is NONE; shorten it, or send truncate END or START",
@@ -132,7 +133,12 @@ extension Endpoints {
         if let maxTokens = request.max_tokens_per_doc {
             guard maxTokens >= 1 else { throw APIError.invalid("max_tokens_per_doc must be at least 1; got \(maxTokens)", param: "max_tokens_per_doc") }
             let given = documents
-            documents = try await offload { [self] in given.map { firstTokens($0, maxTokens, tokenizer: model.tokenizer) } }
+            documents = try await offload { [self] in
+                try given.map { document in
+                    try RequestDeadline.check()
+                    return firstTokens(document, maxTokens, tokenizer: model.tokenizer)
+                }
+            }
         }
         let (scores, tokens) = try await rerankScores(query: request.query, documents: documents, model: model, truncate: true,
                                                       fromLeft: false, raw: false, param: "documents")
