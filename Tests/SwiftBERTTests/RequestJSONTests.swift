@@ -3,8 +3,8 @@ import XCTest
 #if Server
 @testable import SwiftBERTServer
 
-/// The server's scans of a request body beside Foundation's decoder: keys given twice, and
-/// string escapes that are half a surrogate pair.
+/// The server's scans of a request body beside Foundation's decoder (keys given twice, string
+/// escapes that are half a surrogate pair), and its JSON writer.
 final class RequestJSONTests: XCTestCase {
     func testDuplicateKeysAreFoundInEveryObjectAndOnlyThere() {
         func duplicate(_ json: String) -> String? { duplicateKey(in: Array(json.utf8)) }
@@ -22,6 +22,23 @@ final class RequestJSONTests: XCTestCase {
         XCTAssertEqual(lone(#"{"a": "\udc00\ud83d\ude00\ud83d"}"#), [7, 25])
         XCTAssertEqual(lone(#"{"a": "\ud83d\ude00", "b": "\\ud800", "c": "\u00e9"}"#), [])
         XCTAssertEqual(lone(#"{"a": "\ud83d\u0041"}"#), [7])
+    }
+
+    /// Integers are written digit by digit in place (they went through a String each): every
+    /// sign and length, the extremes included, reads back as what was written.
+    func testJSONWriterWritesEveryIntegerAndLiteral() throws {
+        let values = [0, 7, -1, 9, 10, -10, 99, 100, 12345, -987654321, Int.max, Int.min]
+        let json = JSONWriter()
+        json.object {
+            json.key("n"); json.array { for value in values { json.number(value) } }
+            json.key("t"); json.bool(true)
+            json.key("f"); json.bool(false)
+            json.key("z"); json.null()
+        }
+        let text = String(decoding: json.bytes, as: UTF8.self)
+        XCTAssertEqual(text, #"{"n":[0,7,-1,9,10,-10,99,100,12345,-987654321,9223372036854775807,-9223372036854775808],"t":true,"f":false,"z":null}"#)
+        let parsed = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.bytes)) as? [String: Any])
+        XCTAssertEqual((parsed["n"] as? [NSNumber])?.map(\.int64Value), values.map { Int64($0) })
     }
 }
 #endif
