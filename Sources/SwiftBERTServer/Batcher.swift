@@ -20,13 +20,20 @@ final class Batcher: @unchecked Sendable {
         /// The longest a request may take (--request-timeout): one whose tokens need more of the
         /// model's time than this, even at the fastest rate of its recent passes, is refused.
         var requestTimeout: Duration? = nil
+
+        /// The most one client may have waiting: a quarter of the queue stays for the others, so
+        /// that one client filling it never has another's request refused as "queue full".
+        var perClientCapacity: Int { queueCapacity - queueCapacity / 4 }
     }
 
     enum Failure: Error, Equatable {
         /// Waiting helps: the queue has no room now.
         case queueFull(capacity: Int)
-        /// Waiting never helps: the request alone holds more sequences than the queue.
-        case largerThanQueue(sequences: Int, capacity: Int)
+        /// Waiting never helps: the request alone holds more sequences than one client may queue.
+        case largerThanQueue(sequences: Int, capacity: Int, perClient: Int)
+        /// Waiting for its own requests helps: the client already has `waiting` sequences queued,
+        /// and these would take it past its share.
+        case clientShareFull(waiting: Int, perClient: Int)
         /// Waiting never helps: at the model's fastest recent rate (tokens per second of its
         /// forward passes), the request's tokens take longer than `limit` seconds.
         case longerThanTimeout(tokens: Int, tokensPerSecond: Double, limit: Double)
@@ -47,6 +54,7 @@ final class Batcher: @unchecked Sendable {
         var items: [Item] = []
         var head = 0
         var first: Item? { head < items.count ? items[head] : nil }
+        var count: Int { items.count - head }
 
         mutating func removeFirst() {
             head += 1
@@ -153,8 +161,12 @@ final class Batcher: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping else { throw Failure.stopped }
-        guard items.count <= limits.queueCapacity else {
-            throw Failure.largerThanQueue(sequences: items.count, capacity: limits.queueCapacity)
+        guard items.count <= limits.perClientCapacity else {
+            throw Failure.largerThanQueue(sequences: items.count, capacity: limits.queueCapacity, perClient: limits.perClientCapacity)
+        }
+        let waiting = queues[client]?.count ?? 0
+        guard waiting + items.count <= limits.perClientCapacity else {
+            throw Failure.clientShareFull(waiting: waiting, perClient: limits.perClientCapacity)
         }
         guard queuedCount + items.count <= limits.queueCapacity else {
             throw Failure.queueFull(capacity: limits.queueCapacity)

@@ -87,8 +87,9 @@ struct Endpoints: Sendable {
     /// 413 before tokenising when the sequences could never fit the model's queue: waiting never
     /// helps, so this answer comes before the deadline's 503 (which says retrying is safe).
     func checkFitsTheQueue(_ count: Int, model: ServedModel) throws {
-        guard count > configuration.queueCapacity else { return }
-        throw mapFailure(Batcher.Failure.largerThanQueue(sequences: count, capacity: configuration.queueCapacity), model: model)
+        let limits = model.batcher.limits
+        guard count > limits.perClientCapacity else { return }
+        throw mapFailure(Batcher.Failure.largerThanQueue(sequences: count, capacity: limits.queueCapacity, perClient: limits.perClientCapacity), model: model)
     }
 
     /// The most bytes a Float takes in JSON ("-1.17549435e-38") and its comma.
@@ -199,8 +200,12 @@ struct Endpoints: Sendable {
         case let Batcher.Failure.queueFull(capacity):
             metrics.rejected(model: model.name)
             return APIError.overloaded("the queue of \(model.name) is full (\(capacity) sequences waiting); the request was not processed; retry after a moment")
-        case let Batcher.Failure.largerThanQueue(sequences, capacity):
-            return APIError.invalid("the request has \(sequences) inputs (sequences, counted after chunking), more than the \(capacity) the queue of \(model.name) can ever hold (--queue-capacity); send at most \(capacity) per request", status: 413)
+        case let Batcher.Failure.largerThanQueue(sequences, capacity, perClient):
+            return APIError.invalid("the request has \(sequences) inputs (sequences, counted after chunking), more than the \(perClient) one client may have in the queue of \(model.name) (three quarters of --queue-capacity \(capacity)); send at most \(perClient) per request", status: 413)
+        case let Batcher.Failure.clientShareFull(waiting, perClient):
+            metrics.rejected(model: model.name)
+            return APIError(status: 429, message: "this client already has \(waiting) sequences waiting in the queue of \(model.name), and one client may have at most \(perClient) (three quarters of --queue-capacity: the rest stays for other clients); the request was not processed; retry when your earlier requests are answered",
+                            type: "rate_limit_error", code: "too_many_requests", retryAfter: 1)
         case let Batcher.Failure.longerThanTimeout(tokens, tokensPerSecond, limit):
             let fits = Int(tokensPerSecond * limit * 0.9)
             return APIError.invalid("the request's \(tokens) tokens need more than --request-timeout (\(limit) s) of \(model.name)'s time: it runs at most \(Int(tokensPerSecond)) tokens a second here; the request was not processed; send at most about \(fits) tokens per request (texts × their tokens), or start the server with a longer --request-timeout", status: 413)

@@ -115,6 +115,45 @@ final class BatcherTests: XCTestCase {
         XCTAssertEqual(batcher.queueDepth, 0, "nothing of a refused request is queued")
     }
 
+    /// One client may fill three quarters of the queue, and no more: the rest stays for other
+    /// clients, whose requests are taken though the first one keeps sending. Before, one client's
+    /// requests could fill the queue, and another's one text got 503 "queue full".
+    func testOneClientCannotFillTheQueueForOthers() async throws {
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 4096, maxWait: .milliseconds(1), queueCapacity: 8))
+        XCTAssertEqual(batcher.limits.perClientCapacity, 6)
+        let head = try SentenceHead(model)
+        let three: [[Int32]] = Array(repeating: [101, 7592, 2088, 102], count: 3)
+        func send(_ sequences: [[Int32]], from client: String) -> Task<[[Float]], Error> {
+            Task { try await RequestBody.$client.withValue(client) { try await batcher.run(sequences, head: head, batch: HeadBatch(threads: 1), timeout: .seconds(30)) } }
+        }
+        let first = send(three, from: "127.0.0.2"), second = send(three, from: "127.0.0.2")
+        try await waitUntil { batcher.queueDepth == 6 }
+        do {
+            _ = try await send([[101, 7592, 102]], from: "127.0.0.2").value
+            XCTFail("a seventh sequence of one client was queued")
+        } catch let Batcher.Failure.clientShareFull(waiting, perClient) {
+            XCTAssertEqual([waiting, perClient], [6, 6])
+        }
+        do {
+            _ = try await send(three, from: "127.0.0.3").value
+            XCTFail("3 more sequences fit a queue of 8 holding 6")
+        } catch let Batcher.Failure.queueFull(capacity) {
+            XCTAssertEqual(capacity, 8)
+        }
+        let other = send([[101, 2088, 102], [101, 7592, 102]], from: "127.0.0.3")
+        try await waitUntil { batcher.queueDepth == 8 }
+        batcher.start()
+        defer { batcher.stop() }
+        let outputs = try await [first.value, second.value, other.value]
+        XCTAssertEqual(outputs.map(\.count), [3, 3, 2])
+        do {
+            _ = try await send(Array(repeating: [101, 102], count: 7), from: "127.0.0.4").value
+            XCTFail("a request of 7 sequences was queued though one client may hold 6")
+        } catch let Batcher.Failure.largerThanQueue(sequences, capacity, perClient) {
+            XCTAssertEqual([sequences, capacity, perClient], [7, 8, 6])
+        }
+    }
+
     /// A sentence pair (token type 1) sent to a model whose checkpoint has one token type is
     /// that request's fault: refused before batching, in the request's own terms.
     func testTokenTypeTheModelLacksIsRefusedBeforeBatching() async throws {

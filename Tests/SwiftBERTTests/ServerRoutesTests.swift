@@ -367,13 +367,14 @@ extension ServerTests {
         XCTAssertEqual(try server.post("/embed", ["inputs": "still here"]).status, 200)
     }
 
-    /// More inputs than the queue can ever hold: 413 saying the limit (a 503 would invite retries
+    /// More inputs than one client may ever queue: 413 saying the limit (a 503 would invite retries
     /// that can never succeed). A timeout: 503 saying the request was not processed.
     func testRequestLargerThanTheQueueGets413AndATimeoutSaysNotProcessed() throws {
         let server = try ServerProcess(bert: bertPath, arguments: ["--queue-capacity", "4", "--request-timeout", "0.001"])
         let texts = Array(Self.sentences.prefix(8))
-        openAIError(try server.post("/v1/embeddings", ["input": texts]), status: 413, mentions: ["8 inputs", "4", "--queue-capacity"])
-        let long = Array(repeating: Self.sentences.prefix(12).joined(separator: " "), count: 4)
+        openAIError(try server.post("/v1/embeddings", ["input": texts]), status: 413, mentions: ["8 inputs", "the 3 one client may have", "--queue-capacity 4"])
+        // 3: one client's share of a queue of 4.
+        let long = Array(repeating: Self.sentences.prefix(12).joined(separator: " "), count: 3)
         let timedOut = try server.post("/v1/embeddings", ["input": long])
         openAIError(timedOut, status: 503, mentions: ["not processed", "retrying is safe"])
         XCTAssertEqual(server.terminate(), 0)
