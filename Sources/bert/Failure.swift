@@ -6,7 +6,8 @@ import SwiftBERTCommandLine
 
 /// Parses and runs a command line, turning every error into one line on stderr and a
 /// sysexits-style status. Never lets an error escape as a trap or a stack trace.
-func runBert(_ arguments: [String]) -> Int32 {
+func runBert(_ given: [String]) -> Int32 {
+    let arguments = Array(given.prefix(1)) + attachingNegativeNumbers(Array(given.dropFirst()))
     do {
         var command = try Bert.parseAsRoot(Array(arguments.dropFirst()))
         try command.run()
@@ -16,6 +17,23 @@ func runBert(_ arguments: [String]) -> Int32 {
         if let message { writeStandardError(message + "\n") }
         return status
     }
+}
+
+/// The arguments with each negative number that follows an option attached to it: `--C -1` as
+/// `--C=-1`. ArgumentParser reads `-1` as the short option `-1` and then says the option lacks
+/// its value; bert has no option named by a digit, so the number can only be the value, and
+/// the option's own check then says which values it takes. After `--`, nothing is changed.
+func attachingNegativeNumbers(_ arguments: [String]) -> [String] {
+    var result: [String] = []
+    for argument in arguments {
+        if let option = result.last, option.hasPrefix("--"), option != "--", !option.contains("="),
+           argument.hasPrefix("-"), Double(argument) != nil, !result.contains("--") {
+            result[result.count - 1] = option + "=" + argument
+        } else {
+            result.append(argument)
+        }
+    }
+    return result
 }
 
 /// The first command-line argument that is not valid UTF-8 as the process received it: its

@@ -403,6 +403,20 @@ final class CLIFailureTests: CLITestCase {
         XCTAssertTrue(counted.stdout.contains("wa") && counted.stdout.contains("wb"), counted.stdout)
     }
 
+    /// A negative number after an option is that option's value, checked as any other: before,
+    /// ArgumentParser took `-1` for an option and said "Missing value for '--C <C>'".
+    func testNegativeNumbersAreValuesTheirOptionsCheck() throws {
+        assertFailure(try bert("train-classifier", "--train", "x", "--output", "y", "--C", "-1"), status: 64, mentions: ["--C values must be positive"])
+        assertFailure(try bert("fill", "--top-k", "-1", "[MASK]"), status: 64, mentions: ["--top-k must be at least 1"])
+        assertFailure(try bert("embed", "--max-length", "-5", "x"), status: 64, mentions: ["--max-length must be at least 2"])
+        assertFailure(try bert("embed", "--threads", "-0.5", "x"), status: 64, mentions: ["--threads", "-0.5"])
+        XCTAssertFalse(try bert("fill", "--top-k", "-1", "[MASK]").stderr.contains("Missing value"))
+        // After `--`, a negative number is a text like any other.
+        let text = try bert("tokenize", "--json", "--", "-1")
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertTrue(text.stdout.contains(#""tokens":["[CLS]","-","1","[SEP]"]"#), text.stdout)
+    }
+
     func testUnknownModelListsTheAvailableOnes() throws {
         assertFailure(try bert("embed", "--model", "no-such-model", "x"), status: 66, mentions: ["no-such-model", "all-MiniLM-L6-v2", "splade-tiny"])
         XCTAssertFalse(try bert("embed", "--model", "no-such-model", "x").stderr.contains("Did you mean"))
