@@ -9,6 +9,7 @@ import SwiftBERTCommandLine
 func runBert(_ given: [String]) -> Int32 {
     let arguments = Array(given.prefix(1)) + attachingNegativeNumbers(Array(given.dropFirst()))
     do {
+        if let unknown = unknownSubcommand(arguments) { throw unknown }
         var command = try Bert.parseAsRoot(Array(arguments.dropFirst()))
         try command.run()
         return 0
@@ -17,6 +18,19 @@ func runBert(_ given: [String]) -> Int32 {
         if let message { writeStandardError(message + "\n") }
         return status
     }
+}
+
+/// `bert NAME` or `bert help NAME` for a subcommand there is not: a usage error naming the
+/// closest one. ArgumentParser's `help` printed the overview and exited 0, as if it had worked,
+/// and `bert NAME` said only "Unexpected argument".
+func unknownSubcommand(_ arguments: [String]) -> CLIError? {
+    let names = Bert.configuration.subcommands.map { $0._commandName }
+    var words = arguments.dropFirst()
+    if words.first == "help" { words = words.dropFirst() }
+    guard let name = words.first, !name.hasPrefix("-"), !names.contains(name), name != "help" else { return nil }
+    let advice = closestName(to: name, among: names).map { "did you mean `bert \($0)`?" }
+        ?? "the subcommands are \(names.joined(separator: ", "))"
+    return .usage("no subcommand '\(name)'; \(advice) (see `bert --help`)")
 }
 
 /// The arguments with each negative number that follows an option attached to it: `--C -1` as

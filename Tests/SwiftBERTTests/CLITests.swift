@@ -417,6 +417,17 @@ final class CLIFailureTests: CLITestCase {
         XCTAssertTrue(text.stdout.contains(#""tokens":["[CLS]","-","1","[SEP]"]"#), text.stdout)
     }
 
+    /// `bert help NAME` for a subcommand there is not printed the overview and exited 0; now it
+    /// is a usage error naming the closest subcommand, as `bert NAME` is.
+    func testUnknownSubcommandsNameTheClosest() throws {
+        assertFailure(try bert("help", "embd"), status: 64, mentions: ["no subcommand 'embd'", "did you mean `bert embed`?"])
+        assertFailure(try bert("tokenise", "x"), status: 64, mentions: ["did you mean `bert tokenize`?"])
+        assertFailure(try bert("help", "nosuch"), status: 64, mentions: ["no subcommand 'nosuch'", "the subcommands are embed, fill"])
+        let help = try bert("help", "embed")
+        XCTAssertEqual(help.status, 0, help.stderr)
+        XCTAssertTrue(help.stdout.contains("Sentence embeddings"), help.stdout)
+    }
+
     func testUnknownModelListsTheAvailableOnes() throws {
         assertFailure(try bert("embed", "--model", "no-such-model", "x"), status: 66, mentions: ["no-such-model", "all-MiniLM-L6-v2", "splade-tiny"])
         XCTAssertFalse(try bert("embed", "--model", "no-such-model", "x").stderr.contains("Did you mean"))
