@@ -32,9 +32,19 @@ struct Suggest: ParsableCommand, TopKCommand {
     @OptionGroup var model: MaskedLMModelOptions
 
     func run() throws {
-        let userWords = try words.map { try UserWord.readList(URL(fileURLWithPath: $0)) } ?? []
+        let userWords = try words.map(readWordList) ?? []
         let loaded = try model.load()
         let suggestions = try WordSuggester(model: loaded.encoder, tokenizer: loaded.tokenizer, userWords: userWords).suggest(text, topK: topK)
         try writeResult(json ? SuggestionReport.json(suggestions).text + "\n" : SuggestionReport.text(suggestions))
     }
+}
+
+/// The --words file's words. A folder is input that cannot be read (66), as `--input` says of one;
+/// the library, reading it as text, would call it bad data (65).
+func readWordList(_ path: String) throws -> [UserWord] {
+    var isFolder: ObjCBool = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+        throw StreamError.unreadable(path: path, reason: "it is a directory; give a word list file: one word per line, optionally followed by a count")
+    }
+    return try UserWord.readList(URL(fileURLWithPath: path))
 }

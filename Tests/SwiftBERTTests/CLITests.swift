@@ -472,12 +472,33 @@ final class CLIFailureTests: CLITestCase {
         let source = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads/bert-classifier").path
         let file = temporaryPath("convert-destination-file")
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: file))
-        assertFailure(try bert("convert", source, file), status: 74, mentions: [file, "is a file, not a folder"])
+        assertFailure(try bert("convert", source, file), status: 73, mentions: [file, "is a file, not a folder"])
         XCTAssertEqual(try String(contentsOfFile: file, encoding: .utf8), "keep me")
         let weights = try Data(contentsOf: URL(fileURLWithPath: source + "/model-00001-of-00002.safetensors"))
         assertFailure(try bert("convert", source, source + "/."), status: 74, mentions: ["the checkpoint's own folder"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: source + "/model.safetensors"))
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: source + "/model-00001-of-00002.safetensors")), weights)
+    }
+
+    /// A destination bert cannot make is a failure to create the output (73), found before the
+    /// conversion: a file as its parent, a parent that is not writable (a folder of mode 555 for
+    /// a user other than root, who may write anywhere; /proc/sys for everyone). Before, the
+    /// first was a write error (74) and the second converted into the folder anyway as root.
+    func testConvertIntoAPlaceItCannotCreateIsCantCreate() throws {
+        let source = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads/bert-classifier").path
+        let file = temporaryPath("convert-parent-file")
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: file))
+        assertFailure(try bert("convert", source, file + "/model"), status: 73, mentions: ["cannot create output", "\(file) is a file"])
+        if FileManager.default.fileExists(atPath: "/proc/sys") {
+            assertFailure(try bert("convert", source, "/proc/sys/swiftbert-model"), status: 73, mentions: ["no folder can be made in /proc/sys"])
+        }
+        if getuid() != 0 {
+            let readOnly = temporaryPath("read-only-parent")
+            try FileManager.default.createDirectory(atPath: readOnly, withIntermediateDirectories: true)
+            try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: readOnly)
+            defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: readOnly) }
+            assertFailure(try bert("convert", source, readOnly + "/model"), status: 73, mentions: ["no folder can be made in \(readOnly)", "Permission denied"])
+        }
     }
 
     /// A fresh copy of the classifier fixture (a Hugging Face folder), under a name no cache knows.
@@ -602,6 +623,11 @@ final class CLIFailureTests: CLITestCase {
         assertFailure(try bert("embed", "--input", "/nonexistent/input.txt"), status: 66, mentions: ["/nonexistent/input.txt"])
         assertFailure(try bert("search", "--corpus", "/nonexistent/corpus.txt", "q"), status: 66, mentions: ["corpus.txt"])
         assertFailure(try bert("embed", "--output", "/nonexistent/dir/out.jsonl", "x"), status: 73, mentions: ["out.jsonl"])
+        // A folder given as a file of words is input that cannot be read (66), as for --input; it was "not readable UTF-8 text" (65).
+        let folder = temporaryPath("words-folder")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        assertFailure(try bert("suggest", "--words", folder, "hello wor"), status: 66, mentions: [folder, "it is a directory", "word list"])
+        assertFailure(try bert("embed", "--input", folder), status: 66, mentions: [folder, "it is a directory"])
     }
 
     func testFullDiskIsAnIOError() throws {
