@@ -18,9 +18,10 @@ func readAllTexts(_ input: InputOptions) throws -> (texts: [String], skips: Skip
 
 /// Reads every text of `input`, runs `results` over all of them (the pipeline batches them
 /// itself, so an error names the input by its place in the whole input), and writes one record
-/// per text, in input order: a JSON line, or `text`'s rendering.
-func writeRecords<Record>(of input: InputOptions, json: Bool, _ results: ([String]) throws -> [Record],
-                          jsonLine: (Record) -> String, text: (Record) -> String) throws {
+/// per text, in input order: a JSON line, or `text`'s rendering. Then the count of texts that
+/// `model` cut to its limit, each paired with `pair` if given.
+func writeRecords<Record>(of input: InputOptions, json: Bool, truncatedBy model: LoadedModel, pairedWith pair: String? = nil,
+                          _ results: ([String]) throws -> [Record], jsonLine: (Record) -> String, text: (Record) -> String) throws {
     let (texts, skips, source) = try readAllTexts(input)
     let sink = OutputSink.standardOutput()
     for record in try results(texts) {
@@ -28,6 +29,16 @@ func writeRecords<Record>(of input: InputOptions, json: Bool, _ results: ([Strin
     }
     try sink.close()
     skips.summarize(source: source)
+    reportTruncation(truncatedCount(model, texts, pairs: pair.map { Array(repeating: $0, count: texts.count) }),
+                     of: texts.count, limit: model.encoder.config.encoder.maxSequenceLength)
+}
+
+/// How many of `texts` (each with its pair, if any) are longer than the model's limit, so that
+/// the classifiers cut them. They return no such count: the texts are tokenized again, which
+/// costs little beside the forward passes.
+func truncatedCount(_ model: LoadedModel, _ texts: [String], pairs: [String]? = nil) -> Int {
+    let limit = model.encoder.config.encoder.maxSequenceLength
+    return texts.indices.count { model.tokenizer.encode(texts[$0], pair: pairs?[$0], maxLength: limit).wasTruncated }
 }
 
 struct Classify: ParsableCommand {
@@ -85,8 +96,13 @@ struct Classify: ParsableCommand {
     }
 
     func run() throws {
-        let classifier = try TextClassifier(engine.load(model))
+        let loaded = try engine.load(model)
+        let classifier = try TextClassifier(loaded)
         let classify: ([String]) throws -> [[LabelScore]]
+        // Zero-shot pairs each text with every label's hypothesis: the longest one cuts first.
+        let longestHypothesis = candidates.flatMap { candidates in
+            ZeroShotClassifier.hypotheses(candidates, template: hypothesisTemplate).max { loaded.tokenizer.encode($0).count < loaded.tokenizer.encode($1).count }
+        }
         if let candidates {
             let zeroShot = try ZeroShotClassifier(classifier: classifier)
             classify = { texts in
@@ -96,7 +112,8 @@ struct Classify: ParsableCommand {
         } else {
             classify = { try classifier.classify($0, topK: topK, batchSize: batch.batchSize, truncation: batch.truncation) }
         }
-        try writeRecords(of: input, json: json, classify, jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
+        try writeRecords(of: input, json: json, truncatedBy: loaded, pairedWith: longestHypothesis, classify,
+                         jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
     }
 }
 
@@ -135,7 +152,8 @@ struct Rerank: ParsableCommand {
     }
 
     func run() throws {
-        let reranker = try Reranker(engine.load(model))
+        let loaded = try engine.load(model)
+        let reranker = try Reranker(loaded)
         let query = arguments[0]
         var docs = Array(arguments.dropFirst())
         if let documents {
@@ -147,6 +165,8 @@ struct Rerank: ParsableCommand {
         let sink = OutputSink.standardOutput()
         try sink.write(json ? RerankReport.json(query: query, results).text + "\n" : RerankReport.text(results))
         try sink.close()
+        reportTruncation(truncatedCount(loaded, Array(repeating: query, count: docs.count), pairs: docs),
+                         of: docs.count, limit: loaded.encoder.config.encoder.maxSequenceLength)
     }
 }
 
@@ -179,8 +199,9 @@ struct NER: ParsableCommand {
     @OptionGroup var engine: EngineOptions
 
     func run() throws {
-        let ner = try TokenClassifier(engine.load(model))
-        try writeRecords(of: input, json: json, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize, truncation: batch.truncation) },
+        let loaded = try engine.load(model)
+        let ner = try TokenClassifier(loaded)
+        try writeRecords(of: input, json: json, truncatedBy: loaded, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize, truncation: batch.truncation) },
                          jsonLine: { EntityReport.json($0).text }, text: { EntityReport.text($0) })
     }
 }

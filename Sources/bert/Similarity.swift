@@ -30,8 +30,6 @@ struct Similarity: ParsableCommand {
         let matrix = similarityMatrix(result.vectors)
         try writeResult(json ? SimilarityReport.json(texts: texts, matrix: matrix).text + "\n"
                           : SimilarityReport.text(texts: texts, matrix: matrix))
-        if !result.truncated.isEmpty {
-            writeStandardError("bert: \(result.truncated.count) of \(texts.count) texts were longer than \(effectiveLimit(model.embedding.maxLength, bert.config)) tokens and were truncated\n")
-        }
+        reportTruncation(result.truncated.count, of: texts.count, limit: effectiveLimit(model.embedding.maxLength, bert.config))
     }
 }

@@ -124,6 +124,11 @@ final class HeadCLITests: CLITestCase {
             let left = try bert([command, "--json", "--truncation-direction", "left", "--model", folder] + texts)
             XCTAssertEqual(right.status, 0, right.stderr)
             XCTAssertEqual(left.status, 0, left.stderr)
+            // The cut is said on stderr, as embed says it (before, classify and ner said nothing).
+            for result in [right, left] {
+                XCTAssertEqual(result.stderr, "bert: 1 of 2 inputs were longer than 512 tokens and were truncated\n", command)
+            }
+            XCTAssertEqual(try bert([command, "--json", "--model", folder, "Hello!"]).stderr, "", "\(command): nothing cut, nothing said")
             XCTAssertNotEqual(try jsonLines(left.stdout)[1] as NSDictionary, try jsonLines(right.stdout)[1] as NSDictionary,
                               "\(command): the long text's kept tokens differ")
             XCTAssertEqual(try jsonLines(left.stdout)[0] as NSDictionary, try jsonLines(right.stdout)[0] as NSDictionary,
@@ -140,6 +145,17 @@ final class HeadCLITests: CLITestCase {
                 XCTAssertGreaterThan(found[1].first ?? 0, 1000, "ner: entities come from the end of the long text")
             }
         }
+    }
+
+    /// rerank says how many (query, document) pairs were cut to the model's limit, as embed,
+    /// classify and ner do; it said nothing.
+    func testRerankSaysHowManyPairsWereTruncated() throws {
+        let long = (0..<300).map { "Version \($0) of the licence grants you a patent licence." }.joined(separator: " ")
+        let folder = heads.appendingPathComponent("bert-cross-encoder").path
+        let result = try bert(["rerank", "--json", "--model", folder, "who may copy", "It is blue.", long, "Permission is granted."])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "bert: 1 of 3 inputs were longer than 512 tokens and were truncated\n")
+        XCTAssertEqual(try bert(["rerank", "--model", folder, "who may copy", "It is blue.", "Permission is granted."]).stderr, "")
     }
 
     func testEmbedTakesPromptsAndTheModelsWidth() throws {

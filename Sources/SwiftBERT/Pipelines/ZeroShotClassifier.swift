@@ -27,6 +27,11 @@ public final class ZeroShotClassifier: @unchecked Sendable {
         try self.init(classifier: TextClassifier(model))
     }
 
+    /// The hypothesis of each label: `template` with the label at `{}`.
+    public static func hypotheses(_ labels: [String], template: String = defaultTemplate) -> [String] {
+        labels.map { template.replacingOccurrences(of: "{}", with: $0) }
+    }
+
     /// Every candidate label with its score for each text, best first (ties keep the order given).
     /// `template` holds `{}`, where each label goes.
     public func classify(_ texts: [String], labels candidates: [String], template: String = defaultTemplate, multiLabel: Bool = false,
@@ -35,7 +40,7 @@ public final class ZeroShotClassifier: @unchecked Sendable {
         guard template.contains("{}") else {
             throw SwiftBERTError.invalidInput(reason: "the hypothesis template '\(printable(template))' has no {} for the label; write it as \"This example is {}.\"")
         }
-        let hypotheses = candidates.map { template.replacingOccurrences(of: "{}", with: $0) }
+        let hypotheses = Self.hypotheses(candidates, template: template)
         let premises = texts.flatMap { text in candidates.map { _ in text } }
         let logits = try classifier.logits(premises, pairs: texts.flatMap { _ in hypotheses }, batchSize: batchSize, truncation: truncation)
         return texts.indices.map { t in
