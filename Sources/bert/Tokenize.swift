@@ -42,6 +42,11 @@ struct Tokenize: ParsableCommand {
             throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
         }
         let tokenizer = try Tokenizer.load(folder: ModelLocator.resolve(model))
+        // A limit below the framing would truncate nothing (Hugging Face's rule), not cut to it.
+        if let maxLength, !noSpecialTokens, maxLength < tokenizer.framingCount {
+            let framing = tokenizer.framed([]).map { tokenizer.token(of: $0) ?? "\($0)" }.joined(separator: " ")
+            throw CLIError.usage("--max-length \(maxLength) cannot hold the \(tokenizer.framingCount) tokens this model frames every text with (\(framing)); give at least \(tokenizer.framingCount), or --no-special-tokens")
+        }
         let sink = OutputSink.standardOutput()
         let writer = TokenizationWriter(json: json, sink: sink)
         while let record = try reader.next() {

@@ -428,6 +428,19 @@ final class CLIFailureTests: CLITestCase {
         XCTAssertTrue(help.stdout.contains("Sentence embeddings"), help.stdout)
     }
 
+    /// `tokenize --max-length 1` printed the whole text untruncated (a limit below [CLS] and
+    /// [SEP] truncates nothing, as in Hugging Face): now a usage error saying the least it takes.
+    func testTokenizeMaxLengthBelowTheFramingIsAUsageError() throws {
+        assertFailure(try bert("tokenize", "--max-length", "1", "hello world"), status: 64,
+                      mentions: ["--max-length 1", "2 tokens", "[CLS] [SEP]", "at least 2", "--no-special-tokens"])
+        let framing = try bert("tokenize", "--json", "--max-length", "2", "hello world")
+        XCTAssertEqual(framing.status, 0, framing.stderr)
+        XCTAssertTrue(framing.stdout.contains(#""tokens":["[CLS]","[SEP]"]"#), framing.stdout)
+        let bare = try bert("tokenize", "--json", "--max-length", "1", "--no-special-tokens", "hello world")
+        XCTAssertEqual(bare.status, 0, bare.stderr)
+        XCTAssertTrue(bare.stdout.contains(#""tokens":["hello"]"#), bare.stdout)
+    }
+
     func testUnknownModelListsTheAvailableOnes() throws {
         assertFailure(try bert("embed", "--model", "no-such-model", "x"), status: 66, mentions: ["no-such-model", "all-MiniLM-L6-v2", "splade-tiny"])
         XCTAssertFalse(try bert("embed", "--model", "no-such-model", "x").stderr.contains("Did you mean"))
