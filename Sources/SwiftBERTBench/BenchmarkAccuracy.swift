@@ -104,6 +104,11 @@ package enum BenchmarkSentences {
     /// Read as `bert embed --input` reads: a missing file, invalid UTF-8 (its line and byte)
     /// and an empty file each get their own error. Blank lines are left out.
     package static func load(_ url: URL) throws -> [String] {
-        try TextRecordReader(.file(url.path)).readAll().map(\.text).filter { !$0.allSatisfy(\.isWhitespace) }
+        let sentences = try TextRecordReader(.file(url.path)).readAll().map(\.text).filter { !$0.allSatisfy(\.isWhitespace) }
+        guard !sentences.isEmpty else {
+            throw StreamError.emptyInput(source: url.path, skipped: 0,
+                                         expected: ExpectedInput("sentences", advice: "give a file of real text, one sentence or passage a line"))
+        }
+        return sentences
     }
 }

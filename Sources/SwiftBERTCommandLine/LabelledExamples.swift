@@ -28,7 +28,10 @@ package enum LabelledExamples {
             }
             records.append((text, label))
         }
-        guard !records.isEmpty else { throw SwiftBERTError.invalidInput(reason: "\(printable(path)) holds no records") }
+        guard !records.isEmpty else {
+            throw StreamError.emptyInput(source: printable(path), skipped: 0,
+                                         expected: ExpectedInput("labelled examples", advice: "give JSON Lines of {\"text\": ..., \"label\": ...}, one example a line"))
+        }
         return records
     }
 }

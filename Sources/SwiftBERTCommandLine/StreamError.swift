@@ -14,8 +14,8 @@ package enum StreamError: Error, Equatable, CustomStringConvertible {
     case invalidJSONLine(source: String, line: Int, reason: String)
     /// One record is larger than the reader's limit (it would defeat bounded memory).
     case recordTooLong(source: String, line: Int, limit: Int)
-    /// The input holds no records at all.
-    case emptyInput(source: String, skipped: Int)
+    /// The input holds no records at all; `expected` says what the command wanted from it.
+    case emptyInput(source: String, skipped: Int, expected: ExpectedInput = .texts)
     /// The input exists but cannot be read (a directory, an I/O error).
     case unreadable(path: String, reason: String)
     /// The output file cannot be created (missing folder, permissions).
@@ -36,10 +36,10 @@ package enum StreamError: Error, Equatable, CustomStringConvertible {
             return "\(source): line \(line) is not a JSON string or an object with a \"text\" string: \(reason)"
         case let .recordTooLong(source, line, limit):
             return "\(source): line \(line) is longer than \(limit >> 20) MiB; split the text (the model reads at most a few hundred tokens anyway)"
-        case let .emptyInput(source, skipped):
+        case let .emptyInput(source, skipped, expected):
             return skipped > 0
-                ? "\(source): no usable input: all \(skipped) lines were skipped as invalid"
-                : "\(source): the input is empty; give at least one text (arguments, --input FILE, or lines on stdin)"
+                ? "\(source): no \(expected.what): all \(skipped) lines were skipped as invalid"
+                : "\(source): the input is empty: no \(expected.what); \(expected.advice)"
         case let .unreadable(path, reason):
             return "\(path): cannot read input: \(reason)"
         case let .cannotCreate(path, reason):
@@ -73,6 +73,24 @@ package enum StreamError: Error, Equatable, CustomStringConvertible {
         case let .interrupted(signal, _, _): return Interruption.exitStatus(for: signal)  // 130 for SIGINT, 143 for SIGTERM
         }
     }
+}
+
+/// What a command wanted from an input that held nothing, for its message: "texts to classify",
+/// and how to give them.
+package struct ExpectedInput: Equatable, Sendable {
+    package let what: String
+    package let advice: String
+
+    package init(_ what: String, advice: String) { (self.what, self.advice) = (what, advice) }
+
+    /// Texts from the arguments, --input FILE or stdin: `bert embed`'s, `classify`'s, `ner`'s,
+    /// `tokenize`'s. `verb` says what is done to them ("embed").
+    package static func texts(to verb: String) -> ExpectedInput {
+        ExpectedInput("texts to \(verb)", advice: "give at least one text: as an argument, with --input FILE, or as a line on stdin")
+    }
+
+    /// Where no command is named (a library caller's reader).
+    package static let texts = ExpectedInput("texts", advice: "give at least one text: as an argument, with --input FILE, or as a line on stdin")
 }
 
 /// The text of an errno value.

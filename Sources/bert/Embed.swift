@@ -104,7 +104,7 @@ struct Embed: ParsableCommand {
         let reader = try plan.reader(report: skips)
         // Fail on empty input before loading anything or creating the output.
         guard try reader.peek() != nil else {
-            throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
+            throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount, expected: .texts(to: "embed"))
         }
         let bert = try engine.load(model)
         if sparse || multiVector { return try embedOutputs(bert, reader, skips: skips) }

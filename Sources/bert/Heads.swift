@@ -7,22 +7,23 @@ extension AggregationStrategy: ExpressibleByArgument {}
 
 /// Every text of the input (arguments, --input FILE or stdin), read whole: classification and
 /// NER keep one output record per input record, in order.
-func readAllTexts(_ input: InputOptions) throws -> (texts: [String], skips: SkipReport, source: String) {
+func readAllTexts(_ input: InputOptions, expected: ExpectedInput) throws -> (texts: [String], skips: SkipReport, source: String) {
     let skips = SkipReport()
     let reader = try input.plan.reader(report: skips)
     var texts: [String] = []
     while let record = try reader.next() { texts.append(record.text) }
-    guard !texts.isEmpty else { throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount) }
+    guard !texts.isEmpty else { throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount, expected: expected) }
     return (texts, skips, reader.sourceName)
 }
 
-/// Reads every text of `input`, runs `results` over all of them (the pipeline batches them
-/// itself, so an error names the input by its place in the whole input), and writes one record
-/// per text, in input order: a JSON line, or `text`'s rendering. Then the count of texts that
-/// `model` cut to its limit, each paired with `pair` if given.
-func writeRecords<Record>(of input: InputOptions, json: Bool, truncatedBy model: LoadedModel, pairedWith pair: String? = nil,
-                          _ results: ([String]) throws -> [Record], jsonLine: (Record) -> String, text: (Record) -> String) throws {
-    let (texts, skips, source) = try readAllTexts(input)
+/// Runs `results` over every text `read` (the pipeline batches them itself, so an error names
+/// the input by its place in the whole input), and writes one record per text, in input order:
+/// a JSON line, or `text`'s rendering. Then the count of texts that `model` cut to its limit,
+/// each paired with `pair` if given.
+func writeRecords<Record>(of read: (texts: [String], skips: SkipReport, source: String), json: Bool, truncatedBy model: LoadedModel,
+                          pairedWith pair: String? = nil, _ results: ([String]) throws -> [Record],
+                          jsonLine: (Record) -> String, text: (Record) -> String) throws {
+    let (texts, skips, source) = read
     let sink = OutputSink.standardOutput()
     for record in try results(texts) {
         try sink.write(json ? jsonLine(record) + "\n" : text(record))
@@ -96,6 +97,8 @@ struct Classify: ParsableCommand {
     }
 
     func run() throws {
+        // Read first, as embed does: an empty input fails before the model loads.
+        let read = try readAllTexts(input, expected: .texts(to: "classify"))
         let loaded = try engine.load(model)
         let classifier = try TextClassifier(loaded)
         let classify: ([String]) throws -> [[LabelScore]]
@@ -112,7 +115,7 @@ struct Classify: ParsableCommand {
         } else {
             classify = { try classifier.classify($0, topK: topK, batchSize: batch.batchSize, truncation: batch.truncation) }
         }
-        try writeRecords(of: input, json: json, truncatedBy: loaded, pairedWith: longestHypothesis, classify,
+        try writeRecords(of: read, json: json, truncatedBy: loaded, pairedWith: longestHypothesis, classify,
                          jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
     }
 }
@@ -152,15 +155,15 @@ struct Rerank: ParsableCommand {
     }
 
     func run() throws {
-        let loaded = try engine.load(model)
-        let reranker = try Reranker(loaded)
         let query = arguments[0]
         var docs = Array(arguments.dropFirst())
         if let documents {
             var options = try InputOptions.parse([])
             options.input = documents
-            docs = try readAllTexts(options).texts
+            docs = try readAllTexts(options, expected: ExpectedInput("documents to rerank", advice: "give --documents a file of documents, one per line, or the documents as arguments after the query")).texts
         }
+        let loaded = try engine.load(model)
+        let reranker = try Reranker(loaded)
         let results = try reranker.rerank(query: query, documents: docs, topK: topK)
         let sink = OutputSink.standardOutput()
         try sink.write(json ? RerankReport.json(query: query, results).text + "\n" : RerankReport.text(results))
@@ -199,9 +202,10 @@ struct NER: ParsableCommand {
     @OptionGroup var engine: EngineOptions
 
     func run() throws {
+        let read = try readAllTexts(input, expected: .texts(to: "find entities in"))
         let loaded = try engine.load(model)
         let ner = try TokenClassifier(loaded)
-        try writeRecords(of: input, json: json, truncatedBy: loaded, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize, truncation: batch.truncation) },
+        try writeRecords(of: read, json: json, truncatedBy: loaded, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize, truncation: batch.truncation) },
                          jsonLine: { EntityReport.json($0).text }, text: { EntityReport.text($0) })
     }
 }

@@ -47,7 +47,8 @@ struct Search: ParsableCommand, TopKCommand {
         let reader = try plan.reader(report: skips)
         let precomputed = try embeddings.map { try NPYReader(path: $0) }
         guard try reader.peek() != nil else {
-            throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
+            throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount,
+                                         expected: ExpectedInput("corpus lines to search", advice: "give --corpus a file of texts, one per line"))
         }
         let (bert, embedder) = try model.load()
         let stream = EmbeddingStream(embedder: embedder, options: model.embedding.options())

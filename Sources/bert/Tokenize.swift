@@ -39,7 +39,7 @@ struct Tokenize: ParsableCommand {
         let plan = input.plan
         let reader = try plan.reader(report: skips)
         guard try reader.peek() != nil else {
-            throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount)
+            throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount, expected: .texts(to: "tokenize"))
         }
         let tokenizer = try Tokenizer.load(folder: ModelLocator.resolve(model))
         // A limit below the framing would truncate nothing (Hugging Face's rule), not cut to it.

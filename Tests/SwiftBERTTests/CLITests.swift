@@ -621,15 +621,35 @@ final class CLIFailureTests: CLITestCase {
         assertFailure(try bert("embed", "--input-format", "jsonl", stdin: "\"ok\"\n{\"body\": 1}\n"), status: 65, mentions: ["line 2", "text"])
     }
 
+    /// Each command that reads texts says, of an empty input, what it wanted and how to give it.
+    /// Before, search and rerank told to give "arguments, --input FILE, or lines on stdin", which
+    /// they do not read; train-classifier said "holds no records"; bench ran on no sentences.
     func testEmptyInput() throws {
-        assertFailure(try bert("embed", stdin: ""), status: 65, mentions: ["empty"])
+        let advice = "give at least one text: as an argument, with --input FILE, or as a line on stdin"
+        assertFailure(try bert("embed", stdin: ""), status: 65, mentions: ["stdin: the input is empty: no texts to embed; " + advice])
         let empty = try temporaryFile("")
-        assertFailure(try bert("tokenize", "--input", empty), status: 65, mentions: [empty, "empty"])
+        assertFailure(try bert("tokenize", "--input", empty), status: 65, mentions: [empty, "no texts to tokenize; " + advice])
+        let classifier = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads/bert-classifier").path
+        assertFailure(try bert("classify", "--model", classifier, stdin: ""), status: 65, mentions: ["no texts to classify; " + advice])
+        // Found before the model is looked for, as embed does.
+        assertFailure(try bert("classify", "--model", "/nonexistent/model", stdin: ""), status: 65, mentions: ["no texts to classify"])
+        let ner = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads/bert-ner").path
+        assertFailure(try bert("ner", "--model", ner, "--input", empty), status: 65, mentions: ["no texts to find entities in"])
+        assertFailure(try bert("search", "--corpus", empty, "q"), status: 65, mentions: ["no corpus lines to search; give --corpus a file"])
+        let reranker = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/heads/bert-cross-encoder").path
+        assertFailure(try bert("rerank", "--model", reranker, "--documents", empty, "q"), status: 65,
+                      mentions: ["no documents to rerank; give --documents a file"])
+        assertFailure(try bert("train-classifier", "--train", empty, "--output", temporaryPath("never-made")), status: 65,
+                      mentions: ["no labelled examples; give JSON Lines"])
+        assertFailure(try bert("quantize", "--calibrate", empty, "splade-tiny"), status: 65, mentions: ["no sentences; give a file of real text"])
+        let bench = try bert("bench", "--model", "splade-tiny", "--sentences", empty, "--seconds", "0")
+        XCTAssertEqual(bench.status, 65, bench.stderr)
+        XCTAssertTrue(bench.stderr.contains("no sentences; give a file of real text"), bench.stderr)
         // Nothing left once invalid lines are skipped: each skip reported, then the failure.
         let allSkipped = try bert("embed", "--input", fixture("invalid-utf8.txt"), "--skip-invalid", "--input-format", "jsonl")
         XCTAssertEqual(allSkipped.status, 65)
         XCTAssertEqual(allSkipped.stderr.split(separator: "\n").count, 5, allSkipped.stderr)
-        XCTAssertTrue(allSkipped.stderr.hasSuffix("all 4 lines were skipped as invalid\n"), allSkipped.stderr)
+        XCTAssertTrue(allSkipped.stderr.hasSuffix("no texts to embed: all 4 lines were skipped as invalid\n"), allSkipped.stderr)
     }
 
     func testMissingInputAndUncreatableOutput() throws {
