@@ -52,10 +52,12 @@ package struct EmbeddingStream {
 
     /// Embeds every record of `reader` into `writer`, then finishes the writer. Throws
     /// `StreamError.emptyInput` when there is no record, `StreamError.interrupted` (after
-    /// finishing the writer) when `interruption` asks for a stop. `progress` runs after every batch.
+    /// finishing the writer) when `interruption` asks for a stop. `progress` runs after every
+    /// batch; `resumed` once the input is found to hold the `resumeAfter` records the output has
+    /// (so that a run is announced as resumed only when it can be).
     @discardableResult
     package func embed(_ reader: TextRecordReader, into writer: EmbeddingWriter,
-                      progress: ((StreamProgress) -> Void)? = nil) throws -> StreamSummary {
+                      progress: ((StreamProgress) -> Void)? = nil, resumed: (() -> Void)? = nil) throws -> StreamSummary {
         let start = DispatchTime.now()
         var records = 0, truncated = 0
         reader.interruption = interruption
@@ -66,6 +68,7 @@ package struct EmbeddingStream {
         }
         do {
             try skipResumed(reader, writer: writer)
+            if resumeAfter > 0 { resumed?() }
             while true {
                 if let signal = interruption?.signal { try stop(signal) }
                 let window = try reader.next(upTo: self.window)

@@ -183,11 +183,19 @@ enum ResumePoint {
             StreamError.mismatch(reason: "\(path) holds \(found)-dimensional vectors but the model gives \(dimension); resume with the same model, or give another --output to start afresh")
         }
         if format == .npy {
-            guard size >= npyHeaderSize else { return (0, 0) }  // not even a header: start afresh
+            // Shorter than a header: a run stopped while writing it starts afresh, but a file
+            // that does not begin as one is someone else's, not to be overwritten.
+            let npyMagic: [UInt8] = [0x93] + Array("NUMPY".utf8)
+            guard size >= npyHeaderSize else {
+                var start = [UInt8](repeating: 0, count: min(size, npyMagic.count))
+                guard pread(fd, &start, start.count, 0) == start.count else { throw StreamError.unreadable(path: path, reason: errnoDescription(errno)) }
+                guard npyMagic.starts(with: start) else { throw notOurs("it does not start as an npy file") }
+                return (0, 0)
+            }
             var header = [UInt8](repeating: 0, count: npyHeaderSize)
             guard pread(fd, &header, npyHeaderSize, 0) == npyHeaderSize else { throw StreamError.unreadable(path: path, reason: errnoDescription(errno)) }
             let text = String(decoding: header[10...], as: UTF8.self)
-            guard Array(header[0..<6]) == [0x93] + Array("NUMPY".utf8), header[8] == UInt8(npyHeaderSize - 10),
+            guard Array(header[0..<6]) == npyMagic, header[8] == UInt8(npyHeaderSize - 10),
                   text.contains("'descr': '<f4'"), let shape = text.range(of: "'shape': ("),
                   let close = text[shape.upperBound...].firstIndex(of: ")") else {
                 throw notOurs("no 128-byte float32 npy header")

@@ -118,16 +118,17 @@ struct Embed: ParsableCommand {
         let writer: EmbeddingWriter
         if resume {
             (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: bert.config.embeddingDimension)
-            if stream.resumeAfter > 0, !plan.quiet {
-                writeStandardError("bert: \(output) holds \(stream.resumeAfter) records; resuming with record \(stream.resumeAfter + 1) of the input\n")
-            }
         } else {
             writer = try EmbeddingWriter(format: format, sink: OutputSink.open(output), dimension: bert.config.embeddingDimension)
         }
 
         let bar = plan.progressBar()
         skips.beforeMessage = bar.finish
-        let summary = try bar.around { try stream.embed(reader, into: writer, progress: bar.update) }
+        let kept = stream.resumeAfter
+        let resumed = {
+            if !plan.quiet { writeStandardError("bert: \(output) holds \(kept) records; resuming with record \(kept + 1) of the input\n") }
+        }
+        let summary = try bar.around { try stream.embed(reader, into: writer, progress: bar.update, resumed: resumed) }
         try writer.sink.close()
 
         skips.summarize(source: reader.sourceName)

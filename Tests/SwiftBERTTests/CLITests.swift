@@ -652,6 +652,26 @@ final class CLIFailureTests: CLITestCase {
         XCTAssertTrue(allSkipped.stderr.hasSuffix("no texts to embed: all 4 lines were skipped as invalid\n"), allSkipped.stderr)
     }
 
+    /// --resume checks that its output belongs to the run before it says it resumes: an output
+    /// holding more records than the input has was announced as resumed, then refused; a short
+    /// file that does not start as npy was taken for a header cut short and overwritten.
+    func testResumeChecksItsFileBeforeAnnouncingIt() throws {
+        let output = temporaryPath("resume-longer.jsonl")
+        let three = try temporaryFile("a\nb\nc\n")
+        XCTAssertEqual(try bert("embed", "--input", three, "--output", output).status, 0)
+        assertFailure(try bert("embed", "--input", try temporaryFile("a\n"), "--output", output, "--resume"), status: 65,
+                      mentions: ["holds 3 records but", "give the same input to resume"])
+        let foreign = temporaryPath("foreign.npy")
+        try Data("not numpy".utf8).write(to: URL(fileURLWithPath: foreign))
+        assertFailure(try bert("embed", "--input", three, "--format", "npy", "--output", foreign, "--resume"), status: 65,
+                      mentions: ["not a npy output of bert embed", "it does not start as an npy file"])
+        XCTAssertEqual(try String(contentsOfFile: foreign, encoding: .utf8), "not numpy")
+        let resumed = try bert("embed", "--input", try temporaryFile("a\nb\nc\nd\ne\n"), "--output", output, "--resume")
+        XCTAssertEqual(resumed.status, 0, resumed.stderr)
+        XCTAssertTrue(resumed.stderr.hasPrefix("bert: \(output) holds 3 records; resuming with record 4 of the input\n"), resumed.stderr)
+        XCTAssertEqual(try parseJSONLines(try String(contentsOfFile: output, encoding: .utf8)).count, 5)
+    }
+
     func testMissingInputAndUncreatableOutput() throws {
         assertFailure(try bert("embed", "--input", "/nonexistent/input.txt"), status: 66, mentions: ["/nonexistent/input.txt"])
         assertFailure(try bert("search", "--corpus", "/nonexistent/corpus.txt", "q"), status: 66, mentions: ["corpus.txt"])
