@@ -13,8 +13,15 @@ package struct ModelReport: Sendable {
     package let config: ModelConfig
     package let parameters: Int
     package let files: [File]
-    /// Each precision and whether this build loads the model with it (the reason if not).
-    package let precisions: [(precision: Precision, unavailable: String?)]
+    /// Why a precision does not load the model: in a few words with what to do, for the table,
+    /// and the whole error, for JSON.
+    package struct Unavailable: Sendable {
+        package let reason: String
+        package let error: String
+    }
+
+    /// Each precision and whether the model loads with it (why not, if not).
+    package let precisions: [(precision: Precision, unavailable: Unavailable?)]
     package let loadSeconds: Double
     /// Seconds spent reading the vocabulary, when the caller timed it.
     package let tokenizerLoadSeconds: Double?
@@ -46,8 +53,19 @@ package struct ModelReport: Sendable {
         precisions = Precision.allCases.map { precision in
             if precision == loaded { return (precision, nil) }
             do { _ = try loadEncoder(folder: folder, threads: 1, precision: precision); return (precision, nil) }
-            catch { return (precision, "\(error)") }
+            catch { return (precision, Unavailable(reason: Self.reason(error, precision: precision, folder: folder), error: "\(error)")) }
         }
+    }
+
+    /// The few words of `Unavailable.reason`: the precision's weights file not made yet, with the
+    /// command that makes it, or else the error itself (a family that does not run it).
+    static func reason(_ error: Error, precision: Precision, folder: URL) -> String {
+        if case let .fileNotFound(path, _)? = error as? SwiftBERTError, path.hasSuffix("/" + precision.fileName) {
+            return precision == .int8Static
+                ? "not calibrated (make \(precision.fileName) with `bert quantize --calibrate SENTENCES.txt \(folder.path)`)"
+                : "not quantized (make \(precision.fileName) with `bert quantize \(folder.path)`)"
+        }
+        return oneLine("\(error)")
     }
 
     package var json: OrderedJSON {
@@ -60,7 +78,7 @@ package struct ModelReport: Sendable {
             ("pooling", .string(config.heads.sentence.pooling.rawValue)), ("masked_lm_head", .bool(config.heads.hasMaskedLMHead)),
             ("files", .object(files.map { ($0.name, .int($0.bytes)) })),
             ("precisions", .array(precisions.filter { $0.unavailable == nil }.map { .string($0.precision.rawValue) })),
-            ("precisions_unavailable", .object(precisions.compactMap { p in p.unavailable.map { (p.precision.rawValue, .string($0)) } })),
+            ("precisions_unavailable", .object(precisions.compactMap { p in p.unavailable.map { (p.precision.rawValue, .string($0.error)) } })),
             ("load_seconds", .double(loadSeconds)),
             ("tokenizer_load_seconds", tokenizerLoadSeconds.map { .double($0) } ?? .null),
             ("resident_bytes", residentBytes.map { .int($0) } ?? .null),
@@ -76,7 +94,13 @@ package struct ModelReport: Sendable {
 
     package var text: String {
         let available = precisions.filter { $0.unavailable == nil }.map(\.precision.rawValue).joined(separator: ", ")
-        let missing = precisions.filter { $0.unavailable != nil }.map { "\($0.precision.rawValue) not available in this build" }
+        // The precisions missing for one reason together: "int8, int8-weights: not quantized (...)".
+        var reasons: [String] = [], missingFor: [String: [String]] = [:]
+        for case let (precision, unavailable?) in precisions {
+            if missingFor[unavailable.reason] == nil { reasons.append(unavailable.reason) }
+            missingFor[unavailable.reason, default: []].append(precision.rawValue)
+        }
+        let missing = reasons.map { "\(missingFor[$0]!.joined(separator: ", ")): \($0)" }
         let millions = String(format: "%.1f", Double(parameters) / 1e6)
         var loadTime = String(format: "%.1f ms weights", loadSeconds * 1000)
         if let tokenizerLoadSeconds { loadTime += String(format: ", %.1f ms tokenizer", tokenizerLoadSeconds * 1000) }
@@ -89,7 +113,7 @@ package struct ModelReport: Sendable {
             ("max tokens", "\(config.encoder.maxSequenceLength) (\(config.encoder.rotary != nil ? "rotary positions to" : "position table") \(config.encoder.maxPositionEmbeddings))"),
             ("parameters", "\(parameters.formatted(separator: ",")) (\(millions) M)"),
             ("pooling", config.heads.sentence.pooling.rawValue),
-            ("precisions", missing.isEmpty ? available : "\(available) (\(missing.joined(separator: "; ")))"),
+            ("precisions", ([available] + missing).joined(separator: "; ")),
         ]
         rows += files.map { ("file", "\($0.name)  \(byteCount($0.bytes))") }
         rows.append(("load time", loadTime))

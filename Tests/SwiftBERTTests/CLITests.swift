@@ -355,6 +355,26 @@ final class CLICommandTests: CLITestCase {
         XCTAssertEqual((object["precisions"] as? [String])?.first, "fp32")
     }
 
+    /// info's precisions row gives why each missing precision is missing and what makes it;
+    /// it said "not available in this build" of a file that was simply not made yet.
+    func testInfoSaysWhyAPrecisionIsMissing() throws {
+        let source = try convertedModel("splade-tiny"), folder = temporaryPath("splade-tiny-fp32-only")
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for file in ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "vocab.txt"]
+        where FileManager.default.fileExists(atPath: source.appendingPathComponent(file).path) {
+            try FileManager.default.createSymbolicLink(atPath: folder + "/" + file, withDestinationPath: source.appendingPathComponent(file).path)
+        }
+        let info = try bert("info", "--model", folder)
+        XCTAssertEqual(info.status, 0, info.stderr)
+        let row = try XCTUnwrap(info.stdout.split(separator: "\n").first { $0.hasPrefix("precisions") })
+        XCTAssertTrue(row.contains("fp32, bf16; int8, int8-attention, int8-weights: not quantized (make model.int8.safetensors with `bert quantize \(folder)`)"), String(row))
+        XCTAssertTrue(row.contains("int8-static: not calibrated (make model.int8-static.safetensors with `bert quantize --calibrate SENTENCES.txt \(folder)`)"), String(row))
+        XCTAssertFalse(info.stdout.contains("not available in this build"), info.stdout)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: try bert("info", "--json", "--model", folder).stdoutData) as? [String: Any])
+        XCTAssertEqual((json["precisions_unavailable"] as? [String: String])?["int8"]?.contains("model.int8.safetensors: not found"), true)
+    }
+
     func testEveryCommandHasHelpWithAnExample() throws {
         for command in ["embed", "fill", "tokenize", "similarity", "search", "info", "convert"] {
             let result = try bert(command, "--help")
