@@ -35,6 +35,13 @@ struct Fill: ParsableCommand, TopKCommand {
         let loaded = try model.load()
         let tokenizer = loaded.tokenizer
         let predictions = try FillMask(loaded).predict(text, topK: topK, wordsOnly: wordsOnly, prefix: prefix)
-        try writeResult(json ? FillMaskReport.json(predictions).text + "\n" : FillMaskReport.text(predictions, maskToken: tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"))
+        let maskToken = tokenizer.token(of: tokenizer.maskId) ?? "[MASK]"
+        try writeResult(json ? FillMaskReport.json(predictions).text + "\n" : FillMaskReport.text(predictions, maskToken: maskToken))
+        // Masks in the part of the text cut to the limit have no predictions: say so, or they would just be missing.
+        let masks = tokenizer.encode(text).ids.count { $0 == tokenizer.maskId }
+        if predictions.count < masks {
+            let limit = loaded.encoder.config.encoder.maxSequenceLength
+            writeStandardError("bert: \(masks - predictions.count) of \(masks) \(maskToken) tokens were cut off with the text past the model's limit of \(limit) tokens, so they have no predictions; shorten the text\n")
+        }
     }
 }

@@ -624,6 +624,19 @@ final class CLIFailureTests: CLITestCase {
         }
     }
 
+    /// A [MASK] past the model's limit is cut with the text's end: fill says how many have no
+    /// predictions (it printed the others as if the text held no more).
+    func testFillSaysWhichMasksWereCutOff() throws {
+        let limit = try loadModel("splade-tiny").config.encoder.maxSequenceLength
+        let text = "The [MASK] sat on the mat. " + String(repeating: "the ", count: limit) + "A [MASK] was here."
+        let result = try bert("fill", "--model", "splade-tiny", "--json", text)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let masks = try XCTUnwrap(JSONSerialization.jsonObject(with: result.stdoutData) as? [String: Any])["masks"] as? [Any]
+        XCTAssertEqual(masks?.count, 1)
+        XCTAssertEqual(result.stderr, "bert: 1 of 2 [MASK] tokens were cut off with the text past the model's limit of \(limit) tokens, so they have no predictions; shorten the text\n")
+        XCTAssertEqual(try bert("fill", "--model", "splade-tiny", "The [MASK] sat on the [MASK].").stderr, "")
+    }
+
     func testFillWithoutMask() throws {
         _ = try convertedModel("splade-tiny")
         assertFailure(try bert("fill", "There is nothing to predict here."), status: 65, mentions: ["[MASK]"])
