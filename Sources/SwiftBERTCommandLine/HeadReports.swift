@@ -2,9 +2,10 @@ import SwiftBERT
 /// The --json shapes of `bert classify`, `bert rerank` and `bert ner` (issue 15), and their
 /// plain-text tables.
 package enum ClassificationReport {
-    /// {"labels": [{"label", "score"}]}, best first: one line per input, in input order.
-    package static func json(_ labels: [LabelScore]) -> OrderedJSON {
-        .object([("labels", .array(labels.map { .object([("label", .string($0.label)), ("score", .float($0.score))]) }))])
+    /// "labels": [{"label", "score"}], best first: `bert classify` writes one line per input, in
+    /// input order, `{"index", "labels"}`.
+    package static func fields(_ labels: [LabelScore]) -> [(String, OrderedJSON)] {
+        [("labels", .array(labels.map { .object([("label", .string($0.label)), ("score", .float($0.score))]) }))]
     }
 
     /// "label  0.9123" lines, then a blank line.
@@ -28,17 +29,18 @@ package enum RerankReport {
 }
 
 package enum EntityReport {
-    /// {"entities": [...]}, one line per input: each entity as the token-classification pipeline gives it,
-    /// {"entity_group", "score", "word", "start", "end"}, or with strategy none
-    /// {"entity", "score", "index", "word", "start", "end"}.
-    package static func json(_ entities: [Entity]) -> OrderedJSON {
-        .object([("entities", .array(entities.map { entity in
+    /// "entities": [...] (`bert ner` writes one line per input, `{"index", "entities"}`): each
+    /// entity as the token-classification pipeline gives it, {"entity_group", "score", "word",
+    /// "start", "end"}, or with strategy none {"entity", "score", "index", "word", "start", "end"}
+    /// (that index is the token's).
+    package static func fields(_ entities: [Entity]) -> [(String, OrderedJSON)] {
+        [("entities", .array(entities.map { entity in
             var fields: [(String, OrderedJSON)] = [(entity.index == nil ? "entity_group" : "entity", .string(entity.label)),
                                                     ("score", .float(entity.score))]
             if let token = entity.index { fields.append(("index", .int(token))) }
             fields += [("word", .string(entity.word)), ("start", .int(entity.start)), ("end", .int(entity.end))]
             return .object(fields)
-        }))])
+        }))]
     }
 
     package static func text(_ entities: [Entity]) -> String {

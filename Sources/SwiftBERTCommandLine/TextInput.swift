@@ -272,6 +272,34 @@ struct ReadInterrupted: Error {
     let signal: Int32
 }
 
+extension TextRecordReader {
+    /// Hands `body` the input a batch at a time until it ends, or until `interruption` asks for a
+    /// stop (checked between batches, and while a read waits on a pipe). Then `finish` completes
+    /// the output with the batches done, whole records only, and it throws
+    /// `StreamError.interrupted` naming `output`. Returns how many records it handed over.
+    package func forEachBatch(upTo size: Int, interruption: Interruption, output: String, finish: () throws -> Void,
+                              _ body: ([TextRecord]) throws -> Void) throws -> Int {
+        var done = 0
+        self.interruption = interruption
+        defer { self.interruption = nil }
+        func stop(_ signal: Int32) throws -> Never {
+            try finish()
+            throw StreamError.interrupted(signal: signal, records: done, output: output)
+        }
+        do {
+            while true {
+                if let signal = interruption.signal { try stop(signal) }
+                let records = try next(upTo: size)
+                if records.isEmpty { return done }
+                try body(records)
+                done += records.count
+            }
+        } catch let error as ReadInterrupted {
+            try stop(error.signal)
+        }
+    }
+}
+
 
 private func jsonKind(_ value: JSONValue) -> String {
     switch value {

@@ -56,6 +56,15 @@ final class Batcher: @unchecked Sendable {
         var first: Item? { head < items.count ? items[head] : nil }
         var count: Int { items.count - head }
 
+        /// Drops the sequences of requests already answered (timed out, client gone), which would
+        /// otherwise count against the client and the queue until a batch reached them; returns how many.
+        mutating func removeFinished() -> Int {
+            let before = count
+            items = items[head...].filter { !$0.request.isFinished }
+            head = 0
+            return before - items.count
+        }
+
         mutating func removeFirst() {
             head += 1
             if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
@@ -164,9 +173,16 @@ final class Batcher: @unchecked Sendable {
         guard items.count <= limits.perClientCapacity else {
             throw Failure.largerThanQueue(sequences: items.count, capacity: limits.queueCapacity, perClient: limits.perClientCapacity)
         }
+        // A client that gave up on a request (or saw it time out) and sends again is not refused
+        // for the sequences no one waits for: they leave the count first.
+        if queues[client] != nil { queuedCount -= queues[client]!.removeFinished() }
         let waiting = queues[client]?.count ?? 0
         guard waiting + items.count <= limits.perClientCapacity else {
             throw Failure.clientShareFull(waiting: waiting, perClient: limits.perClientCapacity)
+        }
+        if queuedCount + items.count > limits.queueCapacity {
+            // Only when the queue looks full: a pass over every client's sequences.
+            for name in turns { queuedCount -= queues[name]!.removeFinished() }
         }
         guard queuedCount + items.count <= limits.queueCapacity else {
             throw Failure.queueFull(capacity: limits.queueCapacity)

@@ -141,6 +141,9 @@ struct Embed: ParsableCommand {
 }
 
 extension Embed {
+    /// Whether `--resume` can continue this command's output (the dense vectors' writer can).
+    var canResume: Bool { chunking.chunk == nil && !sparse && !multiVector }
+
     /// The embedding options the command line gives, in the role of --query or --document.
     func embeddingOptions(_ embedder: SentenceEmbedder) -> SentenceEmbedder.Options {
         let options = embedding.options(normalize: noNormalize ? false : nil)
@@ -157,8 +160,11 @@ extension Embed {
         if multiVector { _ = try embedder.multiVectorHead() }
         let options = embeddingOptions(embedder)
         let sink = try OutputSink.open(output)
-        var written = 0, truncated = 0
-        while case let records = try reader.next(upTo: embedding.batch.batchSize), !records.isEmpty {
+        var truncated = 0
+        // SIGINT/SIGTERM stop between batches, leaving whole lines.
+        Interruption.installSignalHandlers()
+        defer { Interruption.removeSignalHandlers() }
+        let written = try reader.forEachBatch(upTo: embedding.batch.batchSize, interruption: .process, output: sink.name, finish: sink.close) { (records: [TextRecord]) in
             let embedded = try embedder.embed(records.map(\.text), outputs: outputs, options: options)
             truncated += embedded.truncated.count
             // A record's index is its place in the input, as every other `bert embed` output gives it.
@@ -170,8 +176,8 @@ extension Embed {
                 }
                 if let vectors = result.multiVector { fields.append(("vectors", .array(vectors.map { .array($0.map { .float($0) }) }))) }
                 try sink.write(OrderedJSON.object(fields).text + "\n")
-                written += 1
             }
+            try sink.flush()
         }
         try sink.close()
         skips.summarize(source: reader.sourceName)
@@ -216,27 +222,30 @@ extension Embed {
         let sink = try OutputSink.open(output)
         let means = chunking.chunkPooling == .mean
             ? try EmbeddingWriter(format: format, sink: sink, dimension: model.config.embeddingDimension) : nil
-        var texts = 0, chunks = 0
-        while case let records = try reader.next(upTo: embedding.batch.batchSize), !records.isEmpty {
+        var chunks = 0
+        // SIGINT/SIGTERM stop between batches, leaving whole texts (all their chunks) in a valid file.
+        Interruption.installSignalHandlers()
+        defer { Interruption.removeSignalHandlers() }
+        let finish = { try means?.finish(); try sink.close() }
+        let texts = try reader.forEachBatch(upTo: embedding.batch.batchSize, interruption: .process, output: sink.name, finish: finish) { (records: [TextRecord]) in
             let embedded = try embedder.embedChunks(records.map(\.text), maxTokens: size, overlap: overlap, options: options)
-            texts += records.count
             chunks += embedded.chunks.count
             if let means {
                 let vectors = TextChunker.meanVectors(embedded.vectors, of: embedded.chunks, textCount: records.count,
                                                       normalize: embedder.head(for: options).normalize)
                 for (record, vector) in zip(records, vectors) { try means.write(index: record.index, vector: vector) }
-                continue
+            } else {
+                for (chunk, vector) in zip(embedded.chunks, embedded.vectors) {
+                    try sink.write(OrderedJSON.object([
+                        ("index", .int(records[chunk.textIndex].index)), ("chunk", .int(chunk.chunkIndex)),
+                        ("start", .int(chunk.start)), ("end", .int(chunk.end)), ("tokens", .int(chunk.tokenCount)),
+                        ("embedding", .array(vector.map { .float($0) })),
+                    ]).text + "\n")
+                }
             }
-            for (chunk, vector) in zip(embedded.chunks, embedded.vectors) {
-                try sink.write(OrderedJSON.object([
-                    ("index", .int(records[chunk.textIndex].index)), ("chunk", .int(chunk.chunkIndex)),
-                    ("start", .int(chunk.start)), ("end", .int(chunk.end)), ("tokens", .int(chunk.tokenCount)),
-                    ("embedding", .array(vector.map { .float($0) })),
-                ]).text + "\n")
-            }
+            try sink.flush()
         }
-        try means?.finish()
-        try sink.close()
+        try finish()
         skips.summarize(source: reader.sourceName)
         if !input.plan.quiet { writeStandardError("bert: cut \(texts) texts into \(chunks) chunks of at most \(size) tokens\n") }
     }

@@ -78,10 +78,14 @@ func describeFailure(_ error: Error, arguments: [String]) -> (String?, Int32) {
             if (try? Bert.parseAsRoot(Array(arguments.dropFirst()))) is any ReadsTextInput {
                 message += ", or pass --skip-invalid to skip such lines (each is reported)"
             }
-        case let .interrupted(_, _, output):
-            message += output == "stdout"
-                ? "; to continue long runs later, write them with --output FILE and rerun with --resume"
-                : "; to continue, run the same command with --resume"
+        case let .interrupted(_, records, output):
+            if let embed = (try? Bert.parseAsRoot(Array(arguments.dropFirst()))) as? Embed, !embed.canResume {
+                message += "; --chunk, --sparse and --multi-vector do not --resume: embed the rest of the input, from record \(records + 1), on its own"
+            } else {
+                message += output == "stdout"
+                    ? "; to continue long runs later, write them with --output FILE and rerun with --resume"
+                    : "; to continue, run the same command with --resume"
+            }
         default: break
         }
         return ("bert: " + oneLine(message), error.exitStatus)

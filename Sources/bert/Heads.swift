@@ -5,33 +5,39 @@ import SwiftBERTCommandLine
 
 extension AggregationStrategy: ExpressibleByArgument {}
 
-/// Every text of the input (arguments, --input FILE or stdin), read whole: classification and
-/// NER keep one output record per input record, in order.
-func readAllTexts(_ input: InputOptions, expected: ExpectedInput) throws -> (texts: [String], skips: SkipReport, source: String) {
+/// Every text of the input (arguments, --input FILE or stdin), read whole, with its place in
+/// the input: classification and NER keep one output record per input record, in order, and
+/// name its index, so that records skipped by --skip-invalid leave gaps rather than shift lines.
+struct InputTexts {
+    var texts: [String]
+    var indices: [Int]
+    let skips: SkipReport
+    let source: String
+}
+
+func readAllTexts(_ input: InputOptions, expected: ExpectedInput) throws -> InputTexts {
     let skips = SkipReport()
     let reader = try input.plan.reader(report: skips)
-    var texts: [String] = []
-    while let record = try reader.next() { texts.append(record.text) }
-    guard !texts.isEmpty else { throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount, expected: expected) }
-    return (texts, skips, reader.sourceName)
+    let records = try reader.readAll()
+    guard !records.isEmpty else { throw StreamError.emptyInput(source: reader.sourceName, skipped: reader.skippedCount, expected: expected) }
+    return InputTexts(texts: records.map(\.text), indices: records.map(\.index), skips: skips, source: reader.sourceName)
 }
 
 /// Runs `results` over every text `read` (the pipeline batches them itself, so an error names
 /// the input by its place in the whole input), and writes one record per text, in input order:
-/// a JSON line, or `text`'s rendering. Then the count of texts that `model` cut to its limit,
-/// each paired with `pair` if given.
-func writeRecords<Record>(of read: (texts: [String], skips: SkipReport, source: String), json: Bool, truncatedBy model: LoadedModel,
+/// a JSON line `{"index": i, ...}` (the fields of `jsonFields`), or `text`'s rendering. Then the
+/// count of texts that `model` cut to its limit, each paired with `pair` if given.
+func writeRecords<Record>(of read: InputTexts, json: Bool, truncatedBy model: LoadedModel,
                           pairedWith pair: String? = nil, _ results: ([String]) throws -> [Record],
-                          jsonLine: (Record) -> String, text: (Record) -> String) throws {
-    let (texts, skips, source) = read
+                          jsonFields: (Record) -> [(String, OrderedJSON)], text: (Record) -> String) throws {
     let sink = OutputSink.standardOutput()
-    for record in try results(texts) {
-        try sink.write(json ? jsonLine(record) + "\n" : text(record))
+    for (index, record) in zip(read.indices, try results(read.texts)) {
+        try sink.write(json ? OrderedJSON.object([("index", .int(index))] + jsonFields(record)).text + "\n" : text(record))
     }
     try sink.close()
-    skips.summarize(source: source)
-    reportTruncation(truncatedCount(model, texts, pairs: pair.map { Array(repeating: $0, count: texts.count) }),
-                     of: texts.count, limit: model.encoder.config.encoder.maxSequenceLength)
+    read.skips.summarize(source: read.source)
+    reportTruncation(truncatedCount(model, read.texts, pairs: pair.map { Array(repeating: $0, count: read.texts.count) }),
+                     of: read.texts.count, limit: model.encoder.config.encoder.maxSequenceLength)
 }
 
 /// How many of `texts` (each with its pair, if any) are longer than the model's limit, so that
@@ -116,7 +122,7 @@ struct Classify: ParsableCommand {
             classify = { try classifier.classify($0, topK: topK, batchSize: batch.batchSize, truncation: batch.truncation) }
         }
         try writeRecords(of: read, json: json, truncatedBy: loaded, pairedWith: longestHypothesis, classify,
-                         jsonLine: { ClassificationReport.json($0).text }, text: { ClassificationReport.text($0) })
+                         jsonFields: ClassificationReport.fields, text: { ClassificationReport.text($0) })
     }
 }
 
@@ -206,6 +212,6 @@ struct NER: ParsableCommand {
         let loaded = try engine.load(model)
         let ner = try TokenClassifier(loaded)
         try writeRecords(of: read, json: json, truncatedBy: loaded, { try ner.entities($0, aggregation: aggregation, batchSize: batch.batchSize, truncation: batch.truncation) },
-                         jsonLine: { EntityReport.json($0).text }, text: { EntityReport.text($0) })
+                         jsonFields: EntityReport.fields, text: { EntityReport.text($0) })
     }
 }

@@ -154,6 +154,34 @@ final class BatcherTests: XCTestCase {
         }
     }
 
+    /// A client whose requests timed out (or which went away) and that sends again is served:
+    /// the answered requests' sequences no longer count against its share or the queue, though
+    /// no batch has run to drop them (before, it got a 429 "share full" for sequences no one waited for).
+    func testAnsweredRequestsLeaveTheClientsShare() async throws {
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 4096, maxWait: .milliseconds(1), queueCapacity: 8))
+        let head = try SentenceHead(model)
+        let six: [[Int32]] = Array(repeating: [101, 7592, 2088, 102], count: 6)
+        func send(_ sequences: [[Int32]], from client: String, timeout: Duration) -> Task<[[Float]], Error> {
+            Task { try await RequestBody.$client.withValue(client) { try await batcher.run(sequences, head: head, batch: HeadBatch(threads: 1), timeout: timeout) } }
+        }
+        // The batching thread has not started: the six wait until their timeout answers them.
+        do {
+            _ = try await send(six, from: "127.0.0.2", timeout: .milliseconds(50)).value
+            XCTFail("a request answered with no batching thread")
+        } catch is RequestTimeout {}
+        XCTAssertEqual(batcher.queueDepth, 6, "no batch has dropped them yet")
+        let retry = send(six, from: "127.0.0.2", timeout: .seconds(30))
+        try await waitUntil { batcher.queueDepth == 6 }
+        // The queue of 8 holds the retry's 6; another client's 2 fit beside them.
+        let other = send([[101, 2088, 102], [101, 7592, 102]], from: "127.0.0.3", timeout: .seconds(30))
+        try await waitUntil { batcher.queueDepth == 8 }
+        batcher.start()
+        defer { batcher.stop() }
+        let outputs = try await [retry.value, other.value]
+        XCTAssertEqual(outputs.map(\.count), [6, 2])
+        XCTAssertEqual(outputs[0][0], outputs[0][5], "the same text gives the same vector")
+    }
+
     /// A sentence pair (token type 1) sent to a model whose checkpoint has one token type is
     /// that request's fault: refused before batching, in the request's own terms.
     func testTokenTypeTheModelLacksIsRefusedBeforeBatching() async throws {

@@ -20,8 +20,9 @@ final class HeadCLITests: CLITestCase {
         let records = try jsonLines(result.stdout)
         XCTAssertEqual(records.count, 2)
         let expected = try TextClassifier(folder: HeadFixtureTests.converted("bert-classifier"), threads: 2).classify(texts)
-        for (record, labels) in zip(records, expected) {
-            XCTAssertEqual(Array(record.keys), ["labels"])
+        for (index, (record, labels)) in zip(records, expected).enumerated() {
+            XCTAssertEqual(Set(record.keys), ["index", "labels"])
+            XCTAssertEqual(record["index"] as? Int, index)
             let found = record["labels"] as! [[String: Any]]
             XCTAssertEqual(found.map { $0["label"] as! String }, labels.map(\.label))
             XCTAssertEqual(found.map { Float($0["score"] as! Double) }, labels.map(\.score))
@@ -104,7 +105,23 @@ final class HeadCLITests: CLITestCase {
             XCTAssertEqual(entities.map { $0["word"] as! String }, expected.map(\.word))
         }
         let plain = try bert(["ner", "--json", "--model", folder, text])
-        XCTAssertTrue(plain.stdout.hasPrefix(#"{"entities":[{"entity_group":"#), plain.stdout)
+        XCTAssertTrue(plain.stdout.hasPrefix(#"{"index":0,"entities":[{"entity_group":"#), plain.stdout)
+    }
+
+    /// A line skipped by --skip-invalid leaves a gap in the indices, as in `bert embed`: each
+    /// record still names its input line (before, the records after it named none, and shifted).
+    func testClassifyAndNERRecordsNameTheirInputIndexPastSkippedLines() throws {
+        var bytes = Data("Hello!\n".utf8)
+        bytes.append(contentsOf: [0x66, 0xFF, 0x0A])  // not UTF-8
+        bytes.append(Data("Linus Torvalds lives in Portland.\n".utf8))
+        let path = temporaryPath("skipped.txt")
+        try bytes.write(to: URL(fileURLWithPath: path))
+        for (command, model) in [("classify", "bert-classifier"), ("ner", "bert-ner")] {
+            let result = try bert([command, "--json", "--skip-invalid", "--model", heads.appendingPathComponent(model).path, "--input", path])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try jsonLines(result.stdout).map { $0["index"] as? Int }, [0, 2], command)
+            XCTAssertTrue(result.stderr.contains("line 2"), result.stderr)
+        }
     }
 
     /// classify and ner take --no-truncate and --truncation-direction as embed does: a text over

@@ -244,6 +244,45 @@ final class HostileInterruptCLITests: CLITestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), try Data(contentsOf: URL(fileURLWithPath: reference)))
     }
 
+    /// `--chunk` and `--sparse` stop as the plain stream does, between batches, with whole texts
+    /// written: a valid npy whose header counts its rows, whole JSON lines. They do not --resume,
+    /// so the message says where the rest of the input starts (before, a signal killed them mid-write).
+    func testSIGTERMStopsChunkedAndSparseEmbeddingWithWholeRecords() throws {
+        _ = try convertedModel("splade-tiny")
+        let input = try inputFile(3000)
+        let chunked = ["embed", "--model", "splade-tiny", "--input", input, "--batch-size", "8", "--quiet",
+                       "--chunk", "12", "--chunk-pooling", "mean", "--format", "npy"]
+        let reference = temporaryPath("cli-chunked-reference.npy")
+        XCTAssertEqual(try bert(chunked + ["--output", reference]).status, 0)
+        let path = temporaryPath("cli-chunked-interrupted.npy")
+        let stopped = try interrupt(chunked + ["--output", path], output: path, bytes: npyHeaderSize + 1, signal: SIGTERM)
+        let npy = try NPYReader(path: path)
+        assertFailure(stopped, status: 143, mentions: ["stopped by SIGTERM", "first \(npy.rows) records", "do not --resume", "from record \(npy.rows + 1)"])
+        XCTAssertGreaterThan(npy.rows, 0)
+        XCTAssertLessThan(npy.rows, 3000)
+        XCTAssertEqual(npy.rows % 8, 0, "whole batches")
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        XCTAssertEqual(size, npyHeaderSize + npy.rows * 128 * 4, "the header counts exactly the rows written")
+        XCTAssertEqual(try npy.readAll(), Array(try NPYReader(path: reference).readAll().prefix(npy.rows)))
+
+        let sparse = ["embed", "--model", "splade-tiny", "--input", input, "--batch-size", "8", "--quiet", "--sparse"]
+        let sparseReference = temporaryPath("cli-sparse-reference.jsonl")
+        XCTAssertEqual(try bert(sparse + ["--output", sparseReference]).status, 0)
+        let sparsePath = temporaryPath("cli-sparse-interrupted.jsonl")
+        let sparseStopped = try interrupt(sparse + ["--output", sparsePath], output: sparsePath, bytes: 1, signal: SIGTERM)
+        let prefix = try Data(contentsOf: URL(fileURLWithPath: sparsePath))
+        let lines = try String(decoding: prefix, as: UTF8.self).split(separator: "\n").map {
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        XCTAssertEqual(lines.map { $0["index"] as? Int }, Array(0..<lines.count))
+        assertFailure(sparseStopped, status: 143, mentions: ["first \(lines.count) records", "from record \(lines.count + 1)"])
+        XCTAssertTrue(prefix.last == 0x0A)
+        XCTAssertGreaterThan(lines.count, 0)
+        XCTAssertLessThan(lines.count, 3000)
+        XCTAssertEqual(lines.count % 8, 0, "whole batches")
+        XCTAssertEqual(prefix, try Data(contentsOf: URL(fileURLWithPath: sparseReference)).prefix(prefix.count))
+    }
+
     func testResumeNeedsAnOutputFile() throws {
         assertFailure(try bert("embed", "--resume", "x"), status: 64, mentions: ["--resume needs --output"])
     }
