@@ -12,14 +12,15 @@ package enum EmbeddingFormat: String, CaseIterable, Sendable {
     case jsonl
     /// One JSON array of the same objects, written as it goes.
     case json
-    /// NumPy .npy, an (N, D) little-endian float32 array.
+    /// NumPy .npy, an (N, D) little-endian float32 array (int8 or uint8 when quantised).
     case npy
     /// One vector per line, values separated by tabs (the TensorFlow projector's vectors.tsv).
     case tsv
 }
 
 /// Writes vectors as they come, in one of the `EmbeddingFormat`s, holding at most one sink
-/// buffer in memory. `finish()` completes the document (the closing bracket, the npy row count);
+/// buffer in memory: floats, or quantised by `quantizer` (integers in the text formats, int8 or
+/// uint8 npy). `finish()` completes the document (the closing bracket, the npy row count);
 /// until it runs the output is incomplete.
 package final class EmbeddingWriter {
     package let format: EmbeddingFormat
@@ -27,23 +28,31 @@ package final class EmbeddingWriter {
     /// Records in the output, those of a resumed run included.
     package private(set) var count = 0
     private var dimension: Int?
+    private let quantizer: EmbeddingQuantizer?
     private var line: [UInt8] = []
     private var npy: NPYRows?
 
-    /// `dimension` is checked against every vector; nil takes it from the first.
-    package init(format: EmbeddingFormat, sink: OutputSink, dimension: Int? = nil) throws {
-        (self.format, self.sink, self.dimension) = (format, sink, dimension)
+    /// `dimension` is checked against every vector; nil takes it from the first. A `quantizer`
+    /// (not float32) fixes the dimension to its own.
+    package init(format: EmbeddingFormat, sink: OutputSink, dimension: Int? = nil, quantizer: EmbeddingQuantizer? = nil) throws {
+        (self.format, self.sink, self.quantizer) = (format, sink, quantizer?.type == .float32 ? nil : quantizer)
+        self.dimension = self.quantizer?.dimension ?? dimension
         switch format {
         case .json: try sink.write("[")
-        case .npy: npy = try NPYRows(sink: sink)
+        case .npy: npy = try NPYRows(sink: sink, type: self.quantizer?.type ?? .float32)
         case .jsonl, .tsv: break
         }
     }
 
     /// A writer that continues `sink` after `records` records already in it (see `resuming`).
-    private init(format: EmbeddingFormat, continuing sink: OutputSink, records: Int, dimension: Int) {
-        (self.format, self.sink, self.dimension, self.count) = (format, sink, dimension, records)
-        if format == .npy { npy = NPYRows(continuing: sink, rows: records) }
+    private init(format: EmbeddingFormat, continuing sink: OutputSink, records: Int, dimension: Int, quantizer: EmbeddingQuantizer?) {
+        (self.format, self.sink, self.dimension, self.count, self.quantizer) = (format, sink, dimension, records, quantizer)
+        if format == .npy { npy = NPYRows(continuing: sink, rows: records, type: quantizer?.type ?? .float32) }
+    }
+
+    /// Values per record as written: the dimension, or a quantised vector's width.
+    private static func width(_ dimension: Int, _ quantizer: EmbeddingQuantizer?) -> Int {
+        quantizer?.type.width(dimension: dimension) ?? dimension
     }
 
     /// Continues the output an interrupted run left at `path`: the complete records it holds are
@@ -53,11 +62,13 @@ package final class EmbeddingWriter {
     /// (`EmbeddingStream.resumeAfter`). A missing file is a fresh start (0 records).
     /// Throws `StreamError.mismatch` when the file is not this format or holds vectors of another
     /// dimension.
-    package static func resuming(format: EmbeddingFormat, path: String, dimension: Int) throws -> (writer: EmbeddingWriter, records: Int) {
+    package static func resuming(format: EmbeddingFormat, path: String, dimension: Int,
+                                 quantizer given: EmbeddingQuantizer? = nil) throws -> (writer: EmbeddingWriter, records: Int) {
+        let quantizer = given?.type == .float32 ? nil : given
         var info = stat()
         guard stat(path, &info) == 0 else {
             guard errno == ENOENT else { throw StreamError.cannotCreate(path: path, reason: errnoDescription(errno)) }
-            return (try EmbeddingWriter(format: format, sink: OutputSink.open(path), dimension: dimension), 0)
+            return (try EmbeddingWriter(format: format, sink: OutputSink.open(path), dimension: dimension, quantizer: quantizer), 0)
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw StreamError.cannotCreate(path: path, reason: "--resume needs a regular file to continue, and this is not one")
@@ -65,11 +76,12 @@ package final class EmbeddingWriter {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw StreamError.unreadable(path: path, reason: errnoDescription(errno)) }
         defer { close(fd) }
-        let (keep, records) = try ResumePoint.find(fd: fd, size: Int(info.st_size), format: format, dimension: dimension, path: path)
+        let (keep, records) = try ResumePoint.find(fd: fd, size: Int(info.st_size), format: format, width: width(dimension, quantizer),
+                                                   type: quantizer?.type ?? .float32, path: path)
         // Nothing complete yet: start afresh, header included.
-        if records == 0 { return (try EmbeddingWriter(format: format, sink: OutputSink.open(path), dimension: dimension), 0) }
+        if records == 0 { return (try EmbeddingWriter(format: format, sink: OutputSink.open(path), dimension: dimension, quantizer: quantizer), 0) }
         let sink = try OutputSink.reopen(path, keeping: Int64(keep))
-        return (EmbeddingWriter(format: format, continuing: sink, records: records, dimension: dimension), records)
+        return (EmbeddingWriter(format: format, continuing: sink, records: records, dimension: dimension, quantizer: quantizer), records)
     }
 
     package func write(index: Int, vector: [Float]) throws {
@@ -78,28 +90,38 @@ package final class EmbeddingWriter {
         }
         dimension = vector.count
         line.removeAll(keepingCapacity: true)
+        // Quantised: integers in the text formats, the bytes themselves in npy.
+        let integers = format == .npy ? nil : try quantizer?.values(vector)
         switch format {
         case .jsonl, .json:
             if format == .json { line += (count == 0 ? "\n" : ",\n").utf8 }
             line += #"{"index":"#.utf8
             line += String(index).utf8
             line += #","embedding":["#.utf8
-            for (i, value) in vector.enumerated() {
-                if i > 0 { line.append(UInt8(ascii: ",")) }
-                appendJSONNumber(value, to: &line)
+            if let integers {
+                for (i, value) in integers.enumerated() {
+                    if i > 0 { line.append(UInt8(ascii: ",")) }
+                    line += String(value).utf8
+                }
+            } else {
+                for (i, value) in vector.enumerated() {
+                    if i > 0 { line.append(UInt8(ascii: ",")) }
+                    appendJSONNumber(value, to: &line)
+                }
             }
             line += "]}".utf8
             if format == .jsonl { line.append(0x0A) }
             try sink.write(line)
         case .tsv:
-            for (i, value) in vector.enumerated() {
+            let values = integers.map { $0.map(String.init) } ?? vector.map(\.description)
+            for (i, value) in values.enumerated() {
                 if i > 0 { line.append(0x09) }
-                line += value.description.utf8
+                line += value.utf8
             }
             line.append(0x0A)
             try sink.write(line)
         case .npy:
-            try npy!.append(vector)
+            if let quantizer { try npy!.append(bytes: quantizer.bytes(vector)) } else { try npy!.append(vector) }
         }
         count += 1
     }
@@ -108,7 +130,7 @@ package final class EmbeddingWriter {
     package func finish() throws {
         switch format {
         case .json: try sink.write(count == 0 ? "]\n" : "\n]\n")
-        case .npy: try npy!.finish(dimension: dimension ?? 0)
+        case .npy: try npy!.finish(columns: Self.width(dimension ?? 0, quantizer))
         case .jsonl, .tsv: break
         }
         try sink.flush()
@@ -121,20 +143,21 @@ package final class EmbeddingWriter {
 /// (memory stays bounded either way).
 final class NPYRows {
     let sink: OutputSink
+    /// float32, or the quantised type whose bytes the rows hold.
+    let type: EmbeddingType
     private var spill: OutputSink?
     private var spillFD: Int32 = -1
     private var rows = 0
 
     /// Rows appended to a file that already holds `rows` of them after a header (resuming).
-    init(continuing sink: OutputSink, rows: Int) {
-        self.sink = sink
-        self.rows = rows
+    init(continuing sink: OutputSink, rows: Int, type: EmbeddingType) {
+        (self.sink, self.rows, self.type) = (sink, rows, type)
     }
 
-    init(sink: OutputSink) throws {
-        self.sink = sink
+    init(sink: OutputSink, type: EmbeddingType) throws {
+        (self.sink, self.type) = (sink, type)
         if sink.isRewindable {
-            try sink.write(npyHeader(rows: 0, columns: 0))
+            try sink.write(npyHeader(rows: 0, columns: 0, type: type))
         } else {
             let directory = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
             var template = Array("\(directory)/bert-npy-XXXXXX".utf8CString)
@@ -153,8 +176,13 @@ final class NPYRows {
         rows += 1
     }
 
-    func finish(dimension: Int) throws {
-        let header = npyHeader(rows: rows, columns: dimension)
+    func append(bytes: [UInt8]) throws {
+        try (spill ?? sink).write(bytes)
+        rows += 1
+    }
+
+    func finish(columns: Int) throws {
+        let header = npyHeader(rows: rows, columns: columns, type: type)
         guard let spill else { return try sink.overwrite(at: 0, with: header) }
         try spill.flush()
         try sink.write(header)
@@ -175,12 +203,15 @@ final class NPYRows {
 /// Where an interrupted output's complete records end, found in one pass over the file.
 enum ResumePoint {
     /// (bytes to keep, records they hold).
-    static func find(fd: Int32, size: Int, format: EmbeddingFormat, dimension: Int, path: String) throws -> (Int, Int) {
+    /// `width`: the values of a record (the dimension, or a quantised vector's); `type`: what npy holds.
+    static func find(fd: Int32, size: Int, format: EmbeddingFormat, width dimension: Int, type: EmbeddingType, path: String) throws -> (Int, Int) {
         func notOurs(_ reason: String) -> Error {
             StreamError.mismatch(reason: "\(path) is not a \(format.rawValue) output of bert embed (\(reason)); resume with the same --format, or give another --output to start afresh")
         }
         func otherDimension(_ found: Int) -> Error {
-            StreamError.mismatch(reason: "\(path) holds \(found)-dimensional vectors but the model gives \(dimension); resume with the same model, or give another --output to start afresh")
+            StreamError.mismatch(reason: type == .float32
+                ? "\(path) holds \(found)-dimensional vectors but the model gives \(dimension); resume with the same model, or give another --output to start afresh"
+                : "\(path) holds vectors of \(found) values but this run writes \(dimension) (\(type.rawValue)); resume with the same model and --embedding-type, or give another --output to start afresh")
         }
         if format == .npy {
             // Shorter than a header: a run stopped while writing it starts afresh, but a file
@@ -196,16 +227,17 @@ enum ResumePoint {
             guard pread(fd, &header, npyHeaderSize, 0) == npyHeaderSize else { throw StreamError.unreadable(path: path, reason: errnoDescription(errno)) }
             let text = String(decoding: header[10...], as: UTF8.self)
             guard Array(header[0..<6]) == npyMagic, header[8] == UInt8(npyHeaderSize - 10),
-                  text.contains("'descr': '<f4'"), let shape = text.range(of: "'shape': ("),
+                  text.contains("'descr': '\(npyDescriptor(type))'"), let shape = text.range(of: "'shape': ("),
                   let close = text[shape.upperBound...].firstIndex(of: ")") else {
-                throw notOurs("no 128-byte float32 npy header")
+                throw notOurs("no 128-byte \(type == .float32 ? "float32" : type.isSigned ? "int8" : "uint8") npy header: resume with the same --embedding-type")
             }
             let dims = text[shape.upperBound..<close].split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
             guard dims.count == 2, let columns = dims[1] else { throw notOurs("the shape is not 2-D") }
             // A run that never finished left (0, 0); a finished or interrupted one, its dimension.
             guard columns == 0 || columns == dimension else { throw otherDimension(columns) }
-            let rows = (size - npyHeaderSize) / (4 * dimension)
-            return (npyHeaderSize + rows * 4 * dimension, rows)
+            let rowBytes = (type == .float32 ? 4 : 1) * dimension
+            let rows = (size - npyHeaderSize) / rowBytes
+            return (npyHeaderSize + rows * rowBytes, rows)
         }
         // Text formats: one pass, counting complete records and their separators.
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
@@ -260,9 +292,15 @@ enum ResumePoint {
 /// Size of the .npy header we write: fixed, so it can be rewritten in place with any row count.
 let npyHeaderSize = 128
 
-/// An .npy version 1.0 header for an (rows, columns) C-order float32 array, padded to 128 bytes.
-func npyHeader(rows: Int, columns: Int) -> [UInt8] {
-    var dict = Array("{'descr': '<f4', 'fortran_order': False, 'shape': (\(rows), \(columns)), }".utf8)
+/// numpy's name for the element type: little-endian float32, or a signed or unsigned byte.
+func npyDescriptor(_ type: EmbeddingType) -> String {
+    type == .float32 ? "<f4" : type.isSigned ? "|i1" : "|u1"
+}
+
+/// An .npy version 1.0 header for an (rows, columns) C-order float32 array (or int8, uint8),
+/// padded to 128 bytes.
+func npyHeader(rows: Int, columns: Int, type: EmbeddingType = .float32) -> [UInt8] {
+    var dict = Array("{'descr': '\(npyDescriptor(type))', 'fortran_order': False, 'shape': (\(rows), \(columns)), }".utf8)
     let length = npyHeaderSize - 10
     dict += [UInt8](repeating: 0x20, count: length - dict.count - 1) + [0x0A]
     return [0x93] + Array("NUMPY".utf8) + [1, 0, UInt8(length & 0xFF), UInt8(length >> 8)] + dict

@@ -101,7 +101,7 @@ extension Endpoints {
         case .base64: json.string(base64LittleEndian(vector))
         case .binary, .ubinary:
             let offset = type == .binary ? -128 : 0
-            json.array { for byte in packedSigns(vector) { json.number(Int(byte) + offset) } }
+            json.array { for byte in EmbeddingQuantizer.packedSigns(vector) { json.number(Int(byte) + offset) } }
         }
     }
 
@@ -160,14 +160,6 @@ extension Endpoints {
         let encoding = tokenizer.encode(text, addSpecialTokens: false)
         guard encoding.count > count, let end = encoding.offsets.prefix(count).last(where: { !$0.isEmpty })?.upperBound else { return text }
         return String(String.UnicodeScalarView(text.unicodeScalars.prefix(end)))
-    }
-
-    /// The signs of `vector`, 8 to a byte, the first in the highest bit, the last byte padded with
-    /// zeros (numpy's packbits of x > 0, as sentence-transformers' binary quantisation).
-    func packedSigns(_ vector: [Float]) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: (vector.count + 7) / 8)
-        for (i, x) in vector.enumerated() where x > 0 { bytes[i / 8] |= 0x80 >> UInt8(i % 8) }
-        return bytes
     }
 
     /// Cohere's "results" (v1 and v2): the top `topN` by score, each {"index", "relevance_score"},

@@ -228,13 +228,8 @@ struct Endpoints: Sendable {
             throw APIError.invalid("dimensions must be between 1 and \(model.dimension), the model's dimension; got \(dimensions)", param: "dimensions")
         }
         var head = model.embedder.head
-        head.normalize = false  // after the cut
-        var vectors = try await run(sequences, head: head, promptLength: promptLength, on: model)
-        for i in vectors.indices {
-            if let dimensions { vectors[i] = Array(vectors[i].prefix(dimensions)) }
-            if normalize { l2Normalize(&vectors[i]) }
-        }
-        return vectors
+        (head.dimensions, head.normalize) = (dimensions, normalize)
+        return try await run(sequences, head: head, promptLength: promptLength, on: model)
     }
 
     /// Texts of a /embed_sparse or /embed_all request, tokenised.

@@ -80,6 +80,12 @@ struct Embed: ParsableCommand {
 
     @Flag var role: TextRole?
 
+    @Option(help: ArgumentHelp("Store vectors as float32 (default), int8 or uint8 (255 steps per dimension between its minimum and maximum over --calibration), binary or ubinary (signs, 8 to a byte): sentence-transformers' quantize_embeddings.", valueName: "type"))
+    var embeddingType: EmbeddingType = .float32
+
+    @Option(help: ArgumentHelp("For --embedding-type int8 or uint8: a float32 .npy of embeddings of texts like these, from the same model (bert embed --format npy), whose per-dimension minima and maxima set the steps.", valueName: "file"))
+    var calibration: String?
+
     @OptionGroup var embedding: EmbeddingOptions
     @OptionGroup var chunking: ChunkOptions
     @OptionGroup var engine: EngineOptions
@@ -89,6 +95,11 @@ struct Embed: ParsableCommand {
         if sparse || multiVector, format != .jsonl { throw ValidationError("--sparse and --multi-vector write jsonl only") }
         if sparse || multiVector, resume { throw ValidationError("--sparse and --multi-vector do not --resume; embed the rest of the input on its own") }
         if dense, !sparse, !multiVector { throw ValidationError("--dense adds the sentence vector to --sparse or --multi-vector records; without them, leave it out") }
+        if sparse || multiVector, embeddingType != .float32 { throw ValidationError("--embedding-type quantises dense vectors; it does not combine with --sparse or --multi-vector") }
+        if embeddingType.needsRanges, calibration == nil {
+            throw ValidationError("--embedding-type \(embeddingType.rawValue) needs --calibration FILE.npy: embeddings of texts like these (bert embed --format npy --output FILE.npy), whose ranges set its 255 steps")
+        }
+        if !embeddingType.needsRanges, calibration != nil { throw ValidationError("--calibration sets the ranges of --embedding-type int8 or uint8; \(embeddingType.rawValue) has none") }
         try validateChunking()
     }
 
@@ -110,6 +121,7 @@ struct Embed: ParsableCommand {
         if sparse || multiVector { return try embedOutputs(bert, reader, skips: skips) }
         if let size = chunking.chunk { return try embedChunks(bert, reader, size: size, skips: skips) }
         let embedder = try SentenceEmbedder(bert)
+        let quantizer = try outputQuantizer(embedder)
         var stream = EmbeddingStream(embedder: embedder, options: embeddingOptions(embedder))
         // From here on SIGINT/SIGTERM stop at the next batch with a complete output.
         Interruption.installSignalHandlers()
@@ -117,9 +129,9 @@ struct Embed: ParsableCommand {
         stream.interruption = .process
         let writer: EmbeddingWriter
         if resume {
-            (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: bert.config.embeddingDimension)
+            (writer, stream.resumeAfter) = try EmbeddingWriter.resuming(format: format, path: output, dimension: quantizer.dimension, quantizer: quantizer)
         } else {
-            writer = try EmbeddingWriter(format: format, sink: OutputSink.open(output), dimension: bert.config.embeddingDimension)
+            writer = try EmbeddingWriter(format: format, sink: OutputSink.open(output), dimension: quantizer.dimension, quantizer: quantizer)
         }
 
         let bar = plan.progressBar()
@@ -143,6 +155,21 @@ struct Embed: ParsableCommand {
 extension Embed {
     /// Whether `--resume` can continue this command's output (the dense vectors' writer can).
     var canResume: Bool { chunking.chunk == nil && !sparse && !multiVector }
+
+    /// How vectors are stored (`--embedding-type`, `--calibration`), checked before any output:
+    /// the dimension (after `--dimensions`) and, for int8 and uint8, the calibration's ranges.
+    func outputQuantizer(_ embedder: SentenceEmbedder) throws -> EmbeddingQuantizer {
+        if let dimensions = embedding.dimensions { try embedder.checkDimensions(dimensions) }
+        let dimension = embedding.dimensions ?? embedder.model.config.embeddingDimension
+        let ranges = try calibration.map { path in
+            let calibration = try NPYReader(path: path)
+            guard calibration.columns == dimension else {
+                throw CLIError.usage("--calibration \(path) holds \(calibration.columns)-dimensional vectors, and this run writes \(dimension); calibrate with embeddings of the same model and --dimensions")
+            }
+            return try EmbeddingRanges(calibration: calibration.readAll())
+        }
+        return try EmbeddingQuantizer(embeddingType, dimension: dimension, ranges: ranges)
+    }
 
     /// The embedding options the command line gives, in the role of --query or --document.
     func embeddingOptions(_ embedder: SentenceEmbedder) -> SentenceEmbedder.Options {
@@ -219,9 +246,10 @@ extension Embed {
         let options = embeddingOptions(embedder)
         let overlap = chunking.overlap ?? 0
         _ = try embedder.chunker(maxTokens: size, overlap: overlap, options: options)  // a bad size fails before the output is made
+        let quantizer = try outputQuantizer(embedder)
         let sink = try OutputSink.open(output)
         let means = chunking.chunkPooling == .mean
-            ? try EmbeddingWriter(format: format, sink: sink, dimension: model.config.embeddingDimension) : nil
+            ? try EmbeddingWriter(format: format, sink: sink, dimension: quantizer.dimension, quantizer: quantizer) : nil
         var chunks = 0
         // SIGINT/SIGTERM stop between batches, leaving whole texts (all their chunks) in a valid file.
         Interruption.installSignalHandlers()
@@ -236,10 +264,11 @@ extension Embed {
                 for (record, vector) in zip(records, vectors) { try means.write(index: record.index, vector: vector) }
             } else {
                 for (chunk, vector) in zip(embedded.chunks, embedded.vectors) {
+                    let values: [OrderedJSON] = embeddingType == .float32 ? vector.map { .float($0) } : try quantizer.values(vector).map { .int($0) }
                     try sink.write(OrderedJSON.object([
                         ("index", .int(records[chunk.textIndex].index)), ("chunk", .int(chunk.chunkIndex)),
                         ("start", .int(chunk.start)), ("end", .int(chunk.end)), ("tokens", .int(chunk.tokenCount)),
-                        ("embedding", .array(vector.map { .float($0) })),
+                        ("embedding", .array(values)),
                     ]).text + "\n")
                 }
             }

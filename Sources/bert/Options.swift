@@ -10,6 +10,7 @@ extension Precision: ExpressibleByArgument {}
 extension Pooling: ExpressibleByArgument {}
 extension InputFormat: ExpressibleByArgument {}
 extension EmbeddingFormat: ExpressibleByArgument {}
+extension EmbeddingType: ExpressibleByArgument {}
 
 /// `bert embed --query`, `--document`, `--classification` or `--clustering`.
 extension TextRole: EnumerableFlag {
@@ -62,16 +63,21 @@ struct EmbeddingOptions: ParsableArguments {
     @Option(help: "Tokens per input, [CLS] and [SEP] included; longer inputs are truncated (default: the model's limit).")
     var maxLength: Int?
 
+    @Option(help: ArgumentHelp("Matryoshka: keep each vector's first N values, normalised again unless --no-normalize (TEI's and OpenAI's dimensions; default: all).", valueName: "n"))
+    var dimensions: Int?
+
     @OptionGroup var batch: BatchOptions
 
     func validate() throws {
         if let maxLength, maxLength < 2 { throw ValidationError("--max-length must be at least 2 ([CLS] and [SEP])") }
+        if let dimensions, dimensions < 1 { throw ValidationError("--dimensions must be at least 1") }
     }
 
     /// `normalize` nil: as the model says (its Normalize module).
     func options(normalize: Bool? = nil) -> SentenceEmbedder.Options {
         SentenceEmbedder.Options(pooling: pooling, normalize: normalize, maxLength: maxLength, batchSize: batch.batchSize,
-                                 promptName: promptName, prompt: prompt, truncates: batch.truncate, truncatesLeft: batch.truncationDirection == .left)
+                                 promptName: promptName, prompt: prompt, truncates: batch.truncate, truncatesLeft: batch.truncationDirection == .left,
+                                 dimensions: dimensions)
     }
 }
 

@@ -226,6 +226,75 @@ final class CLIEmbedTests: CLITestCase {
         XCTAssertEqual(result.stderr, "bert: 1 of 3 inputs were longer than 10 tokens and were truncated\n")
     }
 
+    /// `--dimensions N` (Matryoshka) keeps each vector's first N values and normalises them
+    /// again, as TEI's and OpenAI's `dimensions` do; with --no-normalize the plain prefix.
+    func testDimensionsCutTheVectorsAndNormaliseThemAgain() throws {
+        let cut = try bert(["embed", "--dimensions", "128"] + texts)
+        XCTAssertEqual(cut.status, 0, cut.stderr)
+        let expected = try libraryVectors(texts).map { vector -> [Float] in
+            let prefix = Array(vector.prefix(128))
+            let norm = prefix.reduce(0) { $0 + $1 * $1 }.squareRoot()
+            return prefix.map { $0 / norm }
+        }
+        assertClose(try parseJSONLines(cut.stdout), expected, tolerance: 1e-6)
+        let raw = try bert(["embed", "--dimensions", "128", "--no-normalize"] + texts)
+        XCTAssertEqual(try parseJSONLines(raw.stdout), try libraryVectors(texts, options: .init(normalize: false)).map { Array($0.prefix(128)) })
+        assertFailure(try bert("embed", "--dimensions", "385", "x"), status: 65, mentions: ["between 1 and 384", "got 385"])
+        assertFailure(try bert("embed", "--dimensions", "0", "x"), status: 64, mentions: ["--dimensions must be at least 1"])
+    }
+
+    /// `--embedding-type` stores what sentence-transformers' `quantize_embeddings` gives for the
+    /// same floats (the library's quantizer, checked against its recording in
+    /// EmbeddingQuantizationTests): integers in jsonl, int8 or uint8 npy, and --resume continues
+    /// a quantised npy.
+    func testEmbeddingTypesStoreQuantisedVectors() throws {
+        let input = try temporaryFile(texts.joined(separator: "\n") + "\n")
+        let floats = try parseJSONLines(try bert("embed", "--input", input, "--quiet").stdout)
+        let ubinary = try bert("embed", "--input", input, "--quiet", "--embedding-type", "ubinary")
+        XCTAssertEqual(ubinary.status, 0, ubinary.stderr)
+        let packed = try EmbeddingQuantizer(.ubinary, dimension: 384)
+        let lines = try ubinary.stdout.split(separator: "\n").map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        XCTAssertEqual(try lines.map { try XCTUnwrap($0["embedding"] as? [Int]) }, try floats.map { try packed.values($0) })
+
+        func npyBody(_ path: String, descr: String, shape: String) throws -> [UInt8] {
+            let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            let header = String(decoding: data[10..<npyHeaderSize], as: UTF8.self)
+            XCTAssertTrue(header.contains("'descr': '\(descr)'") && header.contains("'shape': \(shape)"), header)
+            return Array(data[npyHeaderSize...])
+        }
+        let binary = temporaryPath("binary.npy")
+        XCTAssertEqual(try bert("embed", "--input", input, "--quiet", "--embedding-type", "binary", "--format", "npy", "--output", binary).status, 0)
+        let signs = try EmbeddingQuantizer(.binary, dimension: 384)
+        XCTAssertEqual(try npyBody(binary, descr: "|i1", shape: "(3, 48)"), try floats.flatMap { try signs.bytes($0) })
+
+        // int8 over ranges from a calibration set: embeddings of other texts, from `bert embed`.
+        let calibrationTexts = (0..<40).map { "Calibration sentence \($0) about \(["cats", "rivers", "markets", "trains"][$0 % 4]) and the weather." }
+        let calibration = temporaryPath("calibration.npy")
+        XCTAssertEqual(try bert(["embed", "--quiet", "--format", "npy", "--output", calibration] + calibrationTexts).status, 0)
+        let int8 = try EmbeddingQuantizer(.int8, dimension: 384, ranges: EmbeddingRanges(calibration: NPYReader(path: calibration).readAll()))
+        let quantized = temporaryPath("int8.npy")
+        let common = ["embed", "--input", input, "--quiet", "--embedding-type", "int8", "--calibration", calibration, "--format", "npy", "--output", quantized]
+        XCTAssertEqual(try bert(common).status, 0)
+        let expected = try floats.flatMap { try int8.bytes($0) }
+        XCTAssertEqual(try npyBody(quantized, descr: "|i1", shape: "(3, 384)"), expected)
+        // A hard kill's leftovers: one whole row and half of the next; --resume completes it.
+        let whole = try Data(contentsOf: URL(fileURLWithPath: quantized))
+        try whole.prefix(npyHeaderSize + 384 + 200).write(to: URL(fileURLWithPath: quantized))
+        let resumed = try bert(common + ["--resume"])
+        XCTAssertEqual(resumed.status, 0, resumed.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: quantized)), whole)
+        // A float32 output is not continued as int8, nor the other way round.
+        let floatOutput = temporaryPath("float.npy")
+        XCTAssertEqual(try bert("embed", "--input", input, "--quiet", "--format", "npy", "--output", floatOutput).status, 0)
+        assertFailure(try bert(common.dropLast() + [floatOutput, "--resume"]), status: 65, mentions: ["int8 npy header", "--embedding-type"])
+
+        assertFailure(try bert("embed", "--embedding-type", "uint8", "x"), status: 64, mentions: ["needs --calibration"])
+        assertFailure(try bert("embed", "--embedding-type", "ubinary", "--calibration", calibration, "x"), status: 64, mentions: ["has none"])
+        assertFailure(try bert("embed", "--embedding-type", "int8", "--calibration", calibration, "--dimensions", "128", "x"), status: 64,
+                      mentions: ["384-dimensional", "writes 128"])
+        assertFailure(try bert("embed", "--embedding-type", "int8", "--calibration", input, "x"), status: 65, mentions: [input])
+    }
+
     func testSkipInvalidGoesOnAndListsTheSkippedLines() throws {
         let result = try bert("embed", "--input", fixture("invalid-utf8.txt"), "--skip-invalid", "--quiet")
         XCTAssertEqual(result.status, 0, result.stderr)

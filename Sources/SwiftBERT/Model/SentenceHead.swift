@@ -8,6 +8,9 @@ public struct SentenceHead: Head {
     public var pooling: Pooling
     /// Whether vectors are L2-normalised (the model's Normalize module, unless set).
     public var normalize: Bool
+    /// Matryoshka: only the first `dimensions` values are kept, before the normalisation, so a
+    /// cut vector is a unit vector again (TEI's and OpenAI's `dimensions`); nil keeps them all.
+    public var dimensions: Int?
     let includePrompt: Bool
     /// sentence-transformers' Dense modules: a Linear layer and its activation each.
     let dense: [(linear: Linear, activation: DenseLayerConfig.Activation)]
@@ -48,8 +51,9 @@ public struct SentenceHead: Head {
             }
             (x, width) = (y, linear.n)
         }
+        let kept = min(dimensions ?? width, width)
         return (0..<m).map { s in
-            var v = Array(x[s * width..<(s + 1) * width])
+            var v = Array(x[s * width..<s * width + kept])
             if normalize { l2Normalize(&v) }
             return v
         }

@@ -51,10 +51,15 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         public var truncates: Bool
         /// TEI's `truncation_direction` "Left": a long text loses its start, not its end.
         public var truncatesLeft: Bool
+        /// Matryoshka: the first `dimensions` values of each vector, normalised again when the
+        /// vectors are (`SentenceHead.dimensions`); nil: the model's whole dimension.
+        public var dimensions: Int?
         public init(pooling: Pooling? = nil, normalize: Bool? = nil, maxLength: Int? = nil, batchSize: Int = 32,
-                    promptName: String? = nil, prompt: String? = nil, truncates: Bool = true, truncatesLeft: Bool = false) {
+                    promptName: String? = nil, prompt: String? = nil, truncates: Bool = true, truncatesLeft: Bool = false,
+                    dimensions: Int? = nil) {
             self.pooling = pooling; self.normalize = normalize; self.maxLength = maxLength; self.batchSize = batchSize
             self.promptName = promptName; self.prompt = prompt; self.truncates = truncates; self.truncatesLeft = truncatesLeft
+            self.dimensions = dimensions
         }
     }
 
@@ -161,6 +166,9 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
     /// order, and the indices of the texts cut to the maximum length.
     func run<H: Head>(_ texts: [String], options: Options, head: H) throws -> ([H.Output], truncated: [Int]) {
         let limit = try maxLength(options.maxLength)
+        if let dimensions = options.dimensions {
+            try checkDimensions(dimensions)
+        }
         let prompt = try prompt(for: options)
         // sentence-transformers puts the prompt before the text, then tokenizes and truncates
         // the whole; the prompt's length counts [CLS] and its tokens (not [SEP]). A cut from the
@@ -183,6 +191,14 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         return (outputs.map { $0! }, encodings.indices.filter { encodings[$0].wasTruncated })
     }
 
+    /// A Matryoshka cut keeps at least one value and at most the model's dimension.
+    public func checkDimensions(_ dimensions: Int) throws {
+        let dimension = model.config.embeddingDimension
+        guard (1...dimension).contains(dimensions) else {
+            throw SwiftBERTError.invalidInput(reason: "dimensions must be between 1 and \(dimension), the model's dimension; got \(dimensions)")
+        }
+    }
+
     /// Tokens `prompt` takes at the start of a framed text, [CLS] included, not [SEP] (what
     /// include_prompt false leaves out of the pooling); 0 for no prompt.
     public func promptLength(_ prompt: String?, maxLength: Int) -> Int {
@@ -194,6 +210,7 @@ public final class SentenceEmbedder: ModelPipeline, @unchecked Sendable {
         var head = self.head
         if let pooling = options.pooling { head.pooling = pooling }
         if let normalize = options.normalize { head.normalize = normalize }
+        head.dimensions = options.dimensions
         return head
     }
 
