@@ -37,6 +37,12 @@ final class Batcher: @unchecked Sendable {
         /// Waiting never helps: at the model's fastest recent rate (tokens per second of its
         /// forward passes), the request's tokens take longer than `limit` seconds.
         case longerThanTimeout(tokens: Int, tokensPerSecond: Double, limit: Double)
+        /// Waiting helps: the request could finish in time alone, but not behind the work queued
+        /// before its turns come (`seconds` at the fastest recent rate, against `limit`).
+        case behindTooMuchWork(seconds: Double, limit: Double)
+        /// Waiting helps: taking the request now would make requests queued before it miss their
+        /// timeout; one of them needs `seconds` more.
+        case wouldMakeOthersLate(seconds: Double, limit: Double)
         case stopped
     }
 
@@ -166,6 +172,56 @@ final class Batcher: @unchecked Sendable {
         throw Failure.longerThanTimeout(tokens: tokens, tokensPerSecond: 1 / fastest, limit: limit)
     }
 
+    /// A request that would time out in the queue is refused now with 503 and Retry-After, not
+    /// answered 503 after `--request-timeout` with its passes computed for no one; so is one
+    /// whose sequences, taking their turns, would make requests queued before it miss theirs
+    /// (else every request near the limit times out together). The batches take turns, so a
+    /// client's last sequence is done once its own sequences have run and, of every other
+    /// client's, as many as the rounds before it: the least work ahead of it, at the fastest
+    /// recent rate. Requests that arrive later only add to that, so nothing refused here could
+    /// have finished. Called with the lock held; O(queued sequences + clients²).
+    private func refuseIfBehindTooMuchWork(_ items: [Item], client: String) throws {
+        guard let limit = limits.requestTimeout?.seconds, passCosts.count >= Self.passesBeforeRefusing,
+              let fastest = passCosts.min(), fastest > 0 else { return }
+        // Tokens of each client's first k waiting sequences (answered ones skipped), the
+        // request's own after its client's.
+        var clients = turns
+        if queues[client] == nil { clients.append(client) }
+        var waiting: [String: [Int]] = [:]
+        for name in clients {
+            var sums = [0]
+            if let queue = queues[name] {
+                for item in queue.items[queue.head...] where !item.request.isFinished { sums.append(sums.last! + item.ids.count) }
+            }
+            waiting[name] = sums
+        }
+        let before = waiting[client]!
+        var after = before
+        for item in items { after.append(after.last! + item.ids.count) }
+        func secondsToFinish(_ name: String, requester sums: [Int]) -> Double {
+            let own = name == client ? sums : waiting[name]!
+            let rounds = own.count - 1
+            var tokens = own.last!
+            for other in clients where other != name {
+                let theirs = other == client ? sums : waiting[other]!
+                tokens += theirs[min(max(rounds - 1, 0), theirs.count - 1)]
+            }
+            return Double(tokens) * fastest
+        }
+        let mine = secondsToFinish(client, requester: after)
+        if mine > limit { throw Failure.behindTooMuchWork(seconds: mine, limit: limit) }
+        let now = ContinuousClock.now
+        for name in clients where name != client && waiting[name]!.count > 1 {
+            guard let last = queues[name]?.items.last else { continue }
+            let left = limit - last.arrival.duration(to: now).seconds
+            let without = secondsToFinish(name, requester: before)
+            // A request already late is not protected at others' cost.
+            if secondsToFinish(name, requester: after) > left, without <= left {
+                throw Failure.wouldMakeOthersLate(seconds: without, limit: limit)
+            }
+        }
+    }
+
     private func enqueue(_ items: [Item], client: String) throws {
         condition.lock()
         defer { condition.unlock() }
@@ -187,6 +243,7 @@ final class Batcher: @unchecked Sendable {
         guard queuedCount + items.count <= limits.queueCapacity else {
             throw Failure.queueFull(capacity: limits.queueCapacity)
         }
+        try refuseIfBehindTooMuchWork(items, client: client)
         if queues[client] == nil { turns.append(client) }
         queues[client, default: ClientQueue()].items.append(contentsOf: items)
         queuedCount += items.count
@@ -297,7 +354,7 @@ final class Batcher: @unchecked Sendable {
     /// Only passes of at least half the token budget: a request too long for the timeout runs in
     /// full ones, and a small pass costs more per token (its fixed costs, narrower products), so
     /// it would make requests look longer than they are.
-    private func recordPassCost(seconds: Double, tokens: Int) {
+    func recordPassCost(seconds: Double, tokens: Int) {
         guard tokens * 2 >= limits.maxBatchTokens else { return }
         let secondsPerToken = seconds / Double(tokens)
         condition.withLock {

@@ -209,6 +209,16 @@ struct Endpoints: Sendable {
         case let Batcher.Failure.longerThanTimeout(tokens, tokensPerSecond, limit):
             let fits = Int(tokensPerSecond * limit * 0.9)
             return APIError.invalid("the request's \(tokens) tokens need more than --request-timeout (\(limit) s) of \(model.name)'s time: it runs at most \(Int(tokensPerSecond)) tokens a second here; the request was not processed; send at most about \(fits) tokens per request (texts × their tokens), or start the server with a longer --request-timeout", status: 413)
+        case let Batcher.Failure.behindTooMuchWork(seconds, limit):
+            metrics.rejected(model: model.name)
+            let wait = max(1, Int((seconds - limit).rounded(.up)))
+            return APIError(status: 503, message: "\(model.name) has more work queued than it could finish with this request within --request-timeout (\(limit) s): at least \(String(format: "%.1f", seconds)) s; the request was not processed; retry after about \(wait) s, or send fewer texts per request",
+                            type: "server_overloaded", code: "overloaded", retryAfter: wait)
+        case let Batcher.Failure.wouldMakeOthersLate(seconds, limit):
+            metrics.rejected(model: model.name)
+            let wait = max(1, Int(seconds.rounded(.up)))
+            return APIError(status: 503, message: "taking this request now would make requests queued before it at \(model.name) miss --request-timeout (\(limit) s); the request was not processed; retry after about \(wait) s, or send fewer texts per request",
+                            type: "server_overloaded", code: "overloaded", retryAfter: wait)
         case Batcher.Failure.stopped:
             return APIError.overloaded("the server is shutting down; the request was not processed")
         case is RequestTimeout:

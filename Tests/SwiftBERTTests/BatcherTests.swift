@@ -115,6 +115,52 @@ final class BatcherTests: XCTestCase {
         XCTAssertEqual(batcher.queueDepth, 0, "nothing of a refused request is queued")
     }
 
+    /// A request that could finish in time alone but not behind the queued work is refused at
+    /// once (503 with Retry-After), not answered 503 after --request-timeout with its passes
+    /// computed for no one; so is one that, taking its turns, would make a request queued before
+    /// it late. The rate is set by hand (4 passes of 0.1 s for 4,000 tokens): 1 s of timeout is
+    /// 40,000 tokens. Before, such requests queued, and every one near the limit timed out.
+    func testARequestThatWouldTimeOutInTheQueueIsRefusedAtOnce() async throws {
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 4096, maxWait: .milliseconds(1), queueCapacity: 400,
+                                                       requestTimeout: .seconds(1)))
+        for _ in 1...4 { batcher.recordPassCost(seconds: 0.1, tokens: 4000) }
+        let head = try SentenceHead(model)
+        let long: [Int32] = [101] + Array(repeating: 7592, count: 398) + [102]  // 400 tokens
+        func send(_ count: Int, from client: String) -> Task<[[Float]], Error> {
+            let sequences = Array(repeating: long, count: count)
+            return Task { try await RequestBody.$client.withValue(client) { try await batcher.run(sequences, head: head, batch: HeadBatch(threads: 1), timeout: .seconds(30)) } }
+        }
+        // The batching thread has not started: what is accepted waits.
+        let first = send(50, from: "127.0.0.2")  // 20,000 tokens: 0.5 s alone
+        try await waitUntil { batcher.queueDepth == 50 }
+        // Its 20 after 19 of the first's (15,600 tokens); the first's 50 after these 20 (28,000).
+        let second = send(20, from: "127.0.0.3")
+        try await waitUntil { batcher.queueDepth == 70 }
+        do {
+            // 60 more: 0.6 s alone, but its client's 80 come after the first's 50: 52,000 tokens.
+            _ = try await send(60, from: "127.0.0.3").value
+            XCTFail("a request that would time out in the queue was queued")
+        } catch let Batcher.Failure.behindTooMuchWork(seconds, limit) {
+            XCTAssertEqual(seconds, 52_000 * 0.1 / 4000, accuracy: 1e-9)
+            XCTAssertEqual(limit, 1)
+        }
+        do {
+            // 32 from a third client would finish in time (33,200 tokens), but the first's last
+            // would then come after 40,800 tokens: past its second.
+            _ = try await send(32, from: "127.0.0.4").value
+            XCTFail("a request that makes an earlier one late was queued")
+        } catch let Batcher.Failure.wouldMakeOthersLate(seconds, limit) {
+            XCTAssertEqual(seconds, 28_000 * 0.1 / 4000, accuracy: 1e-9, "what the first needs without it")
+            XCTAssertEqual(limit, 1)
+        }
+        XCTAssertEqual(batcher.queueDepth, 70, "nothing of the refused requests is queued")
+        // 5 from the third client delay the first to 30,000 tokens and the second to 17,600: taken.
+        let small = send(5, from: "127.0.0.4")
+        try await waitUntil { batcher.queueDepth == 75 }
+        for task in [first, second, small] { task.cancel() }
+        for task in [first, second, small] { _ = try? await task.value }
+    }
+
     /// One client may fill three quarters of the queue, and no more: the rest stays for other
     /// clients, whose requests are taken though the first one keeps sending. Before, one client's
     /// requests could fill the queue, and another's one text got 503 "queue full".
