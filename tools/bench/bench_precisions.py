@@ -49,10 +49,10 @@ AGAINST = {"fp32": "fp32", "bf16": "bf16", "int8": "int8", "int8-attention": "in
 BEST_PEER = {"fp32": "best FP32 peer", "bf16": "OpenVINO BF16", "int8": "ORT INT8"}
 
 
-def swift_ms(bert, model, precision, batch, length, threads, passes, sentences):
+def swift_ms(bert, model, precision, batch, length, threads, passes):
     command = [str(bert), "bench", "--model", str(model.converted), "--precision", precision, "--batch", str(batch),
                "--seq", str(length), "--threads", str(threads), "--repetitions", str(passes), "--no-memory",
-               "--accuracy-sentences", "0", "--sentences", str(sentences), "--json", "--quiet"]
+               "--accuracy-sentences", "0", "--json", "--quiet"]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"bert bench exited {done.returncode}: {done.stderr.strip()[-600:]}")
@@ -108,8 +108,6 @@ def main():
     lines = []
     with tempfile.TemporaryDirectory(prefix="bench-precisions-") as folder:
         bert, note = snapshot_bert(pathlib.Path(args.bert), folder)
-        sentences = pathlib.Path(folder) / "no-sentences.txt"
-        sentences.write_text("")
         started = time.time()
         for key in args.models.split(","):
             model = MODELS[key]
@@ -126,7 +124,7 @@ def main():
                         engines.reverse()
                     for engine in engines:
                         if engine.startswith("swift-"):
-                            value = swift_ms(bert, model, engine[6:], batch, length, args.threads, args.passes, sentences)
+                            value = swift_ms(bert, model, engine[6:], batch, length, args.threads, args.passes)
                         else:
                             value = median_ms(runners[engine], feed, args.passes)
                         figures[engine].append(value)
