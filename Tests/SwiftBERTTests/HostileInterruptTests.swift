@@ -232,16 +232,24 @@ final class HostileInterruptCLITests: CLITestCase {
         assertFailure(stopped, status: 143, mentions: ["stopped by SIGTERM", "--resume"])
         let npy = try NPYReader(path: path)
         XCTAssertEqual(npy.columns, 128)
-        XCTAssertGreaterThan(npy.rows, 0)
-        XCTAssertLessThan(npy.rows, 3000)
-        XCTAssertEqual(npy.rows % 64, 0, "whole windows of 8 × batch size")
-        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
-        XCTAssertEqual(size, npyHeaderSize + npy.rows * 128 * 4, "the header counts exactly the rows written")
-        XCTAssertEqual(try npy.readAll(), Array(try NPYReader(path: reference).readAll().prefix(npy.rows)))
+        try assertWholeRowsOf(reference, in: path, rows: npy.rows, multipleOf: 64, "whole windows of 8 × batch size")
 
         let resumed = try bert(common + ["--output", path, "--resume"])
         XCTAssertEqual(resumed.status, 0, resumed.stderr)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), try Data(contentsOf: URL(fileURLWithPath: reference)))
+    }
+
+    /// The npy at `path`, stopped part way through 3,000 records of 128 values, holds a header
+    /// that counts exactly its `rows` (some, not all, in whole groups of `multiple`) and the first
+    /// `rows` of `reference`.
+    private func assertWholeRowsOf(_ reference: String, in path: String, rows: Int, multipleOf multiple: Int,
+                                   _ message: String, line: UInt = #line) throws {
+        XCTAssertGreaterThan(rows, 0, line: line)
+        XCTAssertLessThan(rows, 3000, line: line)
+        XCTAssertEqual(rows % multiple, 0, message, line: line)
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        XCTAssertEqual(size, npyHeaderSize + rows * 128 * 4, "the header counts exactly the rows written", line: line)
+        XCTAssertEqual(try NPYReader(path: path).readAll(), Array(try NPYReader(path: reference).readAll().prefix(rows)), line: line)
     }
 
     /// `--chunk` and `--sparse` stop as the plain stream does, between batches, with whole texts
@@ -258,12 +266,7 @@ final class HostileInterruptCLITests: CLITestCase {
         let stopped = try interrupt(chunked + ["--output", path], output: path, bytes: npyHeaderSize + 1, signal: SIGTERM)
         let npy = try NPYReader(path: path)
         assertFailure(stopped, status: 143, mentions: ["stopped by SIGTERM", "first \(npy.rows) records", "do not --resume", "from record \(npy.rows + 1)"])
-        XCTAssertGreaterThan(npy.rows, 0)
-        XCTAssertLessThan(npy.rows, 3000)
-        XCTAssertEqual(npy.rows % 8, 0, "whole batches")
-        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
-        XCTAssertEqual(size, npyHeaderSize + npy.rows * 128 * 4, "the header counts exactly the rows written")
-        XCTAssertEqual(try npy.readAll(), Array(try NPYReader(path: reference).readAll().prefix(npy.rows)))
+        try assertWholeRowsOf(reference, in: path, rows: npy.rows, multipleOf: 8, "whole batches")
 
         let sparse = ["embed", "--model", "splade-tiny", "--input", input, "--batch-size", "8", "--quiet", "--sparse"]
         let sparseReference = temporaryPath("cli-sparse-reference.jsonl")

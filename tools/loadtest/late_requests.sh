@@ -10,15 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bert=${1:-.build/release/bert}; port=${2:-18191}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-python3 - "$work" <<'PY'
-import json, random, sys
-random.seed(11)
-words = ("the quick brown fox jumps over a lazy dog while searchers build retrieval systems with dense "
-         "vectors and sparse lexical weights for every query").split()
-def body(n): return {"inputs": [" ".join(random.choice(words) for _ in range(300)) for _ in range(n)], "truncate": True}
-json.dump(body(256), open(f"{sys.argv[1]}/many.json", "w"))
-json.dump(body(64), open(f"{sys.argv[1]}/warm.json", "w"))
-PY
+tools/loadtest/long_texts_body.py 256 "$work/many.json" --seed 11
+tools/loadtest/long_texts_body.py 64 "$work/warm.json" --seed 12
 OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} "$bert" serve --model weights/all-MiniLM-L6-v2 --port "$port" --threads 2 \
     --body-limit 8388608 --request-timeout 10 >"$work/serve.log" 2>&1 &
 server=$!

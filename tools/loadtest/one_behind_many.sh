@@ -8,15 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bert=${1:-.build/release/bert}; port=${2:-18190}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-python3 - "$work" <<'PY'
-import json, random, sys
-random.seed(7)
-words = ("the quick brown fox jumps over a lazy dog while searchers build retrieval systems with dense "
-         "vectors and sparse lexical weights for every query").split()
-texts = [" ".join(random.choice(words) for _ in range(300)) for _ in range(2048)]
-json.dump({"inputs": texts, "truncate": True}, open(f"{sys.argv[1]}/many.json", "w"))
-json.dump({"inputs": "one short query about foxes"}, open(f"{sys.argv[1]}/one.json", "w"))
-PY
+tools/loadtest/long_texts_body.py 2048 "$work/many.json"
+echo '{"inputs": "one short query about foxes"}' >"$work/one.json"
 OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} "$bert" serve --model weights/all-MiniLM-L6-v2 --port "$port" --threads 2 \
     --body-limit 8388608 >"$work/serve.log" 2>&1 &
 server=$!
