@@ -179,44 +179,54 @@ final class Batcher: @unchecked Sendable {
     /// client's last sequence is done once its own sequences have run and, of every other
     /// client's, as many as the rounds before it: the least work ahead of it, at the fastest
     /// recent rate. Requests that arrive later only add to that, so nothing refused here could
-    /// have finished. Called with the lock held; O(queued sequences + clients²).
+    /// have finished. Called with the lock held, on every request: O(queued sequences + clients),
+    /// so thousands of clients behind a proxy do not make each admission quadratic.
     private func refuseIfBehindTooMuchWork(_ items: [Item], client: String) throws {
         guard let limit = limits.requestTimeout?.seconds, passCosts.count >= Self.passesBeforeRefusing,
               let fastest = passCosts.min(), fastest > 0 else { return }
-        // Tokens of each client's first k waiting sequences (answered ones skipped), the
-        // request's own after its client's.
-        var clients = turns
-        if queues[client] == nil { clients.append(client) }
-        var waiting: [String: [Int]] = [:]
-        for name in clients {
-            var sums = [0]
-            if let queue = queues[name] {
-                for item in queue.items[queue.head...] where !item.request.isFinished { sums.append(sums.last! + item.ids.count) }
+        // Each client's tokens in its first k waiting sequences (answered ones skipped), k = 0…;
+        // the requester's without (`before`) and with (`after`) this request.
+        var others: [(sums: [Int], lastArrival: ContinuousClock.Instant)] = []
+        var before = [0]
+        for name in turns {
+            guard let queue = queues[name] else { continue }
+            var sums = [0], lastArrival: ContinuousClock.Instant?
+            for item in queue.items[queue.head...] where !item.request.isFinished {
+                sums.append(sums.last! + item.ids.count)
+                lastArrival = item.arrival
             }
-            waiting[name] = sums
+            if name == client { before = sums } else if let lastArrival { others.append((sums, lastArrival)) }
         }
-        let before = waiting[client]!
         var after = before
         for item in items { after.append(after.last! + item.ids.count) }
-        func secondsToFinish(_ name: String, requester sums: [Int]) -> Double {
-            let own = name == client ? sums : waiting[name]!
-            let rounds = own.count - 1
-            var tokens = own.last!
-            for other in clients where other != name {
-                let theirs = other == client ? sums : waiting[other]!
-                tokens += theirs[min(max(rounds - 1, 0), theirs.count - 1)]
-            }
-            return Double(tokens) * fastest
+        // The work of the first r rounds, every client with `before`: Σ of each client's first
+        // min(r, waiting) sequences = the sums of those still in their turns at r, plus the
+        // totals of those done before r.
+        let rounds = max(after.count, others.map(\.sums.count).max() ?? 0)
+        var inTurn = [Int](repeating: 0, count: rounds), doneAt = [Int](repeating: 0, count: rounds + 1)
+        for sums in others.map(\.sums) + [before] {
+            for (r, tokens) in sums.enumerated() { inTurn[r] += tokens }
+            doneAt[sums.count] += sums.last!
         }
-        let mine = secondsToFinish(client, requester: after)
+        var work = [Int](repeating: 0, count: rounds), done = 0
+        for r in 0..<rounds { done += doneAt[r]; work[r] = inTurn[r] + done }
+        func workWithRequest(_ r: Int) -> Int {
+            work[r] - before[min(r, before.count - 1)] + after[min(r, after.count - 1)]
+        }
+        // A client's last sequence runs in round `count − 1`: its own tokens, plus the others'
+        // in the rounds before (its own first count − 1 taken out of `work`).
+        func seconds(_ sums: [Int], _ work: (Int) -> Int) -> Double {
+            let r = max(sums.count - 2, 0)
+            return Double(sums.last! + work(r) - sums[r]) * fastest
+        }
+        let mine = seconds(after, workWithRequest)
         if mine > limit { throw Failure.behindTooMuchWork(seconds: mine, limit: limit) }
         let now = ContinuousClock.now
-        for name in clients where name != client && waiting[name]!.count > 1 {
-            guard let last = queues[name]?.items.last else { continue }
-            let left = limit - last.arrival.duration(to: now).seconds
-            let without = secondsToFinish(name, requester: before)
+        for other in others {
+            let left = limit - other.lastArrival.duration(to: now).seconds
+            let without = seconds(other.sums) { work[$0] }
             // A request already late is not protected at others' cost.
-            if secondsToFinish(name, requester: after) > left, without <= left {
+            if seconds(other.sums, workWithRequest) > left, without <= left {
                 throw Failure.wouldMakeOthersLate(seconds: without, limit: limit)
             }
         }

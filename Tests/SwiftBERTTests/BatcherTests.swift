@@ -161,6 +161,41 @@ final class BatcherTests: XCTestCase {
         for task in [first, second, small] { _ = try? await task.value }
     }
 
+    /// The same bound with 200 clients waiting (as behind a proxy that names each user): a
+    /// newcomer's 3 sequences run in the third round, after each other client's first two (or
+    /// fewer, if it has fewer), which the test adds up client by client.
+    func testTheQueuesWorkIsCountedOverManyClients() async throws {
+        let (model, batcher) = try miniLMBatcher(.init(maxBatchTokens: 4096, maxWait: .milliseconds(1), queueCapacity: 2000,
+                                                       requestTimeout: .seconds(1)))
+        let head = try SentenceHead(model)
+        func sequence(_ tokens: Int) -> [Int32] { [101] + Array(repeating: 7592, count: tokens - 2) + [102] }
+        func send(_ sequences: [[Int32]], from client: String) -> Task<[[Float]], Error> {
+            Task { try await RequestBody.$client.withValue(client) { try await batcher.run(sequences, head: head, batch: HeadBatch(threads: 1), timeout: .seconds(30)) } }
+        }
+        // No pass measured yet, so nothing is refused while the crowd queues.
+        var tasks: [Task<[[Float]], Error>] = [], queued = 0, expected = 3 * 120
+        for c in 0..<200 {
+            let count = c % 3 + 1, tokens = 130 + c % 7
+            tasks.append(send(Array(repeating: sequence(tokens), count: count), from: "10.0.\(c / 100).\(c % 100)"))
+            queued += count
+            expected += min(count, 2) * tokens
+            let depth = queued
+            try await waitUntil { batcher.queueDepth == depth }
+        }
+        for _ in 1...4 { batcher.recordPassCost(seconds: 0.1, tokens: 4000) }
+        XCTAssertGreaterThan(expected, 40_000, "more than 1 s of work at 4,000 tokens per 0.1 s")
+        do {
+            _ = try await send(Array(repeating: sequence(120), count: 3), from: "10.9.9.9").value
+            XCTFail("a request that would time out in the queue was queued")
+        } catch let Batcher.Failure.behindTooMuchWork(seconds, limit) {
+            XCTAssertEqual(seconds, Double(expected) * 0.1 / 4000, accuracy: 1e-9)
+            XCTAssertEqual(limit, 1)
+        }
+        XCTAssertEqual(batcher.queueDepth, queued, "nothing of the refused request is queued")
+        for task in tasks { task.cancel() }
+        for task in tasks { _ = try? await task.value }
+    }
+
     /// One client may fill three quarters of the queue, and no more: the rest stays for other
     /// clients, whose requests are taken though the first one keeps sending. Before, one client's
     /// requests could fill the queue, and another's one text got 503 "queue full".
