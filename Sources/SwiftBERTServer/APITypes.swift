@@ -554,7 +554,8 @@ enum CohereInputType: String, CaseIterable {
 
 /// Cohere's embedding_types: floats, their little-endian bytes in base64, or the signs packed
 /// 8 to a byte (sentence-transformers' binary quantisation: ubinary the bytes, binary each
-/// minus 128). int8 and uint8 are refused (`Endpoints.cohereEmbed` says why).
+/// minus 128); int8 and uint8 in 255 steps per dimension between the ranges of `bert serve
+/// --calibration`, refused without them (`Endpoints.cohereEmbed` says why).
 enum CohereEmbeddingType: String, CaseIterable {
     case float, int8, uint8, binary, ubinary, base64
 }

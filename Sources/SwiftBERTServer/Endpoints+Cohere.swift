@@ -24,10 +24,16 @@ extension Endpoints {
             for name in request.embedding_types ?? ["float"] {
                 let type = try choice(name, of: CohereEmbeddingType.self, param: "embedding_types")
                 if type == .int8 || type == .uint8 {
-                    // Cohere's models come with calibrated ranges; ranges taken from one request's
-                    // vectors would give the same text other bytes in another request.
-                    throw APIError.invalid("embedding_types \"\(name)\" needs value ranges calibrated for the model, which this server does not have: ask for \"binary\" or \"ubinary\" (the signs, 8 to a byte), or for \"float\" and quantise with ranges from your own corpus (swiftbert.quantize_embeddings or sentence-transformers' quantize_embeddings with calibration_embeddings)",
-                                           param: "embedding_types")
+                    // Ranges taken from one request's vectors would give the same text other bytes
+                    // in another request: they come from the operator's calibration, or not at all.
+                    guard model.int8Quantizer != nil else {
+                        throw APIError.invalid("embedding_types \"\(name)\" needs value ranges calibrated for the model, which this server was not given (bert serve --calibration FILE.npy): ask for \"binary\" or \"ubinary\" (the signs, 8 to a byte), or for \"float\" and quantise with ranges from your own corpus (swiftbert.quantize_embeddings or sentence-transformers' quantize_embeddings with calibration_embeddings)",
+                                               param: "embedding_types")
+                    }
+                    if let dimensions = request.output_dimension, dimensions != model.dimension {
+                        throw APIError.invalid("embedding_types \"\(name)\" uses the calibration's ranges of all \(model.dimension) dimensions, and output_dimension \(dimensions) cuts and normalises the vectors again; leave output_dimension out, or ask for float, binary or ubinary",
+                                               param: "output_dimension")
+                    }
                 }
                 if !types.contains(type) { types.append(type) }
             }
@@ -70,14 +76,14 @@ extension Endpoints {
         let byType = version == 2 || request.embedding_types != nil
         return try await offload {
             let json = JSONWriter(capacity: vectors.count * model.dimension * 14 * types.count + texts.reduce(256) { $0 + $1.utf8.count + 8 })
-            json.object {
+            try json.object {
                 json.key("id"); json.string(UUID().uuidString.lowercased())
                 json.key("embeddings")
                 if byType {
-                    json.object {
+                    try json.object {
                         for type in types {
                             json.key(type.rawValue)
-                            json.array { for vector in vectors { writeEmbedding(json, vector, as: type) } }
+                            try json.array { for vector in vectors { try writeEmbedding(json, vector, as: type, model: model) } }
                         }
                     }
                 } else {
@@ -95,9 +101,12 @@ extension Endpoints {
         }
     }
 
-    private func writeEmbedding(_ json: JSONWriter, _ vector: [Float], as type: CohereEmbeddingType) {
+    private func writeEmbedding(_ json: JSONWriter, _ vector: [Float], as type: CohereEmbeddingType, model: ServedModel) throws {
         switch type {
-        case .float, .int8, .uint8: json.floats(vector)  // int8 and uint8 were refused
+        case .float: json.floats(vector)
+        case .int8, .uint8:  // checked: the model has its calibration
+            let quantizer = type == .int8 ? model.int8Quantizer! : model.uint8Quantizer!
+            try json.array { for value in try quantizer.values(vector) { json.number(value) } }
         case .base64: json.string(base64LittleEndian(vector))
         case .binary, .ubinary:
             let offset = type == .binary ? -128 : 0

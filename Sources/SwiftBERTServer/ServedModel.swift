@@ -50,6 +50,10 @@ public struct ServerConfiguration: Sendable {
     /// The reverse proxies whose `X-Forwarded-For` names the client, for its turn on the lanes;
     /// none by default: the client is the peer's address.
     public var trustedProxies: TrustedProxies
+    /// Each dimension's range for Cohere's int8 and uint8 `embedding_types`, by the model as
+    /// `models` gives it: from embeddings of texts like the ones to be stored (`bert serve
+    /// --calibration`). A model without them refuses those types.
+    public var embeddingRanges: [String: EmbeddingRanges]
 
     public init(models: [String] = [ModelLocator.defaultEmbeddingModel], host: String = "127.0.0.1", port: Int = 8080,
                 precision: Precision = .fp32, threads: Int? = nil, maxBatchTokens: Int = 1024,
@@ -57,7 +61,8 @@ public struct ServerConfiguration: Sendable {
                 bodyLimit: Int = 2 << 20, requestTimeout: Duration = .seconds(30), readTimeout: Duration = .seconds(30),
                 writeTimeout: Duration = .seconds(30), shutdownGrace: Duration = .seconds(25), maxConnections: Int = 128, maxResponseBytes: Int = 32 << 20,
                 apiKey: String? = nil, acceptsTokenIds: Bool = false, corsOrigin: String? = nil, servedModelName: String? = nil,
-                defaultPromptName: String? = nil, defaultPrompt: String? = nil, trustedProxies: TrustedProxies = .none) {
+                defaultPromptName: String? = nil, defaultPrompt: String? = nil, trustedProxies: TrustedProxies = .none,
+                embeddingRanges: [String: EmbeddingRanges] = [:]) {
         self.models = models; self.host = host; self.port = port; self.precision = precision; self.threads = threads
         self.maxBatchTokens = maxBatchTokens; self.maxWait = maxWait; self.queueCapacity = queueCapacity
         self.maxInputs = maxInputs; self.bodyLimit = bodyLimit; self.requestTimeout = requestTimeout
@@ -65,7 +70,7 @@ public struct ServerConfiguration: Sendable {
         self.maxResponseBytes = maxResponseBytes; self.apiKey = apiKey
         self.acceptsTokenIds = acceptsTokenIds; self.corsOrigin = corsOrigin; self.servedModelName = servedModelName
         self.defaultPromptName = defaultPromptName; self.defaultPrompt = defaultPrompt
-        self.trustedProxies = trustedProxies
+        self.trustedProxies = trustedProxies; self.embeddingRanges = embeddingRanges
     }
 }
 
@@ -89,6 +94,8 @@ final class ServedModel: Sendable {
     /// What picks the prompt of a request that names none: the server's default prompt or prompt
     /// name, else the model's own default.
     let unnamedPrompt: SentenceEmbedder.Options
+    /// Cohere's int8 and uint8 from the sentence vectors (--calibration), or nil: refused.
+    let int8Quantizer: EmbeddingQuantizer?, uint8Quantizer: EmbeddingQuantizer?
 
     /// `given` as --model names it (a name or a path); `name` what answers give (`publicNames`).
     init(given: String, name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
@@ -111,6 +118,17 @@ final class ServedModel: Sendable {
                     + (prompts.isEmpty ? "no prompts" : "the prompts \(prompts.keys.sorted().joined(separator: ", "))")
                     + "; give a prompt's text with --default-prompt instead")
             }
+        }
+        // A calibration of another model (another dimension) fails the start.
+        if let ranges = configuration.embeddingRanges[given] {
+            let dimension = loaded.config.embeddingDimension
+            guard ranges.dimension == dimension else {
+                throw SwiftBERTError.invalidInput(reason: "--calibration for \(name) holds \(ranges.dimension)-dimensional vectors, and \(name)'s are \(dimension); calibrate with its own embeddings (bert embed --model \(given) --format npy --output FILE.npy)")
+            }
+            int8Quantizer = try EmbeddingQuantizer(.int8, dimension: dimension, ranges: ranges)
+            uint8Quantizer = try EmbeddingQuantizer(.uint8, dimension: dimension, ranges: ranges)
+        } else {
+            (int8Quantizer, uint8Quantizer) = (nil, nil)
         }
         batcher = Batcher(model: loaded.encoder, name: name, limits: .init(
             maxBatchTokens: configuration.maxBatchTokens, maxWait: configuration.maxWait,

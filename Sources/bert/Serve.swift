@@ -91,6 +91,9 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Reverse proxies to believe, comma-separated IPv4/IPv6 addresses or CIDR blocks (127.0.0.1,10.0.0.0/8,::1). A request from one of them takes the turn on the CPU workers of the client its X-Forwarded-For names: the rightmost address that is not a trusted proxy. Other peers' X-Forwarded-For is ignored. Default: none; every client is its peer address.", valueName: "list"))
     var trustedProxies = ""
 
+    @Option(help: ArgumentHelp("Embeddings (.npy, rows of float32, from `bert embed --format npy`) of texts like the ones to be stored, whose ranges per dimension let Cohere's /v2/embed answer embedding_types int8 and uint8 (sentence-transformers' quantize_embeddings). MODEL=FILE.npy names one of --model's models; a bare FILE.npy is for the only one. Repeatable.", valueName: "[model=]file.npy"))
+    var calibration: [String] = []
+
     /// The longest timeout or grace, in seconds.
     static let longestWait = 365.0 * 24 * 3600
 
@@ -119,12 +122,34 @@ struct Serve: ParsableCommand {
 
     var models: [String] { model.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
 
+    /// --calibration's ranges by the model they are for, as --model gives it; the files are read
+    /// here, before any model loads, and their dimension checked against the model's at its load.
+    func embeddingRanges() throws -> [String: EmbeddingRanges] {
+        var ranges: [String: EmbeddingRanges] = [:]
+        for item in calibration {
+            let model: String, path: String
+            // MODEL=FILE: the model part must be one of --model's (a path may hold "=" too).
+            if let equals = item.firstIndex(of: "="), models.contains(String(item[..<equals])) {
+                (model, path) = (String(item[..<equals]), String(item[item.index(after: equals)...]))
+            } else if models.count == 1 {
+                (model, path) = (models[0], item)
+            } else {
+                throw CLIError.usage("--calibration \(item): name the model it is for, one of \(models.joined(separator: ", ")), as MODEL=FILE.npy")
+            }
+            guard ranges[model] == nil else { throw CLIError.usage("--calibration is given twice for \(model); give one file per model") }
+            let embeddings = try NPYReader(path: path)
+            ranges[model] = try EmbeddingRanges(calibration: embeddings.readAll())
+        }
+        return ranges
+    }
+
     func run() throws {
         #if Server
         // Fail fast on a bad option or unknown names, before binding the port.
         let proxies: TrustedProxies
         do { proxies = try TrustedProxies(trustedProxies) } catch { throw ValidationError(error.description) }
         for name in models { _ = try ModelLocator.resolve(name) }
+        let ranges = try embeddingRanges()
         let key = apiKey ?? ProcessInfo.processInfo.environment["SWIFTBERT_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let configuration = ServerConfiguration(
             models: models, host: host, port: port, precision: engine.precision, threads: engine.threads,
@@ -135,7 +160,7 @@ struct Serve: ParsableCommand {
             maxConnections: maxConnections, maxResponseBytes: maxResponseBytes, apiKey: key,
             acceptsTokenIds: acceptTokenIds, corsOrigin: corsOrigin, servedModelName: servedModelName,
             defaultPromptName: defaultPromptName, defaultPrompt: defaultPrompt,
-            trustedProxies: proxies)
+            trustedProxies: proxies, embeddingRanges: ranges)
         let outcome = ServeOutcome()
         let done = DispatchSemaphore(value: 0)
         Task.detached {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SwiftBERT
+@testable import SwiftBERTCommandLine
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -230,6 +231,51 @@ extension ServerTests {
         let both = try runProcess(bertPath, ["serve", "--model", qwen3, "--default-prompt-name", "query", "--default-prompt", "x"])
         XCTAssertEqual(both.status, 64, both.stderr)
         XCTAssertTrue(both.stderr.contains("not both"), both.stderr)
+    }
+
+    /// Cohere's int8 and uint8 with `--calibration`: each dimension cut into 255 steps between its
+    /// minimum and maximum over the calibration's embeddings, as sentence-transformers'
+    /// quantize_embeddings does (worked out here from the floats the same answer gives). Without
+    /// a calibration they are refused (testCohereEmbedChoosesPromptsByInputTypeAndPacksSigns).
+    func testCohereInt8AndUint8ComeFromTheCalibration() throws {
+        let calibration = temporaryPath("cohere-calibration.npy"), short = temporaryPath("cohere-calibration-8.npy")
+        defer { for path in [calibration, short] { try? FileManager.default.removeItem(atPath: path) } }
+        let sentences = repositoryRoot.appendingPathComponent("Tests/SwiftBERTTests/Fixtures/sentences.txt").path
+        for (path, extra) in [(calibration, [String]()), (short, ["--dimensions", "8"])] {
+            let made = try bert(["embed", "--input", sentences, "--format", "npy", "--output", path, "--quiet"] + extra)
+            XCTAssertEqual(made.status, 0, made.stderr)
+        }
+        let rows = try NPYReader(path: calibration).readAll()
+        let minima = (0..<384).map { d in rows.map { $0[d] }.min()! }, maxima = (0..<384).map { d in rows.map { $0[d] }.max()! }
+
+        let server = try ServerProcess(bert: bertPath, arguments: ["--calibration", calibration])
+        defer { XCTAssertEqual(server.terminate(), 0) }
+        let texts = ["how do tiles multiply?", "Tiles multiply sixteen rows at once.", "A cat sleeps."]
+        let reply = try server.post("/v2/embed", ["texts": texts, "input_type": "search_document", "embedding_types": ["float", "int8", "uint8"]])
+        XCTAssertEqual(reply.status, 200, reply.text)
+        let embeddings = try XCTUnwrap((reply.json() as? [String: Any])?["embeddings"] as? [String: Any], reply.text)
+        let floats = try XCTUnwrap(embeddings["float"] as? [[NSNumber]]).map { $0.map(\.floatValue) }
+        let buckets = floats.map { vector in
+            (0..<384).map { d -> Int in
+                let step = (maxima[d] - minima[d]) / 255
+                return Int(min(max(((vector[d] - minima[d]) / (step == 0 ? 1 : step)).rounded(.down), 0), 255))
+            }
+        }
+        XCTAssertEqual(try XCTUnwrap(embeddings["uint8"] as? [[NSNumber]]).map { $0.map(\.intValue) }, buckets)
+        XCTAssertEqual(try XCTUnwrap(embeddings["int8"] as? [[NSNumber]]).map { $0.map(\.intValue) }, buckets.map { $0.map { $0 - 128 } })
+        XCTAssertTrue(buckets.joined().contains { $0 > 0 && $0 < 255 }, "the texts fall inside the calibrated ranges, not all at their ends")
+        // The ranges are of the whole vectors: a cut and normalised again vector would need its own.
+        let cut = try server.post("/v2/embed", ["texts": texts, "embedding_types": ["int8"], "output_dimension": 8])
+        XCTAssertEqual(cut.status, 422, cut.text)
+        XCTAssertTrue(cut.text.contains("output_dimension"), cut.text)
+
+        // A calibration of another dimension, or one that names no served model, fails the start.
+        let other = try runProcess(bertPath, ["serve", "--port", "0", "--calibration", short])
+        XCTAssertNotEqual(other.status, 0)
+        XCTAssertTrue(other.stderr.contains("8-dimensional") && other.stderr.contains("384"), other.stderr)
+        let unnamed = try runProcess(bertPath, ["serve", "--port", "0", "--model", "all-MiniLM-L6-v2,splade-tiny", "--calibration", calibration])
+        XCTAssertEqual(unnamed.status, 64, unnamed.stderr)
+        XCTAssertTrue(unnamed.stderr.contains("MODEL=FILE.npy"), unnamed.stderr)
     }
 
     /// Cohere's embed (/v2/embed, /v1/embed): input_type picks the model's prompt for its role

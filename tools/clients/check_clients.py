@@ -226,6 +226,7 @@ def main():
     parser.add_argument("--bert", required=True, help="the bert binary (for the reference vectors)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="the embedding model, as bert embed and the server name it")
     parser.add_argument("--api-key", help="the servers' --api-key, if they have one")
+    parser.add_argument("--calibration", help="the embed server's --calibration FILE.npy: checks Cohere's int8 and uint8 against sentence-transformers' quantize_embeddings")
     parser.add_argument("--tiktoken-bpe", help="a copy of tiktoken's cl100k_base.tiktoken, for LangChain's default path offline")
     args = parser.parse_args()
     embed_url = args.embed_url.rstrip("/")
@@ -429,8 +430,29 @@ def main():
             raise Failure(f"Client.embed gave a {type(response).__name__}, expected EmbeddingsFloatsEmbedResponse")
         return "Client.embed: " + compare_all(response.embeddings, want[:3], "Client.embed")
 
+    def cohere_int8():
+        # The embed server's --calibration FILE.npy: its ranges, as sentence-transformers'
+        # quantize_embeddings(want, "int8"/"uint8", calibration_embeddings=...) cuts them.
+        import cohere
+        import numpy as np
+        try:
+            from sentence_transformers.util.quantization import quantize_embeddings
+        except ImportError:  # sentence-transformers before 5.2
+            from sentence_transformers.quantization import quantize_embeddings
+        calibration = np.load(args.calibration)
+        client = cohere.ClientV2(api_key=key, base_url=embed_url, timeout=60)
+        response = client.embed(model=served, texts=SENTENCES, input_type="search_document", embedding_types=["int8", "uint8"])
+        for precision, got in (("int8", response.embeddings.int8), ("uint8", response.embeddings.uint8)):
+            expected = quantize_embeddings(np.array(want, dtype=np.float32), precision, calibration_embeddings=calibration)
+            if got != expected.tolist():
+                differing = int((np.array(got) != expected).sum())
+                raise Failure(f"ClientV2.embed {precision}: {differing} values differ from sentence-transformers' quantize_embeddings of bert embed's vectors")
+        return f"int8 and uint8 of {len(SENTENCES)} texts equal to sentence-transformers' quantize_embeddings with the server's calibration"
+
     checks.run("cohere ClientV2.embed", cohere_v2)
     checks.run("cohere Client.embed", cohere_v1)
+    if args.calibration:
+        checks.run("cohere ClientV2.embed int8/uint8", cohere_int8)
 
     print(f"{checks.passed} passed, {checks.failed} failed", flush=True)
     return 1 if checks.failed else 0
