@@ -28,12 +28,27 @@ enum BF16Attention: AttentionArithmetic {
         let (d, dPad, nPad) = (scratch.headDim, scratch.paddedHeadDim, roundUp16(n))
         let dPairs = (d + 1) / 2, nPairs = (n + 1) / 2
         scratch.withLanes { keysT, values in
-            // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1]. Each key's row is rounded
-            // to pairs in vectors, in a row of scratch, then its lanes go to their rows (a column of Kᵀ).
-            scratch.products.withMemoryRebound(to: UInt32.self, capacity: dPairs) { pairs in
+            // Kᵀ [dPairs × nPad]: lane (p, j) = K[j][2p], K[j][2p + 1]. Sixteen pairs at a time:
+            // each key's 32 channels rounded in one vector, its 16 lanes written to 16 rows in
+            // order of j, as FP32Attention transposes. Scattering each key's whole row of pairs
+            // (128 rows 2 KB apart for EmbeddingGemma at 512 tokens) cost a tenth of the attention
+            // stage on one thread, and was done again by every thread that split the queries.
+            var p0 = 0
+            while p0 &+ 16 <= d / 2 {
+                let rows = keysT + p0 &* nPad
                 for j in 0..<n {
-                    BFloat16.roundPairs(k + j * ld, count: d, into: pairs)
-                    for p in 0..<dPairs { keysT[p &* nPad &+ j] = pairs[p] }
+                    let lanes = BFloat16.pairs(k + (j &* ld &+ 2 &* p0))
+                    for t in 0..<16 { rows[t &* nPad &+ j] = lanes[t] }
+                }
+                p0 &+= 16
+            }
+            // The rest of the row (an odd d's last channel paired with zero), as roundPairs rounds it.
+            if p0 < dPairs {
+                scratch.products.withMemoryRebound(to: UInt32.self, capacity: dPairs - p0) { pairs in
+                    for j in 0..<n {
+                        BFloat16.roundPairs(k + (j &* ld &+ 2 &* p0), count: d - 2 * p0, into: pairs)
+                        for p in p0..<dPairs { keysT[p &* nPad &+ j] = pairs[p &- p0] }
+                    }
                 }
             }
             for p in 0..<dPairs { (keysT + p * nPad + n).update(repeating: 0, count: nPad - n) }
