@@ -558,6 +558,17 @@ enum CohereInputType: String, CaseIterable {
 /// --calibration`, refused without them (`Endpoints.cohereEmbed` says why).
 enum CohereEmbeddingType: String, CaseIterable {
     case float, int8, uint8, binary, ubinary, base64
+
+    /// The library's quantisation of the byte types; nil for the floats and their base64.
+    var stored: EmbeddingType? {
+        switch self {
+        case .int8: .int8
+        case .uint8: .uint8
+        case .binary: .binary
+        case .ubinary: .ubinary
+        case .float, .base64: nil
+        }
+    }
 }
 
 /// Cohere's truncate: cut a long text's end (END, the default) or start, or refuse it (NONE).

@@ -26,7 +26,7 @@ extension Endpoints {
                 if type == .int8 || type == .uint8 {
                     // Ranges taken from one request's vectors would give the same text other bytes
                     // in another request: they come from the operator's calibration, or not at all.
-                    guard model.int8Quantizer != nil else {
+                    guard model.embeddingRanges != nil else {
                         throw APIError.invalid("embedding_types \"\(name)\" needs value ranges calibrated for the model, which this server was not given (bert serve --calibration FILE.npy): ask for \"binary\" or \"ubinary\" (the signs, 8 to a byte), or for \"float\" and quantise with ranges from your own corpus (swiftbert.quantize_embeddings or sentence-transformers' quantize_embeddings with calibration_embeddings)",
                                                param: "embedding_types")
                     }
@@ -75,6 +75,13 @@ extension Endpoints {
         let tokens = sequences.reduce(0) { $0 + $1.count }
         let byType = version == 2 || request.embedding_types != nil
         return try await offload {
+            // The byte types through the library's quantiser (int8 and uint8 were refused without
+            // ranges, and with a cut vector).
+            let dimension = request.output_dimension ?? model.dimension
+            var quantizers: [CohereEmbeddingType: EmbeddingQuantizer] = [:]
+            for type in types {
+                if let stored = type.stored { quantizers[type] = try EmbeddingQuantizer(stored, dimension: dimension, ranges: model.embeddingRanges) }
+            }
             let json = JSONWriter(capacity: vectors.count * model.dimension * 14 * types.count + texts.reduce(256) { $0 + $1.utf8.count + 8 })
             try json.object {
                 json.key("id"); json.string(UUID().uuidString.lowercased())
@@ -83,7 +90,7 @@ extension Endpoints {
                     try json.object {
                         for type in types {
                             json.key(type.rawValue)
-                            try json.array { for vector in vectors { try writeEmbedding(json, vector, as: type, model: model) } }
+                            try json.array { for vector in vectors { try writeEmbedding(json, vector, as: type, quantizer: quantizers[type]) } }
                         }
                     }
                 } else {
@@ -101,16 +108,12 @@ extension Endpoints {
         }
     }
 
-    private func writeEmbedding(_ json: JSONWriter, _ vector: [Float], as type: CohereEmbeddingType, model: ServedModel) throws {
+    private func writeEmbedding(_ json: JSONWriter, _ vector: [Float], as type: CohereEmbeddingType, quantizer: EmbeddingQuantizer?) throws {
         switch type {
         case .float: json.floats(vector)
-        case .int8, .uint8:  // checked: the model has its calibration
-            let quantizer = type == .int8 ? model.int8Quantizer! : model.uint8Quantizer!
-            try json.array { for value in try quantizer.values(vector) { json.number(value) } }
         case .base64: json.string(base64LittleEndian(vector))
-        case .binary, .ubinary:
-            let offset = type == .binary ? -128 : 0
-            json.array { for byte in EmbeddingQuantizer.packedSigns(vector) { json.number(Int(byte) + offset) } }
+        case .int8, .uint8, .binary, .ubinary:  // each has its quantiser
+            try json.array { for value in try quantizer!.values(vector) { json.number(value) } }
         }
     }
 

@@ -94,8 +94,9 @@ final class ServedModel: Sendable {
     /// What picks the prompt of a request that names none: the server's default prompt or prompt
     /// name, else the model's own default.
     let unnamedPrompt: SentenceEmbedder.Options
-    /// Cohere's int8 and uint8 from the sentence vectors (--calibration), or nil: refused.
-    let int8Quantizer: EmbeddingQuantizer?, uint8Quantizer: EmbeddingQuantizer?
+    /// The ranges of Cohere's int8 and uint8 (--calibration), of this model's dimension; nil:
+    /// those types are refused.
+    let embeddingRanges: EmbeddingRanges?
 
     /// `given` as --model names it (a name or a path); `name` what answers give (`publicNames`).
     init(given: String, name: String, alias: String?, configuration: ServerConfiguration, metrics: ServerMetrics) throws {
@@ -120,15 +121,9 @@ final class ServedModel: Sendable {
             }
         }
         // A calibration of another model (another dimension) fails the start.
-        if let ranges = configuration.embeddingRanges[given] {
-            let dimension = loaded.config.embeddingDimension
-            guard ranges.dimension == dimension else {
-                throw SwiftBERTError.invalidInput(reason: "--calibration for \(name) holds \(ranges.dimension)-dimensional vectors, and \(name)'s are \(dimension); calibrate with its own embeddings (bert embed --model \(given) --format npy --output FILE.npy)")
-            }
-            int8Quantizer = try EmbeddingQuantizer(.int8, dimension: dimension, ranges: ranges)
-            uint8Quantizer = try EmbeddingQuantizer(.uint8, dimension: dimension, ranges: ranges)
-        } else {
-            (int8Quantizer, uint8Quantizer) = (nil, nil)
+        embeddingRanges = configuration.embeddingRanges[given]
+        if let ranges = embeddingRanges, ranges.dimension != loaded.config.embeddingDimension {
+            throw SwiftBERTError.invalidInput(reason: "--calibration for \(name) holds \(ranges.dimension)-dimensional vectors, and \(name)'s are \(loaded.config.embeddingDimension); calibrate with its own embeddings (bert embed --model \(given) --format npy --output FILE.npy)")
         }
         batcher = Batcher(model: loaded.encoder, name: name, limits: .init(
             maxBatchTokens: configuration.maxBatchTokens, maxWait: configuration.maxWait,
