@@ -21,8 +21,12 @@ struct Endpoints: Sendable {
     /// sending large bodies, however many, hold at most the large lanes; among them, a client
     /// holds at most its share once another waits.
     private static let laneCount = max(2, ProcessInfo.processInfo.activeProcessorCount)
-    private static let smallLanes = FairLanes(label: "bert-serve-requests-small", count: laneCount)
-    private static let largeLanes = FairLanes(label: "bert-serve-requests-large", count: laneCount)
+    private static let smallLanes = FairLanes(label: "bert-serve-requests-small", count: laneCount) {
+        ServerMetrics.requestsWaitingForALane(lanes: "small", $0)
+    }
+    private static let largeLanes = FairLanes(label: "bert-serve-requests-large", count: laneCount) {
+        ServerMetrics.requestsWaitingForALane(lanes: "large", $0)
+    }
     /// The largest body that takes a small lane: about a millisecond of tokenising at worst.
     static let smallBodyBytes = 16 << 10
 

@@ -22,10 +22,14 @@ final class FairLanes: @unchecked Sendable {
     private var order: [String] = []
     /// Jobs running, per client.
     private var running: [String: Int] = [:]
+    /// Jobs waiting, all clients'; told to `waitingChanged` (under the lock, so in order).
+    private var waitingCount = 0
+    private let waitingChanged: @Sendable (Int) -> Void
 
-    init(label: String, count: Int) {
+    init(label: String, count: Int, waitingChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
         workers = (0..<count).map { DispatchQueue(label: "\(label)-\($0)") }
         idle = Array((0..<count).reversed())
+        self.waitingChanged = waitingChanged
     }
 
     /// Queues `job` for `client`; it runs on one of the workers.
@@ -33,6 +37,8 @@ final class FairLanes: @unchecked Sendable {
         let worker: Int? = lock.withLock {
             if waiting[client, default: []].isEmpty { order.append(client) }
             waiting[client, default: []].append(job)
+            waitingCount += 1
+            waitingChanged(waitingCount)
             return idle.popLast()
         }
         if let worker { drain(worker) }
@@ -63,6 +69,8 @@ final class FairLanes: @unchecked Sendable {
             }
             let client = order[index]
             let job = waiting[client]!.removeFirst()
+            waitingCount -= 1
+            waitingChanged(waitingCount)
             if waiting[client]!.isEmpty {
                 waiting[client] = nil
                 order.remove(at: index)

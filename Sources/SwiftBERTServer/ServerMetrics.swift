@@ -55,6 +55,13 @@ final class ServerMetrics: Sendable {
         Gauge(label: "swiftbert_queue_depth", dimensions: [("model", model)]).record(depth)
     }
 
+    /// Requests waiting for a lane (`Endpoints.offload`) to decode and tokenise them, by the
+    /// lanes their body's size picks ("small" or "large"): work queued before the batcher's.
+    /// Static: the lanes are the process's, made before any server's metrics.
+    static func requestsWaitingForALane(lanes: String, _ count: Int) {
+        Gauge(label: "swiftbert_lane_requests_waiting", dimensions: [("lanes", lanes)]).record(count)
+    }
+
     /// Requests refused because the queue was full.
     func rejected(model: String) {
         Counter(label: "swiftbert_rejected_total", dimensions: [("model", model)]).increment()

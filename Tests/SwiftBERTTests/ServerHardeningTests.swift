@@ -492,37 +492,36 @@ extension ServerTests {
     /// A client with many large requests queued holds at most its share of the lanes that
     /// tokenise large bodies once another client waits (`FairLanes`). Client A (127.0.0.2) queues
     /// three requests per lane, each about a third of a second of tokenising; client B (127.0.0.3)
-    /// then sends one. B's request takes the first lane that comes free, so at least a lane's
-    /// worth of A's requests end after it. Before, lanes took requests in arrival order (round
-    /// robin), and B's waited behind A's queue: none or one of A's ended after it.
+    /// then sends one that takes a large lane but a millisecond of its time. B's request takes
+    /// the first lane that comes free, so when B is answered A's requests still wait for lanes.
+    /// Before, lanes took requests in arrival order (round robin), and B's waited behind A's
+    /// whole queue. (FairLanesTests checks the policy itself without a clock; this, that requests
+    /// reach it as their clients'.)
     func testAClientWithManyLargeRequestsHoldsOnlyItsShareOfTheLanes() throws {
         let server = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "20000000"])
-        let (finished, lanes) = try endsOfLargeRequests(server, a: Sender(source: "127.0.0.2"), b: Sender(source: "127.0.0.3"))
-        guard let b = finished.firstIndex(of: "B") else { return XCTFail("B's request did not end: \(finished)") }
-        XCTAssertGreaterThanOrEqual(finished.count - 1 - b, lanes, "order of ends: \(finished)")
+        let turns = try turnsOnTheLargeLanes(server, a: Sender(source: "127.0.0.2"), b: Sender(source: "127.0.0.3"))
+        XCTAssertGreaterThan(turns.aWaitingWhenBWasAnswered, 0, "B waited behind A's queue; order of ends: \(turns.ends)")
         XCTAssertEqual(server.terminate(), 0)
     }
 
     /// Behind a reverse proxy every connection comes from the proxy. With --trusted-proxies
     /// 127.0.0.1, two clients that both connect from 127.0.0.1 but whose X-Forwarded-For names
-    /// different addresses take separate turns: B's request ends before at least a lane's worth
-    /// of A's, as in the test above. A's header also carries a trusted hop (127.0.0.1) right of
-    /// its address, which is skipped. Without the option the same requests are one client's,
-    /// and B's waits behind A's whole queue: fewer than a lane's worth of A's end after it.
+    /// different addresses take separate turns: B's request is answered while A's still wait, as
+    /// in the test above. A's header also carries a trusted hop (127.0.0.1) right of its address,
+    /// which is skipped. Without the option the same requests are one client's, and B's waits
+    /// behind A's whole queue: none of A's waits when B is answered.
     func testClientsBehindATrustedProxyTakeSeparateTurns() throws {
         let a = Sender(source: nil, forwardedFor: "203.0.113.7, 127.0.0.1"), b = Sender(source: nil, forwardedFor: "198.51.100.9")
         let trusting = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "20000000", "--trusted-proxies", "127.0.0.1,10.0.0.0/8"])
-        let (separate, lanes) = try endsOfLargeRequests(trusting, a: a, b: b)
-        print("behind a trusted proxy, order of ends: \(separate.joined(separator: " "))")
-        guard let bTrusted = separate.firstIndex(of: "B") else { return XCTFail("B's request did not end: \(separate)") }
-        XCTAssertGreaterThanOrEqual(separate.count - 1 - bTrusted, lanes, "order of ends: \(separate)")
+        let separate = try turnsOnTheLargeLanes(trusting, a: a, b: b)
+        print("behind a trusted proxy, order of ends: \(separate.ends.joined(separator: " "))")
+        XCTAssertGreaterThan(separate.aWaitingWhenBWasAnswered, 0, "B waited behind A's queue; order of ends: \(separate.ends)")
         XCTAssertEqual(trusting.terminate(), 0)
 
         let plain = try ServerProcess(bert: bertPath, arguments: ["--body-limit", "20000000"])
-        let (shared, _) = try endsOfLargeRequests(plain, a: a, b: b)
-        print("without --trusted-proxies, order of ends: \(shared.joined(separator: " "))")
-        guard let bPlain = shared.firstIndex(of: "B") else { return XCTFail("B's request did not end: \(shared)") }
-        XCTAssertLessThan(shared.count - 1 - bPlain, lanes, "one turn, B behind A's queue; order of ends: \(shared)")
+        let shared = try turnsOnTheLargeLanes(plain, a: a, b: b)
+        print("without --trusted-proxies, order of ends: \(shared.ends.joined(separator: " "))")
+        XCTAssertEqual(shared.aWaitingWhenBWasAnswered, 0, "one client: B's turn comes after A's whole queue; order of ends: \(shared.ends)")
         XCTAssertEqual(plain.terminate(), 0)
     }
 
@@ -546,17 +545,28 @@ extension ServerTests {
     }
 
     /// Client A queues three requests per large lane, each about a third of a second of
-    /// tokenising (8 MB of combining marks); client B then sends one. Returns the order in which
-    /// they ended ("A" or "B" each; a failure fails the test) and the number of lanes.
-    func endsOfLargeRequests(_ server: ServerProcess, a: Sender, b: Sender) throws -> (ends: [String], lanes: Int) {
+    /// tokenising (8 MB of combining marks). Once the server has read them all (`lanes` run, the
+    /// rest wait: swiftbert_lane_requests_waiting), client B sends one of 20 KB: over
+    /// `Endpoints.smallBodyBytes`, so it takes a large lane, and a millisecond of tokenising, so
+    /// it is answered right after it gets one. Returns how many requests waited for a large lane
+    /// the moment B's was answered, and the order of ends ("A" or "B"; a failure fails the test).
+    /// (Until 2026-12-03 B's body was A's and the test compared the order of ends: on a loaded
+    /// machine B's own reading and tokenising could outlast several of A's, A A A A A B A in one
+    /// CI run, and the test measured the load, not the lanes.)
+    func turnsOnTheLargeLanes(_ server: ServerProcess, a: Sender, b: Sender) throws -> (aWaitingWhenBWasAnswered: Int, ends: [String]) {
         let lanes = max(2, ProcessInfo.processInfo.activeProcessorCount)
         let text = "a" + String(repeating: "\u{301}\u{316}", count: 2_000_000)  // 8 MB: a third of a second
-        let body = jsonBody(["inputs": text, "truncate": true])
-        let ends = Locked<[String]>([])
+        let aBody = jsonBody(["inputs": text, "truncate": true])
+        let bBody = jsonBody(["inputs": "a" + String(repeating: "\u{301}\u{316}", count: 5_000), "truncate": true])
+        XCTAssertGreaterThan(bBody.count, 16 << 10, "B's request must take a large lane (Endpoints.smallBodyBytes)")
+        let ends = Locked<[String]>([]), waitingWhenBWasAnswered = Locked(-1)
         let port = server.port
         let send: @Sendable (String, Sender) -> Void = { name, sender in
             let headers = sender.forwardedFor.map { ["X-Forwarded-For": $0] } ?? [:]
-            let reply = Result { try httpRequest(port: port, method: "POST", path: "/embed", body: body, headers: headers, from: sender.source) }
+            let reply = Result { try httpRequest(port: port, method: "POST", path: "/embed", body: name == "B" ? bBody : aBody, headers: headers, from: sender.source) }
+            if name == "B", let metrics = try? httpRequest(port: port, method: "GET", path: "/metrics") {
+                waitingWhenBWasAnswered.update { $0 = requestsWaitingForALargeLane(metrics.text) }
+            }
             ends.update { $0.append(name + ((try? reply.get().status) == 200 ? "" : " failed")) }
         }
         // A thread per request: Dispatch's pool would start blocking senders a few at a time.
@@ -566,13 +576,23 @@ extension ServerTests {
             Thread { send(name, sender); group.leave() }.start()
         }
         for _ in 0..<(3 * lanes) { start("A", a) }
-        Thread.sleep(forTimeInterval: 0.3)  // A's requests are read and queued
+        let allRead = Date().addingTimeInterval(60)
+        while requestsWaitingForALargeLane(try server.get("/metrics").text) < 2 * lanes {
+            guard Date() < allRead else { XCTFail("A's requests were not all waiting for a lane within 60 s"); break }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
         start("B", b)
         XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
-        let finished = ends.value
-        XCTAssertEqual(finished.filter { $0.hasSuffix("failed") }, [])
-        return (finished, lanes)
+        XCTAssertEqual(ends.value.filter { $0.hasSuffix("failed") }, [])
+        return (waitingWhenBWasAnswered.value, ends.value)
     }
+}
+
+/// The gauge swiftbert_lane_requests_waiting{lanes="large"} in a /metrics text (0 before the first).
+func requestsWaitingForALargeLane(_ metrics: String) -> Int {
+    let prefix = #"swiftbert_lane_requests_waiting{lanes="large"} "#
+    guard let line = metrics.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return 0 }
+    return Int(Double(line.dropFirst(prefix.count)) ?? 0)
 }
 
 /// What a slow client got back: the bytes of the reply, and whether the server closed the connection.
