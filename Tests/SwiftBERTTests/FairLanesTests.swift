@@ -22,10 +22,7 @@ final class FairLanesTests: XCTestCase {
         XCTAssertEqual(jobs.starts, ["A1", "A2"], "alone, a client gets every worker")
         jobs.submit("B1", client: "B")
         // A1 ends: B runs none, so B1; after that only A waits.
-        for name in ["A1", "A2", "B1", "A3"] {
-            jobs.finish(name)
-            XCTAssertTrue(jobs.waitForStarts(1), "after \(name) ended: \(jobs.starts)")
-        }
+        jobs.finishOneByOne(["A1", "A2", "B1", "A3"])
         XCTAssertEqual(jobs.starts, ["A1", "A2", "B1", "A3", "A4", "A5"])
         jobs.finishAll()
     }
@@ -34,17 +31,14 @@ final class FairLanesTests: XCTestCase {
     /// job of the client running fewer jobs at that moment.
     func testAFreeWorkerGoesToTheClientRunningFewerJobs() {
         let jobs = GatedJobs(workers: 2)
-        jobs.submit("A1", client: "A")
-        XCTAssertTrue(jobs.waitForStarts(1))
-        jobs.submit("A2", client: "A")
-        XCTAssertTrue(jobs.waitForStarts(1))
+        for name in ["A1", "A2"] {  // one at a time: two free workers start in either order
+            jobs.submit(name, client: "A")
+            XCTAssertTrue(jobs.waitForStarts(1))
+        }
         for name in ["B1", "B2", "B3"] { jobs.submit(name, client: "B") }
         jobs.submit("A3", client: "A")
         // A1 ends: A runs 1, B 0, so B1. A2 ends: A 0, B 1, so A3. B1 ends: only B waits.
-        for name in ["A1", "A2", "B1", "A3"] {
-            jobs.finish(name)
-            XCTAssertTrue(jobs.waitForStarts(1), "after \(name) ended: \(jobs.starts)")
-        }
+        jobs.finishOneByOne(["A1", "A2", "B1", "A3"])
         XCTAssertEqual(jobs.starts, ["A1", "A2", "B1", "A3", "B2", "B3"])
         jobs.finishAll()
     }
@@ -56,10 +50,7 @@ final class FairLanesTests: XCTestCase {
         jobs.submit("A1", client: "A")
         XCTAssertTrue(jobs.waitForStarts(1))
         for (name, client) in [("A2", "A"), ("B1", "B"), ("C1", "C"), ("A3", "A"), ("B2", "B")] { jobs.submit(name, client: client) }
-        for name in ["A1", "A2", "B1", "C1", "A3"] {
-            jobs.finish(name)
-            XCTAssertTrue(jobs.waitForStarts(1), "after \(name) ended: \(jobs.starts)")
-        }
+        jobs.finishOneByOne(["A1", "A2", "B1", "C1", "A3"])
         XCTAssertEqual(jobs.starts, ["A1", "A2", "B1", "C1", "A3", "B2"])
         jobs.finishAll()
     }
@@ -91,6 +82,14 @@ final class FairLanesTests: XCTestCase {
         }
 
         func finish(_ name: String) { lock.withLock { gates[name] }?.signal() }
+
+        /// Ends each job of `names` in turn, each time waiting for the job that takes its worker.
+        func finishOneByOne(_ names: [String], file: StaticString = #filePath, line: UInt = #line) {
+            for name in names {
+                finish(name)
+                XCTAssertTrue(waitForStarts(1), "after \(name) ended: \(starts)", file: file, line: line)
+            }
+        }
 
         /// Opens every gate, so that no worker is left waiting after the test.
         func finishAll() { lock.withLock { Array(gates.values) }.forEach { $0.signal() } }
