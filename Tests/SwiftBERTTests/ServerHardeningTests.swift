@@ -559,13 +559,13 @@ extension ServerTests {
         let aBody = jsonBody(["inputs": text, "truncate": true])
         let bBody = jsonBody(["inputs": "a" + String(repeating: "\u{301}\u{316}", count: 5_000), "truncate": true])
         XCTAssertGreaterThan(bBody.count, 16 << 10, "B's request must take a large lane (Endpoints.smallBodyBytes)")
-        let ends = Locked<[String]>([]), waitingWhenBWasAnswered = Locked(-1)
+        let ends = Locked<[String]>([]), metricsWhenBWasAnswered = Locked("")
         let port = server.port
         let send: @Sendable (String, Sender) -> Void = { name, sender in
             let headers = sender.forwardedFor.map { ["X-Forwarded-For": $0] } ?? [:]
             let reply = Result { try httpRequest(port: port, method: "POST", path: "/embed", body: name == "B" ? bBody : aBody, headers: headers, from: sender.source) }
             if name == "B", let metrics = try? httpRequest(port: port, method: "GET", path: "/metrics") {
-                waitingWhenBWasAnswered.update { $0 = requestsWaitingForALargeLane(metrics.text) }
+                metricsWhenBWasAnswered.update { $0 = metrics.text }
             }
             ends.update { $0.append(name + ((try? reply.get().status) == 200 ? "" : " failed")) }
         }
@@ -577,22 +577,21 @@ extension ServerTests {
         }
         for _ in 0..<(3 * lanes) { start("A", a) }
         let allRead = Date().addingTimeInterval(60)
-        while requestsWaitingForALargeLane(try server.get("/metrics").text) < 2 * lanes {
+        while waitingForALargeLane(try server.get("/metrics").text) < 2 * lanes {
             guard Date() < allRead else { XCTFail("A's requests were not all waiting for a lane within 60 s"); break }
             Thread.sleep(forTimeInterval: 0.005)
         }
         start("B", b)
         XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
         XCTAssertEqual(ends.value.filter { $0.hasSuffix("failed") }, [])
-        return (waitingWhenBWasAnswered.value, ends.value)
+        XCTAssertFalse(metricsWhenBWasAnswered.value.isEmpty, "no /metrics read when B's request was answered")
+        return (waitingForALargeLane(metricsWhenBWasAnswered.value), ends.value)
     }
-}
 
-/// The gauge swiftbert_lane_requests_waiting{lanes="large"} in a /metrics text (0 before the first).
-func requestsWaitingForALargeLane(_ metrics: String) -> Int {
-    let prefix = #"swiftbert_lane_requests_waiting{lanes="large"} "#
-    guard let line = metrics.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return 0 }
-    return Int(Double(line.dropFirst(prefix.count)) ?? 0)
+    /// The gauge swiftbert_lane_requests_waiting{lanes="large"} in a /metrics text (0 before the first).
+    func waitingForALargeLane(_ metrics: String) -> Int {
+        Int(metric(metrics, #"swiftbert_lane_requests_waiting{lanes="large"}"#))
+    }
 }
 
 /// What a slow client got back: the bytes of the reply, and whether the server closed the connection.
