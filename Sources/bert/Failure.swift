@@ -36,19 +36,29 @@ func unknownSubcommand(_ arguments: [String]) -> CLIError? {
 /// The arguments with each negative number that follows an option attached to it: `--C -1` as
 /// `--C=-1`. ArgumentParser reads `-1` as the short option `-1` and then says the option lacks
 /// its value; bert has no option named by a digit, so the number can only be the value, and
-/// the option's own check then says which values it takes. After `--`, nothing is changed.
+/// the option's own check then says which values it takes. In the list of an option that takes
+/// several (`--C 1 -1`), the number is that option's again: `--C 1 --C=-1`, the same list.
+/// After `--`, nothing is changed.
 func attachingNegativeNumbers(_ arguments: [String]) -> [String] {
     var result: [String] = []
+    var listOption: String?  // the list option whose values the last arguments were
     for argument in arguments {
-        if let option = result.last, option.hasPrefix("--"), option != "--", !option.contains("="),
-           argument.hasPrefix("-"), Double(argument) != nil, !result.contains("--") {
+        let isNegativeNumber = argument.hasPrefix("-") && Double(argument) != nil && !result.contains("--")
+        if isNegativeNumber, let option = result.last, option.hasPrefix("--"), option != "--", !option.contains("=") {
             result[result.count - 1] = option + "=" + argument
+        } else if isNegativeNumber, let option = listOption {
+            result.append(option + "=" + argument)
         } else {
             result.append(argument)
         }
+        if optionsTakingLists.contains(argument) { listOption = argument }
+        else if argument.hasPrefix("-"), Double(argument) == nil { listOption = nil }
     }
     return result
 }
+
+/// bert's options that take several values (`parsing: .upToNextOption`): train-classifier's --C.
+let optionsTakingLists: Set<String> = ["--C"]
 
 /// The first command-line argument that is not valid UTF-8 as the process received it: its
 /// position (1 for the first after `bert`) and the 1-based offset of the bad byte. Swift's

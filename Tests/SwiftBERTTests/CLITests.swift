@@ -496,6 +496,8 @@ final class CLIFailureTests: CLITestCase {
     /// ArgumentParser took `-1` for an option and said "Missing value for '--C <C>'".
     func testNegativeNumbersAreValuesTheirOptionsCheck() throws {
         assertFailure(try bert("train-classifier", "--train", "x", "--output", "y", "--C", "-1"), status: 64, mentions: ["--C values must be positive"])
+        // In the middle of a list too: before, "Unknown option '-1'".
+        assertFailure(try bert("train-classifier", "--train", "x", "--output", "y", "--C", "1", "-1", "10"), status: 64, mentions: ["--C values must be positive"])
         assertFailure(try bert("fill", "--top-k", "-1", "[MASK]"), status: 64, mentions: ["--top-k must be at least 1"])
         assertFailure(try bert("embed", "--max-length", "-5", "x"), status: 64, mentions: ["--max-length must be at least 2"])
         assertFailure(try bert("embed", "--threads", "-0.5", "x"), status: 64, mentions: ["--threads", "-0.5"])
