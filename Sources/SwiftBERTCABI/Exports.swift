@@ -10,7 +10,7 @@ public typealias Texts = UnsafePointer<UnsafePointer<CChar>?>?
 public typealias Lengths = UnsafePointer<Int>?
 public typealias ResultOut = UnsafeMutablePointer<UInt64>?
 
-let abiVersion: Int32 = 2
+let abiVersion: Int32 = 3
 /// The version string, in static storage for the life of the process.
 nonisolated(unsafe) let versionCString: UnsafeMutablePointer<CChar> = strdup(swiftBERTVersion)!
 /// Given when the thread has no error.
@@ -325,6 +325,40 @@ public func swiftbert_tokenize(_ handle: UInt64, _ input: UnsafePointer<CChar>?,
 }
 
 struct PullJSON: Encodable { let name: String; let folder: String; let fetched: Bool; let seconds: Double }
+
+@_cdecl("swiftbert_quantize_embeddings")
+public func swiftbert_quantize_embeddings(_ typeName: UnsafePointer<CChar>?, _ vectors: UnsafePointer<Float>?, _ rows: Int,
+                                          _ dimension: Int, _ calibration: UnsafePointer<Float>?, _ calibrationRows: Int,
+                                          _ output: UnsafeMutablePointer<UInt8>?, _ capacity: Int) -> Int32 {
+    call {
+        let name = try optionalCString(typeName, what: "embedding type") ?? ""
+        let quantized = EmbeddingType.allCases.filter { $0 != .float32 }
+        guard let type = EmbeddingType(rawValue: name), type != .float32 else {
+            throw CallError(.invalidArgument, "embedding type '\(name)' is not one of \(quantized.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard rows >= 0, rows < Int32.max, dimension > 0, dimension < Int32.max, calibrationRows >= 0, calibrationRows < Int32.max else {
+            throw CallError(.invalidArgument, "rows \(rows), dimension \(dimension) or calibration rows \(calibrationRows) out of range")
+        }
+        let width = type.width(dimension: dimension)
+        let (needed, overflow) = rows.multipliedReportingOverflow(by: width)
+        guard !overflow, needed <= capacity, capacity >= 0 else {
+            throw CallError(.bufferTooSmall, "\(rows) vectors of \(width) bytes do not fit a buffer of \(capacity)")
+        }
+        func matrix(_ pointer: UnsafePointer<Float>?, rows: Int, what: String) throws -> [[Float]] {
+            if rows == 0 { return [] }
+            guard let pointer else { throw CallError(.invalidArgument, "\(what) is NULL") }
+            return (0..<rows).map { Array(UnsafeBufferPointer(start: pointer + $0 * dimension, count: dimension)) }
+        }
+        let ranges = type.needsRanges ? try EmbeddingRanges(calibration: matrix(calibration, rows: calibrationRows, what: "calibration")) : nil
+        let quantizer = try EmbeddingQuantizer(type, dimension: dimension, ranges: ranges)
+        if rows == 0 { return }
+        let outputBuffer = try out(output, what: "output")
+        for (row, vector) in try matrix(vectors, rows: rows, what: "vectors").enumerated() {
+            let bytes = try quantizer.bytes(vector)
+            bytes.withUnsafeBufferPointer { (outputBuffer + row * width).update(from: $0.baseAddress!, count: width) }
+        }
+    }
+}
 
 @_cdecl("swiftbert_pull")
 public func swiftbert_pull(_ name: UnsafePointer<CChar>?, _ force: Int32,

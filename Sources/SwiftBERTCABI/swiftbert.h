@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define SWIFTBERT_ABI_VERSION 2
+#define SWIFTBERT_ABI_VERSION 3
 
 typedef uint64_t swiftbert_model;
 typedef uint64_t swiftbert_result;
@@ -129,6 +129,17 @@ int32_t swiftbert_fill_mask(swiftbert_model model, const char *text, size_t leng
  * max_length 0: the model's limit. */
 int32_t swiftbert_tokenize(swiftbert_model model, const char *text, size_t length, int32_t max_length,
                            swiftbert_result *result);
+
+/* Vectors stored as sentence-transformers' quantize_embeddings stores them (the engine's own
+ * quantiser, as `bert embed --embedding-type` and the server's Cohere route use): type "int8",
+ * "uint8", "binary" or "ubinary"; vectors[rows * dimension] into output[rows * width] bytes, where
+ * width is dimension for int8 and uint8 and (dimension + 7) / 8 for the binary types (an int8
+ * value as its bit pattern). int8 and uint8 cut each dimension into 255 steps between its minimum
+ * and maximum over calibration[calibration_rows * dimension]: embeddings of texts like the ones to
+ * be stored, or two rows, the minima and the maxima. The binary types ignore it (NULL, 0). */
+int32_t swiftbert_quantize_embeddings(const char *type, const float *vectors, size_t rows, size_t dimension,
+                                      const float *calibration, size_t calibration_rows,
+                                      uint8_t *output, size_t capacity);
 
 /* Progress of a pull: bytes downloaded so far and in all. */
 typedef void (*swiftbert_progress)(int64_t done, int64_t total, void *context);

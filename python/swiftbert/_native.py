@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _variant, errors
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 _PACKAGE = Path(__file__).resolve().parent
 _lock = threading.Lock()
 _library: Optional[ctypes.CDLL] = None
@@ -52,6 +52,8 @@ _SIGNATURES = {
     "swiftbert_token_classify": [ctypes.c_uint64, _texts_t, _size_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int32, _u64_p],
     "swiftbert_fill_mask": [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int32, _u64_p],
     "swiftbert_tokenize": [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int32, _u64_p],
+    "swiftbert_quantize_embeddings": [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t,
+                                      ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t],
     "swiftbert_pull": [ctypes.c_char_p, ctypes.c_int32, PROGRESS, ctypes.c_void_p, _u64_p],
     "swiftbert_models": [_u64_p],
     "swiftbert_result_json": [ctypes.c_uint64, ctypes.POINTER(ctypes.c_char_p), _size_p],
@@ -154,6 +156,22 @@ def run_for_result(function, *args) -> Result:
     handle = ctypes.c_uint64()
     check(function(*args, ctypes.byref(handle)))
     return Result(handle.value)
+
+
+def quantize_embeddings(precision: str, vectors: np.ndarray, calibration: Optional[np.ndarray]) -> np.ndarray:
+    """The engine's quantiser: float32 `vectors` (rows, dim) to (rows, width) bytes as uint8;
+    `calibration` (n, dim) float32 for int8 and uint8, else None."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    rows, dimension = vectors.shape
+    width = dimension if precision.endswith("int8") else (dimension + 7) // 8
+    out = np.empty((rows, width), dtype=np.uint8)
+    if calibration is not None:
+        calibration = np.ascontiguousarray(calibration, dtype=np.float32)
+    check(library().swiftbert_quantize_embeddings(
+        optional_bytes(precision, "precision"), vectors.ctypes.data, rows, dimension,
+        None if calibration is None else calibration.ctypes.data, 0 if calibration is None else len(calibration),
+        out.ctypes.data, out.size))
+    return out
 
 
 class Model:

@@ -79,3 +79,20 @@ def test_encode_precision_edges(encoder):
         encoder.encode(["x"], precision="fp16")
     with pytest.raises(ValueError, match="floats"):
         swiftbert.quantize_embeddings(np.zeros((2, 8), dtype=np.int8), "binary")
+
+
+def test_quantisation_is_the_engines():
+    """The bytes come from the engine's quantiser (the C ABI's swiftbert_quantize_embeddings), whose
+    typed errors reach Python: a calibration set holding NaN is refused, not bucketed."""
+    _, vectors = recorded("all-MiniLM-L6-v2")
+    vectors = vectors.astype(np.float32)
+    raw = swiftbert._native.quantize_embeddings("uint8", vectors, vectors)
+    assert raw.dtype == np.uint8 and raw.shape == vectors.shape
+    assert raw.tobytes() == swiftbert.quantize_embeddings(vectors, "uint8").tobytes()
+    poisoned = vectors.copy()
+    poisoned[3, 7] = np.nan
+    with pytest.raises(swiftbert.errors.InvalidInputError, match="finite"):
+        swiftbert.quantize_embeddings(vectors, "int8", calibration_embeddings=poisoned)
+    # float64 vectors are the same vectors rounded to float32, the engine's type
+    assert (swiftbert.quantize_embeddings(vectors.astype(np.float64), "int8", calibration_embeddings=vectors).tobytes()
+            == swiftbert.quantize_embeddings(vectors, "int8", calibration_embeddings=vectors).tobytes())

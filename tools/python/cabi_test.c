@@ -169,6 +169,31 @@ int main(int argc, char **argv) {
     EXPECT(swiftbert_fill_mask(splade, "no mask here", 12, 3, &result), SWIFTBERT_INVALID_INPUT);
     EXPECT(swiftbert_free(splade), SWIFTBERT_OK);
 
+    /* Embedding quantisation: signs packed 8 to a byte, first dimension in the top bit; int8 and
+     * uint8 in 255 steps between two calibration rows (the minima and the maxima). */
+    const float vectors[2 * 9] = {1, -1, 0, 2, -3, 4, 0.5f, -0.5f, 7,   -1, 1, 1, -1, 0, 0, 0, 1, -2};
+    uint8_t packed[4] = {0};
+    EXPECT(swiftbert_quantize_embeddings("ubinary", vectors, 2, 9, NULL, 0, packed, 4), SWIFTBERT_OK);
+    CHECK(packed[0] == 0x96 && packed[1] == 0x80 && packed[2] == 0x61 && packed[3] == 0x00,
+          "ubinary bytes %02x %02x %02x %02x", packed[0], packed[1], packed[2], packed[3]);
+    EXPECT(swiftbert_quantize_embeddings("binary", vectors, 2, 9, NULL, 0, packed, 4), SWIFTBERT_OK);
+    CHECK(packed[0] == 0x16 && packed[2] == 0xE1, "binary bytes %02x %02x", packed[0], packed[2]);
+    const float range[2 * 2] = {-1, 0, 1, 255};
+    const float values[2] = {0, 300};
+    uint8_t buckets[2] = {0};
+    EXPECT(swiftbert_quantize_embeddings("uint8", values, 1, 2, range, 2, buckets, 2), SWIFTBERT_OK);
+    CHECK(buckets[0] == 127 && buckets[1] == 255, "uint8 buckets %u %u", buckets[0], buckets[1]);
+    EXPECT(swiftbert_quantize_embeddings("int8", values, 1, 2, range, 2, buckets, 2), SWIFTBERT_OK);
+    CHECK((int8_t)buckets[0] == -1 && (int8_t)buckets[1] == 127, "int8 buckets %d %d", (int8_t)buckets[0], (int8_t)buckets[1]);
+    EXPECT(swiftbert_quantize_embeddings("int8", values, 1, 2, NULL, 0, buckets, 2), SWIFTBERT_INVALID_INPUT);
+    CHECK(strstr(swiftbert_last_error(), "calibration") != NULL, "message: %s", swiftbert_last_error());
+    EXPECT(swiftbert_quantize_embeddings("int4", vectors, 2, 9, NULL, 0, packed, 4), SWIFTBERT_INVALID_ARGUMENT);
+    EXPECT(swiftbert_quantize_embeddings("float32", vectors, 2, 9, NULL, 0, packed, 4), SWIFTBERT_INVALID_ARGUMENT);
+    EXPECT(swiftbert_quantize_embeddings("ubinary", vectors, 2, 9, NULL, 0, packed, 3), SWIFTBERT_BUFFER_TOO_SMALL);
+    EXPECT(swiftbert_quantize_embeddings("ubinary", NULL, 2, 9, NULL, 0, packed, 4), SWIFTBERT_INVALID_ARGUMENT);
+    EXPECT(swiftbert_quantize_embeddings("ubinary", vectors, 2, 0, NULL, 0, packed, 4), SWIFTBERT_INVALID_ARGUMENT);
+    EXPECT(swiftbert_quantize_embeddings("ubinary", vectors, 0, 9, NULL, 0, NULL, 0), SWIFTBERT_OK);
+
     /* Closed model handles. */
     EXPECT(swiftbert_free(minilm), SWIFTBERT_OK);
     EXPECT(swiftbert_free(minilm), SWIFTBERT_CLOSED_HANDLE);
