@@ -508,6 +508,26 @@ final class CLIFailureTests: CLITestCase {
         XCTAssertTrue(text.stdout.contains(#""tokens":["[CLS]","-","1","[SEP]"]"#), text.stdout)
     }
 
+    /// The list options `attachingNegativeNumbers` knows (`optionsTakingLists` in
+    /// Sources/bert/Failure.swift) are every option that takes several values, read from
+    /// ArgumentParser's own description of the commands: a new one must join that set.
+    func testTheListOptionsAreTheOnesNegativeNumbersJoin() throws {
+        let dump = try bert("--experimental-dump-help")
+        XCTAssertEqual(dump.status, 0, dump.stderr)
+        var lists: [String] = []
+        func walk(_ command: [String: Any]) {
+            for argument in command["arguments"] as? [[String: Any]] ?? [] where argument["parsingStrategy"] as? String == "upToNextOption" {
+                for name in argument["names"] as? [[String: Any]] ?? [] where name["kind"] as? String == "long" {
+                    lists.append("--" + (name["name"] as? String ?? ""))
+                }
+            }
+            for subcommand in command["subcommands"] as? [[String: Any]] ?? [] { walk(subcommand) }
+        }
+        let root = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        walk(try XCTUnwrap(root["command"] as? [String: Any]))
+        XCTAssertEqual(lists, ["--C"], "add the new list options to optionsTakingLists in Sources/bert/Failure.swift")
+    }
+
     /// `bert help NAME` for a subcommand there is not printed the overview and exited 0; now it
     /// is a usage error naming the closest subcommand, as `bert NAME` is.
     func testUnknownSubcommandsNameTheClosest() throws {
