@@ -55,13 +55,10 @@ def quantize_embeddings(embeddings: Any, precision: str, ranges: Optional[np.nda
             return []
         matrices = [np.asarray(matrix) for matrix in embeddings]
         if matrices[0].ndim == 2:
-            # Multi-vector documents: one calibration over all their tokens.
-            if precision.endswith("int8") and ranges is None and calibration_embeddings is None:
-                tokens = np.concatenate(matrices, axis=0)
-                if len(tokens):
-                    calibration_embeddings = _calibration(tokens, precision, None)
-            return [quantize_embeddings(matrix, precision, ranges=ranges, calibration_embeddings=calibration_embeddings)
-                    for matrix in matrices]
+            # Multi-vector documents: their tokens in one call, so one calibration over all of them.
+            tokens = quantize_embeddings(np.concatenate(matrices, axis=0), precision, ranges=ranges,
+                                         calibration_embeddings=calibration_embeddings)
+            return np.split(tokens, np.cumsum([len(matrix) for matrix in matrices])[:-1])
         embeddings = np.array(matrices)
     embeddings = np.asarray(embeddings)
     if embeddings.dtype in (np.int8, np.uint8):
