@@ -16,17 +16,29 @@ struct RMSNorm {
 
     /// Normalises m rows in place, rows split across threads.
     func callAsFunction(_ x: UnsafeMutablePointer<Float>, m: Int, threads: Int) {
+        callAsFunction(x, into: x, m: m, threads: threads)
+    }
+
+    /// out[m × size] = RMSNorm(x), rows split across threads. Out of place, so a pre-norm layer
+    /// reads the residual stream and writes its normalised copy in one pass (a serial copy first
+    /// was a pass over [T × H] on one thread, twice a layer).
+    func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, m: Int, threads: Int) {
         let eps = eps, size = scale.count
         scale.withUnsafeBufferPointer { scale in
             let scale = scale.baseAddress!
             parallelRows(m, columns: size, threads: threads) { rows in
-                for r in rows { Self.normalize(x + r * size, count: size, scale: scale, eps: eps) }
+                for r in rows { Self.normalize(x + r * size, into: out + r * size, count: size, scale: scale, eps: eps) }
             }
         }
     }
 
     /// One vector of `count` in place.
     static func normalize(_ v: UnsafeMutablePointer<Float>, count: Int, scale: UnsafePointer<Float>, eps: Float) {
+        normalize(v, into: v, count: count, scale: scale, eps: eps)
+    }
+
+    /// out = RMSNorm(v) for one vector of `count` (out may be v).
+    static func normalize(_ v: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, count: Int, scale: UnsafePointer<Float>, eps: Float) {
         // Eight running sums: one sum's chain of dependent additions took 4 cycles an element,
         // and Gemma's 4 RMSNorms a layer (and Q's and K's per head) took 7 % of a pass at 1x128.
         // A float's square is exact in a double, so the order moves the sum by ~1e-16 relative.
@@ -39,6 +51,6 @@ struct RMSNorm {
         var sum = lanes.sum()
         while i < count { sum += Double(v[i]) * Double(v[i]); i += 1 }
         let inverse = 1 / (Float(sum / Double(count)) + eps).squareRoot()
-        for i in 0..<count { v[i] = v[i] * inverse * scale[i] }
+        for i in 0..<count { out[i] = v[i] * inverse * scale[i] }
     }
 }

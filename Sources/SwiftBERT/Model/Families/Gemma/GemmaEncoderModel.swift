@@ -66,15 +66,13 @@ public final class GemmaEncoderModel: ConvertedModel, EncoderModel, @unchecked S
         let normed = context.attended, projected = context.projected
         for layer in layers {
             // 2. x += norm(Attention(norm(x))); 3. x += norm(FFN(norm(x))).
-            normed.update(from: x, count: m * h)
-            context.measure(.layerNorm) { layer.inputNorm(normed, m: m, threads: context.threads) }
+            context.measure(.layerNorm) { layer.inputNorm(x, into: normed, m: m, threads: context.threads) }
             layer.attention(normed, into: projected, context)
             context.measure(.layerNorm) {
                 layer.postAttentionNorm(projected, m: m, threads: context.threads)
                 addResidual(x, projected, rows: m, cols: h, threads: context.threads)
             }
-            normed.update(from: x, count: m * h)
-            context.measure(.layerNorm) { layer.preFeedForwardNorm(normed, m: m, threads: context.threads) }
+            context.measure(.layerNorm) { layer.preFeedForwardNorm(x, into: normed, m: m, threads: context.threads) }
             layer.feedForward(normed, into: projected, context)
             context.measure(.layerNorm) {
                 layer.postFeedForwardNorm(projected, m: m, threads: context.threads)

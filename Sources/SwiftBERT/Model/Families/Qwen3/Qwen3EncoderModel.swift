@@ -61,14 +61,12 @@ public final class Qwen3EncoderModel: ConvertedModel, EncoderModel, @unchecked S
             // those rows alone, gathered to the front of x and put back at the end.
             let readingOnly = sequences.readsOnly(layer: index, of: layers.count)
             // x += Attention(norm(x)); x += FFN(norm(x)).
-            normed.update(from: x, count: m * h)
-            context.measure(.layerNorm) { layer.inputNorm(normed, m: m, threads: context.threads) }
+            context.measure(.layerNorm) { layer.inputNorm(x, into: normed, m: m, threads: context.threads) }
             layer.attention(normed, into: projected, context, readingOnly: readingOnly)
             let rows = readingOnly ? sequences.gatherRowsRead(width: h, [x]) : m
             if rows == 0 { return }  // no row read: nothing more to compute
             context.measure(.layerNorm) { addResidual(x, projected, rows: rows, cols: h, threads: context.threads) }
-            normed.update(from: x, count: rows * h)
-            context.measure(.layerNorm) { layer.preFeedForwardNorm(normed, m: rows, threads: context.threads) }
+            context.measure(.layerNorm) { layer.preFeedForwardNorm(x, into: normed, m: rows, threads: context.threads) }
             layer.feedForward(normed, into: projected, context, rows: rows)
             context.measure(.layerNorm) { addResidual(x, projected, rows: rows, cols: h, threads: context.threads) }
             if readingOnly {
