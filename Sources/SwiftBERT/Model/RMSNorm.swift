@@ -16,29 +16,47 @@ struct RMSNorm {
 
     /// Normalises m rows in place, rows split across threads.
     func callAsFunction(_ x: UnsafeMutablePointer<Float>, m: Int, threads: Int) {
-        callAsFunction(x, into: x, m: m, threads: threads)
+        let eps = eps
+        forEachRow(m, threads: threads) { r, size, scale in Self.normalize(x + r * size, count: size, scale: scale, eps: eps) }
     }
 
     /// out[m × size] = RMSNorm(x), rows split across threads. Out of place, so a pre-norm layer
     /// reads the residual stream and writes its normalised copy in one pass (a serial copy first
     /// was a pass over [T × H] on one thread, twice a layer).
     func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, m: Int, threads: Int) {
-        let eps = eps, size = scale.count
+        let eps = eps
+        forEachRow(m, threads: threads) { r, size, scale in
+            Self.normalize(x + r * size, into: out + r * size, count: size, scale: scale, eps: eps)
+        }
+    }
+
+    @inline(__always)
+    private func forEachRow(_ m: Int, threads: Int, _ body: (_ row: Int, _ size: Int, _ scale: UnsafePointer<Float>) -> Void) {
+        let size = scale.count
         scale.withUnsafeBufferPointer { scale in
             let scale = scale.baseAddress!
             parallelRows(m, columns: size, threads: threads) { rows in
-                for r in rows { Self.normalize(x + r * size, into: out + r * size, count: size, scale: scale, eps: eps) }
+                for r in rows { body(r, size, scale) }
             }
         }
     }
 
     /// One vector of `count` in place.
     static func normalize(_ v: UnsafeMutablePointer<Float>, count: Int, scale: UnsafePointer<Float>, eps: Float) {
-        normalize(v, into: v, count: count, scale: scale, eps: eps)
+        let inverse = inverseRootMeanSquare(v, count: count, eps: eps)
+        for i in 0..<count { v[i] = v[i] * inverse * scale[i] }
     }
 
-    /// out = RMSNorm(v) for one vector of `count` (out may be v).
+    /// out = RMSNorm(v) for one vector of `count`; out must not overlap v. (A loop of its own: one
+    /// loop for both would take LLVM's scalar fallback whenever out is v, its overlap check failing.)
     static func normalize(_ v: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, count: Int, scale: UnsafePointer<Float>, eps: Float) {
+        let inverse = inverseRootMeanSquare(v, count: count, eps: eps)
+        for i in 0..<count { out[i] = v[i] * inverse * scale[i] }
+    }
+
+    /// 1 / √(mean(v²) + ε).
+    @inline(__always)
+    private static func inverseRootMeanSquare(_ v: UnsafePointer<Float>, count: Int, eps: Float) -> Float {
         // Eight running sums: one sum's chain of dependent additions took 4 cycles an element,
         // and Gemma's 4 RMSNorms a layer (and Q's and K's per head) took 7 % of a pass at 1x128.
         // A float's square is exact in a double, so the order moves the sum by ~1e-16 relative.
@@ -50,7 +68,6 @@ struct RMSNorm {
         }
         var sum = lanes.sum()
         while i < count { sum += Double(v[i]) * Double(v[i]); i += 1 }
-        let inverse = 1 / (Float(sum / Double(count)) + eps).squareRoot()
-        for i in 0..<count { out[i] = v[i] * inverse * scale[i] }
+        return 1 / (Float(sum / Double(count)) + eps).squareRoot()
     }
 }
