@@ -38,7 +38,8 @@ public func runGEMMBenchmark(arguments: [String]) {
         }
         index += 1
     }
-    if threads > 1, ProcessInfo.processInfo.environment["OPENBLAS_THREAD_TIMEOUT"] == nil {
+    let environment = ProcessInfo.processInfo.environment
+    if threads > 1, environment["OPENBLAS_THREAD_TIMEOUT"] == nil {
         // After each sgemm OpenBLAS's workers spin (sched_yield) for about 2^28 cycles before
         // they sleep, on the cores the engine's helpers need: at 2 threads on a Zen 5 guest the
         // engine's INT8 128x1024x4096 then took 1.6-1.75 ms in some runs, 0.79-1.0 ms with the
@@ -53,7 +54,6 @@ public func runGEMMBenchmark(arguments: [String]) {
     // The load average says how noisy the run was: other processes on a shared machine slow
     // every column, the ratios less so.
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
-    let environment = ProcessInfo.processInfo.environment
     print("Linear y = x·Wᵀ + b, \(threads) thread(s), medians of \(timer.rawValue) time; OPENBLAS_CORETYPE=\(environment["OPENBLAS_CORETYPE"] ?? "auto"), OPENBLAS_THREAD_TIMEOUT=\(environment["OPENBLAS_THREAD_TIMEOUT"] ?? "default"), load average \(load)")
     print("| M | K | N | sgemm ms | GFLOP/s | packed fp32 ms | GFLOP/s | packed speed-up | int8 ms | GOP/s | int8 speed-up | w8 ms | w8 speed-up | bf16 ms | GFLOP/s | bf16 speed-up | packed rel. err | int8 rel. err | w8 rel. err | bf16 rel. err |")
     print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
