@@ -5,12 +5,16 @@
 // versioned dependency cannot set), and an overflow check or a conversion trap in a loop
 // keeps LLVM from vectorising it.
 
-/// x = LayerNorm(x + residual) row by row, with the two-pass mean/variance PyTorch uses.
-/// Three passes over a row on 16-lane vectors (x + residual with its sum; x − mean with its
-/// squares; the scale), in the order of the five passes they replace (which LLVM ran on 8-lane
-/// vectors), so the floats are the same.
-public func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, rows: Int, cols: Int,
-                  gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, eps: Float) {
+/// out = LayerNorm(x + residual) row by row, with the two-pass mean/variance PyTorch uses; with a
+/// residual, x keeps the sum (the residual stream). `out` nil: in place, out = x. Out of place, a
+/// pre-norm layer writes its normalised copy in the same pass instead of copying [T × H] on one
+/// thread first. Three passes over a row on 16-lane vectors (x + residual with its sum; x − mean
+/// into out with its squares; the scale), in the order of the five passes they replace (which LLVM
+/// ran on 8-lane vectors), so the floats are the same. The loads and stores are explicit vectors,
+/// so out = x takes no overlap check (RMSNorm's scalar loops need a loop each way for that).
+public func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?,
+                         into out: UnsafeMutablePointer<Float>? = nil, rows: Int, cols: Int,
+                         gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, eps: Float) {
     let invN = 1 / Float(cols), wide = cols & ~15
     @inline(__always) func vector(_ p: UnsafePointer<Float>, _ c: Int) -> SIMD16<Float> {
         UnsafeRawPointer(p + c).loadUnaligned(as: SIMD16<Float>.self)
@@ -18,8 +22,9 @@ public func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePoint
     @inline(__always) func store(_ v: SIMD16<Float>, _ p: UnsafeMutablePointer<Float>, _ c: Int) {
         UnsafeMutableRawPointer(p + c).storeBytes(of: v, as: SIMD16<Float>.self)
     }
+    let out = out ?? x
     for r in 0..<rows {
-        let row = x + r &* cols
+        let row = x + r &* cols, normed = out + r &* cols
         var lanes = SIMD16<Float>()
         if let residual {
             let res = residual + r &* cols
@@ -38,17 +43,17 @@ public func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePoint
         lanes = SIMD16()
         for c in stride(from: 0, to: wide, by: 16) {
             let v = vector(row, c) - mean
-            store(v, row, c)
+            store(v, normed, c)
             lanes += v * v
         }
         var squares = lanes.sum()
         for c in wide..<cols {
-            row[c] -= mean
-            squares += row[c] * row[c]
+            normed[c] = row[c] - mean
+            squares += normed[c] * normed[c]
         }
         let invStd = 1 / (squares * invN + eps).squareRoot()
-        for c in stride(from: 0, to: wide, by: 16) { store(vector(row, c) * invStd * vector(gamma, c) + vector(beta, c), row, c) }
-        for c in wide..<cols { row[c] = row[c] * invStd * gamma[c] + beta[c] }
+        for c in stride(from: 0, to: wide, by: 16) { store(vector(normed, c) * invStd * vector(gamma, c) + vector(beta, c), normed, c) }
+        for c in wide..<cols { normed[c] = normed[c] * invStd * gamma[c] + beta[c] }
     }
 }
 

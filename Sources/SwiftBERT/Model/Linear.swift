@@ -131,11 +131,14 @@ struct LayerNorm {
         self.eps = eps
     }
 
-    /// x[m × size] = LayerNorm(x + residual), in place, rows split across `threads`.
-    func callAsFunction(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, m: Int, threads: Int = 1) {
+    /// x[m × size] = LayerNorm(x + residual), rows split across `threads`. With `out`, the
+    /// normalised rows go there and x keeps x + residual (a pre-norm layer's residual stream).
+    func callAsFunction(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, into out: UnsafeMutablePointer<Float>? = nil,
+                        m: Int, threads: Int = 1) {
         let (size, gamma, beta, eps) = (size, gamma, beta, eps)
         parallelRows(m, columns: size, threads: threads) { rows in
-            addLayerNorm(x + rows.lowerBound * size, residual: residual.map { $0 + rows.lowerBound * size }, rows: rows.count,
+            let first = rows.lowerBound * size
+            addLayerNorm(x + first, residual: residual.map { $0 + first }, into: out.map { $0 + first }, rows: rows.count,
                          cols: size, gamma: gamma, beta: beta, eps: eps)
         }
     }

@@ -92,16 +92,16 @@ public final class RotaryEncoderModel: ConvertedModel, EncoderModel, @unchecked 
             case .pre:
                 // 2. x += Attention(LayerNorm(x)) (layer 0: of x itself); 3. x += FFN(LayerNorm(x)).
                 // The normalised copy goes to `attended`, which attention overwrites only once
-                // its projections have read it.
+                // its projections have read it; each norm writes it in its own parallel pass (the
+                // residual sum before the second too), not after a serial copy of [T × H].
                 let normed = context.attended
-                normed.update(from: x, count: m * h)
-                if let norm = layer.attentionNorm { context.measure(.layerNorm) { norm(normed, residual: nil, m: m, threads: context.threads) } }
-                layer.attention(normed, into: context.projected, context, readingOnly: readingOnly)
+                if let norm = layer.attentionNorm {
+                    context.measure(.layerNorm) { norm(x, residual: nil, into: normed, m: m, threads: context.threads) }
+                }
+                layer.attention(layer.attentionNorm == nil ? x : normed, into: context.projected, context, readingOnly: readingOnly)
                 let rows = readingOnly ? sequences.gatherRowsRead(width: h, [x]) : m
                 if rows == 0 { return }
-                addResidual(x, context.projected, rows: rows, cols: h, threads: context.threads)
-                normed.update(from: x, count: rows * h)
-                context.measure(.layerNorm) { layer.mlpNorm(normed, residual: nil, m: rows, threads: context.threads) }
+                context.measure(.layerNorm) { layer.mlpNorm(x, residual: context.projected, into: normed, m: rows, threads: context.threads) }
                 layer.feedForward(normed, into: context.projected, context, rows: rows)
                 addResidual(x, context.projected, rows: rows, cols: h, threads: context.threads)
                 if readingOnly, let finalNorm { context.measure(.layerNorm) { finalNorm(x, residual: nil, m: rows, threads: context.threads) } }
