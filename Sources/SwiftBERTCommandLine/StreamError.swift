@@ -8,8 +8,8 @@ import SwiftBERT
 /// Failures of the streaming readers and writers that `SwiftBERTError` has no case for. Each says what
 /// went wrong and what to do; `exitStatus` follows sysexits(3) like `SwiftBERTError.exitStatus`.
 package enum StreamError: Error, Equatable, CustomStringConvertible {
-    /// A line is not UTF-8. `byte` is the 1-based offset of the first bad byte in the line.
-    case invalidUTF8(source: String, line: Int, byte: Int)
+    /// A line is not UTF-8. `offset`: where in the line its first bad byte is, from 0.
+    case invalidUTF8(source: String, line: Int, offset: Int)
     /// A JSON Lines record is not a JSON string or an object with a string "text" field.
     case invalidJSONLine(source: String, line: Int, reason: String)
     /// One record is larger than the reader's limit (it would defeat bounded memory).
@@ -30,8 +30,8 @@ package enum StreamError: Error, Equatable, CustomStringConvertible {
 
     package var description: String {
         switch self {
-        case let .invalidUTF8(source, line, byte):
-            return "\(source): line \(line) is not valid UTF-8 (bad byte at offset \(byte)); convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        case let .invalidUTF8(source, line, offset):
+            return "\(source): line \(line) is not valid UTF-8 (bad byte at offset \(offset)); convert the input to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
         case let .invalidJSONLine(source, line, reason):
             return "\(source): line \(line) is not a JSON string or an object with a \"text\" string: \(reason)"
         case let .recordTooLong(source, line, limit):
@@ -56,7 +56,7 @@ package enum StreamError: Error, Equatable, CustomStringConvertible {
     /// What is wrong with one record, without the advice (for per-line reports).
     package var reason: String {
         switch self {
-        case let .invalidUTF8(_, _, byte): return "not valid UTF-8 (bad byte at offset \(byte))"
+        case let .invalidUTF8(_, _, offset): return "not valid UTF-8 (bad byte at offset \(offset))"
         case let .invalidJSONLine(_, _, reason): return "not a JSON string or an object with a \"text\" string: \(reason)"
         case let .recordTooLong(_, _, limit): return "longer than \(limit >> 20) MiB"
         default: return description

@@ -165,7 +165,7 @@ package final class TextRecordReader {
 
     private func decode(_ bytes: ArraySlice<UInt8>) throws -> String {
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw StreamError.invalidUTF8(source: sourceName, line: lineNumber, byte: firstInvalidUTF8Byte(bytes))
+            throw StreamError.invalidUTF8(source: sourceName, line: lineNumber, offset: firstInvalidUTF8Offset(bytes) ?? bytes.count)
         }
         switch format {
         case .lines:

@@ -300,9 +300,8 @@ struct Handler: Sendable {
         if let declared, body.count < declared {
             throw APIError.invalid("the request body is \(body.count) bytes, shorter than its Content-Length of \(declared); send the whole body", status: 400)
         }
-        let firstBad = firstInvalidUTF8Byte(body[...])  // 1-based; past the end when all is valid
-        if firstBad <= body.count {
-            throw APIError.invalid("the request body is not valid UTF-8 (the first bad byte is at offset \(firstBad - 1)); JSON must be UTF-8", status: 400)
+        if let offset = firstInvalidUTF8Offset(body[...]) {
+            throw APIError.invalid("the request body is not valid UTF-8 (the first bad byte is at offset \(offset)); JSON must be UTF-8", status: 400)
         }
         return body
     }

@@ -61,14 +61,14 @@ func attachingNegativeNumbers(_ arguments: [String]) -> [String] {
 let optionsTakingLists: Set<String> = ["--C"]
 
 /// The first command-line argument that is not valid UTF-8 as the process received it: its
-/// position (1 for the first after `bert`) and the 1-based offset of the bad byte. Swift's
+/// position (1 for the first after `bert`) and the offset (from 0) of the bad byte. Swift's
 /// `CommandLine.arguments` puts U+FFFD in place of such bytes, so a text given as an argument was
 /// embedded as another text, where stdin and --input refuse it (exit 65).
-func argumentNotInUTF8() -> (position: Int, byte: Int)? {
+func argumentNotInUTF8() -> (position: Int, offset: Int)? {
     for position in 1..<Int(CommandLine.argc) {
         guard let argument = CommandLine.unsafeArgv[position] else { continue }
         let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(argument).assumingMemoryBound(to: UInt8.self), count: strlen(argument)))
-        if String(validating: bytes, as: UTF8.self) == nil { return (position, firstInvalidUTF8Byte(bytes[...])) }
+        if let offset = firstInvalidUTF8Offset(bytes[...]) { return (position, offset) }
     }
     return nil
 }

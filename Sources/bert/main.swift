@@ -46,7 +46,7 @@ struct Bert: ParsableCommand {
 // A closed pipe must surface as EPIPE from write(2), a clean stop, not as a kill by SIGPIPE.
 signal(SIGPIPE, SIG_IGN)
 if let bad = argumentNotInUTF8() {
-    writeStandardError("bert: argument \(bad.position) is not valid UTF-8 (bad byte at offset \(bad.byte)); convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8), or give the texts with --input FILE and --skip-invalid to skip such lines\n")
+    writeStandardError("bert: argument \(bad.position) is not valid UTF-8 (bad byte at offset \(bad.offset)); convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8), or give the texts with --input FILE and --skip-invalid to skip such lines\n")
     exit(65)  // EX_DATAERR, as for such a line on stdin or in --input
 }
 exit(runBert(CommandLine.arguments))

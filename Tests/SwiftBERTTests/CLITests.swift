@@ -170,7 +170,7 @@ final class CLIEmbedTests: CLITestCase {
         let script = #""$0" tokenize "$(printf 'a\377b')""#
         let refused = try runProcess("/bin/sh", ["-c", script, bertPath], stdin: nil)
         XCTAssertEqual(refused.status, 65, refused.stderr)
-        XCTAssertTrue(refused.stderr.contains("argument 2 is not valid UTF-8 (bad byte at offset 2)"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("argument 2 is not valid UTF-8 (bad byte at offset 1)"), refused.stderr)
         XCTAssertEqual(refused.stdout, "")
         let accepted = try runProcess("/bin/sh", ["-c", #""$0" tokenize --json "$(printf 'a\303\251b')""#, bertPath], stdin: nil)
         XCTAssertEqual(accepted.status, 0, accepted.stderr)

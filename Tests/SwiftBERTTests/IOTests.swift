@@ -28,7 +28,7 @@ final class IOReaderTests: XCTestCase {
         let reader = try TextRecordReader(.file(file))
         XCTAssertEqual(try reader.next()?.text, "ok")
         XCTAssertThrowsError(try reader.next()) { error in
-            XCTAssertEqual(error as? StreamError, .invalidUTF8(source: file, line: 2, byte: 3))
+            XCTAssertEqual(error as? StreamError, .invalidUTF8(source: file, line: 2, offset: 2))
             XCTAssertEqual((error as? StreamError)?.exitStatus, 65)
         }
     }

@@ -46,16 +46,18 @@ package func describe(_ error: Error) -> String {
     }
 }
 
-/// 1-based offset of the first byte that breaks UTF-8 decoding.
-package func firstInvalidUTF8Byte(_ bytes: ArraySlice<UInt8>) -> Int {
+/// The offset (from 0) of the first byte that breaks UTF-8 decoding; nil when all is valid. Every
+/// message that names a bad byte gives this offset: the line reader's, the arguments', vocab.txt's
+/// and the server's.
+package func firstInvalidUTF8Offset(_ bytes: ArraySlice<UInt8>) -> Int? {
     var parser = Unicode.UTF8.ForwardParser()
     var iterator = bytes.makeIterator()
     var offset = 0
     while true {
         switch parser.parseScalar(from: &iterator) {
         case .valid(let scalar): offset += scalar.count
-        case .error: return offset + 1
-        case .emptyInput: return offset + 1
+        case .error: return offset
+        case .emptyInput: return nil
         }
     }
 }

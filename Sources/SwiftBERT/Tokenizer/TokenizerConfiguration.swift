@@ -446,7 +446,7 @@ extension TokenizerConfiguration {
     /// A vocab.txt with Tokenizer's defaults: one token per line, the line number is its id.
     init(vocabTXT data: Data, path: String, lowercase: Bool) throws {
         guard let text = String(data: data, encoding: .utf8) else {
-            throw SwiftBERTError.invalidTokenizer(path: path, reason: "vocab.txt is not UTF-8 (bad byte at offset \(firstInvalidUTF8Byte(ArraySlice(data)) - 1)); give the model's own vocab.txt")
+            throw SwiftBERTError.invalidTokenizer(path: path, reason: "vocab.txt is not UTF-8 (bad byte at offset \(firstInvalidUTF8Offset(ArraySlice(data)) ?? data.count)); give the model's own vocab.txt")
         }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if lines.last?.isEmpty == true { lines.removeLast() }  // the newline ending the last line
