@@ -400,7 +400,7 @@ extension Endpoints {
             model = first
         }
         guard let fillMask = model.fillMask else {
-            throw APIError.invalid("\(model.name) has no masked-LM head, so it cannot fill masks; use a BertForMaskedLM model such as splade-tiny", param: "model")
+            throw APIError.invalid("\(model.name) has no masked-LM head, so it cannot fill masks; serve a *ForMaskedLM checkpoint (splade-tiny is one)", param: "model")
         }
         let topK = request.top_k ?? 5
         guard (1...1000).contains(topK) else { throw APIError.invalid("top_k must be between 1 and 1000; got \(topK)", param: "top_k") }
