@@ -16,42 +16,42 @@ struct RMSNorm {
 
     /// Normalises m rows in place, rows split across threads.
     func callAsFunction(_ x: UnsafeMutablePointer<Float>, m: Int, threads: Int) {
-        let eps = eps
-        forEachRow(m, threads: threads) { r, size, scale in Self.normalize(x + r * size, count: size, scale: scale, eps: eps) }
+        callAsFunction(x, into: x, m: m, threads: threads)
     }
 
-    /// out[m × size] = RMSNorm(x), rows split across threads. Out of place, so a pre-norm layer
-    /// reads the residual stream and writes its normalised copy in one pass (a serial copy first
-    /// was a pass over [T × H] on one thread, twice a layer).
+    /// out[m × size] = RMSNorm(x), rows split across threads; out may be x. Out of place, a
+    /// pre-norm layer reads the residual stream and writes its normalised copy in one pass (a
+    /// serial copy first was a pass over [T × H] on one thread, twice a layer).
     func callAsFunction(_ x: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, m: Int, threads: Int) {
-        let eps = eps
-        forEachRow(m, threads: threads) { r, size, scale in
-            Self.normalize(x + r * size, into: out + r * size, count: size, scale: scale, eps: eps)
-        }
-    }
-
-    @inline(__always)
-    private func forEachRow(_ m: Int, threads: Int, _ body: (_ row: Int, _ size: Int, _ scale: UnsafePointer<Float>) -> Void) {
-        let size = scale.count
+        let (eps, size) = (eps, scale.count)
         scale.withUnsafeBufferPointer { scale in
             let scale = scale.baseAddress!
             parallelRows(m, columns: size, threads: threads) { rows in
-                for r in rows { body(r, size, scale) }
+                for r in rows { Self.normalize(x + r * size, into: out + r * size, count: size, scale: scale, eps: eps) }
             }
         }
     }
 
     /// One vector of `count` in place.
     static func normalize(_ v: UnsafeMutablePointer<Float>, count: Int, scale: UnsafePointer<Float>, eps: Float) {
-        let inverse = inverseRootMeanSquare(v, count: count, eps: eps)
-        for i in 0..<count { v[i] = v[i] * inverse * scale[i] }
+        normalize(v, into: v, count: count, scale: scale, eps: eps)
     }
 
-    /// out = RMSNorm(v) for one vector of `count`; out must not overlap v. (A loop of its own: one
-    /// loop for both would take LLVM's scalar fallback whenever out is v, its overlap check failing.)
+    /// out = RMSNorm(v) for one vector of `count`; out may be v. On explicit 16-lane vectors, then
+    /// one by one: left to LLVM, the loop took its scalar fallback whenever out was v (its overlap
+    /// check failing), 262 against 40 ns for 1,024 floats. The same products in the same order
+    /// as element by element, so the same floats.
     static func normalize(_ v: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, count: Int, scale: UnsafePointer<Float>, eps: Float) {
         let inverse = inverseRootMeanSquare(v, count: count, eps: eps)
-        for i in 0..<count { out[i] = v[i] * inverse * scale[i] }
+        let factor = SIMD16<Float>(repeating: inverse)
+        var i = 0
+        while i &+ 16 <= count {
+            let x = UnsafeRawPointer(v + i).loadUnaligned(as: SIMD16<Float>.self)
+            let w = UnsafeRawPointer(scale + i).loadUnaligned(as: SIMD16<Float>.self)
+            UnsafeMutableRawPointer(out + i).storeBytes(of: x * factor * w, as: SIMD16<Float>.self)
+            i &+= 16
+        }
+        while i < count { out[i] = v[i] * inverse * scale[i]; i &+= 1 }
     }
 
     /// 1 / √(mean(v²) + ε).
