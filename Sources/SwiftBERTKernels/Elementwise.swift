@@ -11,7 +11,7 @@
 /// thread first. Three passes over a row on 16-lane vectors (x + residual with its sum; x − mean
 /// into out with its squares; the scale), in the order of the five passes they replace (which LLVM
 /// ran on 8-lane vectors), so the floats are the same. The loads and stores are explicit vectors,
-/// so out = x takes no overlap check (RMSNorm's scalar loops need a loop each way for that).
+/// so out = x takes no overlap check (which made a scalar loop take LLVM's scalar fallback).
 public func addLayerNorm(_ x: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?,
                          into out: UnsafeMutablePointer<Float>? = nil, rows: Int, cols: Int,
                          gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, eps: Float) {
